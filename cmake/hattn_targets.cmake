@@ -1,0 +1,28 @@
+# The Halide targets every kernel is built for. One list per family; the kernel helper, the runtime
+# libraries and the `hattn info` table all read these, so a target is named in exactly one place.
+
+# Features every target gets: buffers over 2 GiB (a 32k-token KV cache of a large layer passes that).
+set(HATTN_FEATURES large_buffers)
+
+# x86-64: one multi-target library per kernel. Halide's wrapper takes the first entry the CPU can
+# run, so the most specific target comes first and the most general last.
+set(HATTN_X86_TARGETS
+    x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake
+    x86-64-linux-sse41-avx-f16c-fma-avx2
+    x86-64-linux-sse41)
+# The autoscheduled variant is single-target: Adams2019 tunes for one machine model.
+set(HATTN_X86_AUTOSCHEDULE_TARGET x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake)
+
+# AArch64: one library per variant, chosen in C++ from getauxval(AT_HWCAP), because Halide 14's
+# AArch64 runtime detects no CPU features and would let any multi-target entry through.
+set(HATTN_ARM_VARIANTS plain)
+set(HATTN_ARM_TARGET_plain arm-64-linux)
+
+# CUDA (Ampere and newer, so the H200 too); the host side keeps the x86 baseline.
+set(HATTN_CUDA_TARGET x86-64-linux-sse41-cuda-cuda_capability_80)
+
+# One Halide runtime per family, built for the family's most general target so that it never
+# reaches for an instruction the slowest supported CPU lacks.
+set(HATTN_RUNTIME_TARGET_x86 x86-64-linux-sse41)
+set(HATTN_RUNTIME_TARGET_arm arm-64-linux)
+set(HATTN_RUNTIME_TARGET_cuda ${HATTN_CUDA_TARGET})

@@ -1,0 +1,33 @@
+// Dense projection y = x W^T + b: the linear layer every attention variant starts and ends with.
+//
+// Shapes in PyTorch order: x [rows, in], W [out, in] exactly as safetensors stores it, b [out],
+// y [rows, out]; rows is batch x sequence flattened. Halide sees them reversed: x(k, r), weight(k, o).
+#pragma once
+
+#include "Halide.h"
+
+namespace hattn {
+
+class Projection : public Halide::Generator<Projection> {
+public:
+    Input<Buffer<float>> x{"x", 2};
+    Input<Buffer<float>> weight{"weight", 2};
+    Input<Buffer<float>> bias{"bias", 1};
+    Output<Buffer<float>> y{"y", 2};
+
+    // Named stages that schedules place and lay out.
+    Halide::Var o{"o"}, r{"r"};
+    Halide::RDom k;
+    // x with the row index clamped, so a schedule may compute whole register tiles past the last row.
+    Halide::Func x_rows{"x_rows"};
+    // W transposed to (o, k) with o clamped: the packed panel a schedule stages so that the inner
+    // product vectorises over outputs with contiguous loads.
+    Halide::Func weight_t{"weight_t"};
+    // The running sum per output, initialised with the bias.
+    Halide::Func acc{"acc"};
+
+    void generate();
+    void schedule();
+};
+
+}  // namespace hattn

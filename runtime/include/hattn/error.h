@@ -1,0 +1,31 @@
+// The one error type of hattn. Every failure a caller can see, including Halide runtime errors,
+// arrives as a hattn::Error carrying one line that names the file, tensor or key at fault.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace hattn {
+
+class Error : public std::runtime_error {
+public:
+    // InvalidInput: the caller's data or configuration is wrong (the CLI exits 2).
+    // Internal: hattn or the machine failed on valid input (the CLI exits 1).
+    enum class Kind { InvalidInput, Internal };
+
+    explicit Error(const std::string &message, Kind kind = Kind::InvalidInput)
+        : std::runtime_error(message), kind_(kind) {}
+
+    Kind kind() const { return kind_; }
+    bool is_invalid_input() const { return kind_ == Kind::InvalidInput; }
+
+private:
+    Kind kind_;
+};
+
+// Throws Error(message) when `condition` is false. For validating inputs in one line.
+inline void require(bool condition, const std::string &message) {
+    if (!condition) throw Error(message);
+}
+
+}  // namespace hattn

@@ -1,0 +1,20 @@
+// The layer kinds a configuration may name (spec/attention.md), and which of them this build runs.
+#pragma once
+
+#include <string>
+
+namespace hattn {
+
+struct KindInfo {
+    const char *name;        // the `kind` of a golden case and of `hattn run --kind`
+    const char *hidden_key;  // the config key holding the hidden size E
+    bool built;              // false until the layer's kernels and module exist
+};
+
+// nullptr when `name` is not a kind hattn knows.
+const KindInfo *find_kind(const std::string &name);
+
+// "cached_attention, cca, ..." for error messages.
+std::string known_kind_names();
+
+}  // namespace hattn

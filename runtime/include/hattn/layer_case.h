@@ -1,0 +1,51 @@
+// A layer invocation read from files: a golden-case folder (spec/cases.md) or the files named one by
+// one on the command line. Everything is read and validated here, before any kernel runs, so that
+// bad input is reported as one Error naming the file, tensor or key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hattn/config.h"
+#include "hattn/kinds.h"
+#include "hattn/npy.h"
+#include "hattn/safetensors.h"
+#include "hattn/tensor.h"
+
+namespace hattn {
+
+struct LayerCase {
+    const KindInfo *kind;
+    ConfigReader config;  // the layer's own keys (seed or HF names)
+    int64_t batch, seq_len, hidden;
+    bool cross;        // cross-attention: keys and values come from `context`
+    double tolerance;  // relative L2 bound of a golden case (1e-4 unless the case says otherwise)
+    Weights weights;
+    Tensor x;                     // [batch, seq_len, hidden]
+    std::optional<Tensor> context;  // [batch, Sk, hidden] when cross
+    std::optional<NpyArray> mask;   // bool [batch, 1, seq_len, Sk], True = masked
+
+    // Whether the case runs causally, so that prefill + decode applies to it.
+    bool causal() const;
+};
+
+// A golden-case folder: config.json, weights.safetensors, x.npy, and context.npy / mask.npy.
+LayerCase load_case_dir(const std::string &dir);
+
+struct LayerFiles {
+    std::string kind, config, weights, input;
+    std::string context, mask;  // empty when absent
+};
+// The files named one by one; config may be a model's own config.json.
+LayerCase load_case_files(const LayerFiles &files);
+
+// Checks a `--prefill P` request against the case: 0 <= P <= seq_len, causal cases only.
+void validate_prefill(const LayerCase &c, int64_t prefill);
+
+// Runs the case's layer on its inputs: the whole sequence at once, or with `prefill` the first P
+// tokens as one prefill call and every later token as a one-token decode step. Returns
+// [batch, seq_len, hidden]. Throws Error when the kind is not built yet.
+Tensor run_case(const LayerCase &c, std::optional<int64_t> prefill);
+
+}  // namespace hattn

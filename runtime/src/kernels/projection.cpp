@@ -1,0 +1,57 @@
+#include "hattn/kernels/projection.h"
+
+#include <vector>
+
+#include "halide_call.h"
+#include "hattn/error.h"
+#include "kernel_variants.h"
+
+namespace hattn {
+
+namespace {
+
+// Rows of a contiguous [..., n] tensor as the Halide matrix (n, rows).
+Halide::Runtime::Buffer<float> as_matrix(const TensorView &t, const char *what) {
+    require(t.rank() >= 1, std::string("projection: ") + what + " must have at least one dimension");
+    require(t.is_contiguous(), std::string("projection: ") + what + " must be contiguous");
+    const int64_t cols = t.shape.back();
+    const int64_t rows = cols == 0 ? 0 : t.size() / cols;
+    return TensorView(t.data, {rows, cols}).halide_buffer();
+}
+
+}  // namespace
+
+void project(const TensorView &x, const TensorView &weight, const TensorView *bias,
+             const TensorView &y) {
+    require(weight.rank() == 2, "projection: weight must be [out, in], got " +
+                                    shape_to_string(weight.shape));
+    const int64_t out = weight.dim(0), in = weight.dim(1);
+    require(x.rank() >= 1 && x.shape.back() == in,
+            "projection: input " + shape_to_string(x.shape) + " does not end in in=" +
+                std::to_string(in) + " of weight " + shape_to_string(weight.shape));
+    Shape expected_y(x.shape.begin(), x.shape.end() - 1);
+    expected_y.push_back(out);
+    require(y.shape == expected_y, "projection: output is " + shape_to_string(y.shape) +
+                                       ", expected " + shape_to_string(expected_y));
+    if (bias) {
+        require(bias->shape == Shape{out}, "projection: bias is " + shape_to_string(bias->shape) +
+                                               ", expected [" + std::to_string(out) + "]");
+    }
+    if (y.size() == 0) return;
+
+    std::vector<float> zeros;
+    Halide::Runtime::Buffer<float> b;
+    if (bias) {
+        b = bias->halide_buffer();
+    } else {
+        zeros.assign(out, 0.0f);
+        b = TensorView(zeros.data(), {out}).halide_buffer();
+    }
+    auto xb = as_matrix(x, "input");
+    auto wb = weight.halide_buffer();
+    auto yb = as_matrix(y, "output");
+    detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(), wb.raw_buffer(),
+                        b.raw_buffer(), yb.raw_buffer());
+}
+
+}  // namespace hattn

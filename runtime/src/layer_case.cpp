@@ -1,0 +1,135 @@
+#include "hattn/layer_case.h"
+
+#include <filesystem>
+
+#include "hattn/error.h"
+
+namespace hattn {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const KindInfo &require_kind(const std::string &name, const std::string &source) {
+    const KindInfo *kind = find_kind(name);
+    require(kind != nullptr, source + ": unknown kind '" + name + "' (known: " +
+                                 known_kind_names() + ")");
+    return *kind;
+}
+
+int64_t require_positive(const ConfigReader &reader, const std::string &key) {
+    const int64_t value = reader.get_int(key);
+    require(value > 0, reader.source() + ": key '" + key + "' must be positive, got " +
+                           std::to_string(value));
+    return value;
+}
+
+void require_shape(const std::string &path, const Shape &actual, const Shape &expected,
+                   const std::string &meaning) {
+    require(actual == expected, path + ": shape " + shape_to_string(actual) + ", expected " +
+                                    shape_to_string(expected) + " (" + meaning + ")");
+}
+
+// Reads the tensors of a case once the config is known, checking every shape against it.
+LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, int64_t seq_len,
+                      bool cross, double tolerance, const LayerFiles &files) {
+    const int64_t hidden = require_positive(config, kind.hidden_key);
+    Weights weights = Weights::open(files.weights);
+    Tensor x = read_npy_f32(files.input);
+    if (batch == 0) {  // files named one by one: batch and sequence come from x itself
+        require(x.rank() == 3 && x.dim(0) > 0 && x.dim(1) > 0,
+                files.input + ": shape " + shape_to_string(x.shape()) +
+                    ", expected [batch, seq_len, " + std::to_string(hidden) + "]");
+        batch = x.dim(0);
+        seq_len = x.dim(1);
+    }
+    require_shape(files.input, x.shape(), {batch, seq_len, hidden}, "[batch, seq_len, E]");
+
+    require(cross == !files.context.empty(),
+            cross ? "cross-attention needs a context input (context.npy), none given"
+                  : files.context + ": a context input is only valid for cross-attention");
+    std::optional<Tensor> context;
+    int64_t context_len = seq_len;
+    if (cross) {
+        context = read_npy_f32(files.context);
+        require(context->rank() == 3 && context->dim(0) == batch && context->dim(1) > 0 &&
+                    context->dim(2) == hidden,
+                files.context + ": shape " + shape_to_string(context->shape()) +
+                    ", expected [" + std::to_string(batch) + ", Sk, " + std::to_string(hidden) +
+                    "]");
+        context_len = context->dim(1);
+    }
+    std::optional<NpyArray> mask;
+    if (!files.mask.empty()) {
+        mask = read_npy(files.mask);
+        require(mask->type == NpyArray::Type::Bool,
+                files.mask + ": dtype " + npy_type_name(mask->type) + ", expected bool (|b1)");
+        require_shape(files.mask, mask->shape, {batch, 1, seq_len, context_len},
+                      "[batch, 1, seq_len, Sk], True = masked");
+    }
+    return LayerCase{&kind,  std::move(config), batch, seq_len, hidden, cross, tolerance,
+                     std::move(weights), std::move(x), std::move(context), std::move(mask)};
+}
+
+std::string optional_file(const fs::path &path) {
+    return fs::exists(path) ? path.string() : std::string();
+}
+
+}  // namespace
+
+bool LayerCase::causal() const {
+    const std::string name = kind->name;
+    if (name == "cca" || name == "ccgqa") return config.get_string("mode", "encoder") == "decoder";
+    return !cross;  // cached self-attention, zaya_cca and glm_dsa are causal
+}
+
+LayerCase load_case_dir(const std::string &dir) {
+    const fs::path root(dir);
+    require(fs::is_directory(root), dir + ": not a directory");
+    const std::string config_path = (root / "config.json").string();
+    const ConfigReader top(read_json_file(config_path), config_path);
+    const KindInfo &kind = require_kind(top.get_string("kind"), config_path);
+    require(top.json().contains("config") && top.json()["config"].is_object(),
+            config_path + ": key 'config' must be an object holding the layer's keys");
+    const int64_t batch = require_positive(top, "batch");
+    const int64_t seq_len = require_positive(top, "seq_len");
+    const bool cross = top.get_bool("cross", false);
+    const double tolerance = top.get_number("tolerance", 1e-4);
+    require(tolerance > 0, config_path + ": key 'tolerance' must be positive");
+
+    LayerFiles files;
+    files.kind = kind.name;
+    files.config = config_path;
+    files.weights = (root / "weights.safetensors").string();
+    files.input = (root / "x.npy").string();
+    files.context = optional_file(root / "context.npy");
+    files.mask = optional_file(root / "mask.npy");
+    return load_inputs(kind, ConfigReader(top.json()["config"], config_path + " (config)"), batch,
+                       seq_len, cross, tolerance, files);
+}
+
+LayerCase load_case_files(const LayerFiles &files) {
+    const KindInfo &kind = require_kind(files.kind, "--kind");
+    ConfigReader config(read_json_file(files.config), files.config);
+    // A cross-attention call is one that brings a context.
+    const bool cross = !files.context.empty();
+    return load_inputs(kind, std::move(config), 0, 0, cross, 1e-4, files);
+}
+
+void validate_prefill(const LayerCase &c, int64_t prefill) {
+    require(c.causal(), std::string("--prefill: kind ") + c.kind->name +
+                            (c.cross ? " with cross-attention" : " in encoder mode") +
+                            " is not causal, so it has no prefill/decode path");
+    require(prefill >= 0 && prefill <= c.seq_len,
+            "--prefill " + std::to_string(prefill) + " is outside 0.." + std::to_string(c.seq_len) +
+                " (the sequence length)");
+}
+
+Tensor run_case(const LayerCase &c, std::optional<int64_t> prefill) {
+    if (prefill) validate_prefill(c, *prefill);
+    require(c.kind->built, std::string("kind '") + c.kind->name + "' is not built yet");
+    throw Error(std::string("kind '") + c.kind->name + "' has no layer module",
+                Error::Kind::Internal);
+}
+
+}  // namespace hattn

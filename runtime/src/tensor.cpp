@@ -1,0 +1,105 @@
+#include "hattn/tensor.h"
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "hattn/error.h"
+
+namespace hattn {
+
+std::string shape_to_string(const Shape &shape) {
+    std::string out = "[";
+    for (size_t i = 0; i < shape.size(); i++) {
+        if (i > 0) out += ", ";
+        out += std::to_string(shape[i]);
+    }
+    return out + "]";
+}
+
+int64_t element_count(const Shape &shape) {
+    int64_t count = 1;
+    for (int64_t extent : shape) {
+        require(extent >= 0, "shape " + shape_to_string(shape) + " has a negative dimension");
+        require(!__builtin_mul_overflow(count, extent, &count),
+                "element count of shape " + shape_to_string(shape) + " overflows int64");
+    }
+    return count;
+}
+
+TensorView::TensorView(float *data_, Shape shape_) : data(data_), shape(std::move(shape_)) {}
+
+TensorView::TensorView(float *data_, Shape shape_, Shape strides_)
+    : data(data_), shape(std::move(shape_)), strides(std::move(strides_)) {
+    require(strides.empty() || strides.size() == shape.size(),
+            "tensor of shape " + shape_to_string(shape) + " has " +
+                std::to_string(strides.size()) + " strides");
+}
+
+// Row-major strides of `shape`, in elements. Checked even for zero-sized shapes, whose element
+// count fits while the strides of their other dimensions may not.
+static Shape contiguous_strides(const Shape &shape) {
+    Shape strides(shape.size());
+    int64_t stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+        require(shape[i] >= 0, "shape " + shape_to_string(shape) + " has a negative dimension");
+        strides[i] = stride;
+        require(!__builtin_mul_overflow(stride, shape[i], &stride),
+                "strides of shape " + shape_to_string(shape) + " overflow int64");
+    }
+    return strides;
+}
+
+bool TensorView::is_contiguous() const {
+    if (strides.empty()) return true;
+    const Shape expected = contiguous_strides(shape);
+    for (size_t i = 0; i < shape.size(); i++) {
+        // A dimension of extent 1 is never stepped over, so its stride does not change the layout.
+        if (shape[i] != 1 && strides[i] != expected[i]) return false;
+    }
+    return true;
+}
+
+Halide::Runtime::Buffer<float> TensorView::halide_buffer() const {
+    const Shape steps = strides.empty() ? contiguous_strides(shape) : strides;
+    constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
+    constexpr int64_t int32_min = std::numeric_limits<int32_t>::min();
+    const int r = rank();
+    std::vector<halide_dimension_t> dims(r);
+    for (int i = 0; i < r; i++) {
+        const int torch_dim = r - 1 - i;
+        const int64_t extent = shape[torch_dim];
+        const int64_t stride = steps[torch_dim];
+        const std::string where = " in dimension " + std::to_string(torch_dim) + " of shape " +
+                                  shape_to_string(shape);
+        require(extent >= 0, "negative extent " + std::to_string(extent) + where);
+        require(extent <= int32_max, "extent " + std::to_string(extent) + where +
+                                         " exceeds INT32_MAX (Halide buffers are 32-bit)");
+        require(stride >= int32_min && stride <= int32_max,
+                "stride " + std::to_string(stride) + where +
+                    " does not fit in int32 (Halide buffers are 32-bit)");
+        dims[i] = halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
+    }
+    return Halide::Runtime::Buffer<float>(data, dims);
+}
+
+Tensor::Tensor(Shape shape) : shape_(std::move(shape)), values_(element_count(shape_), 0.0f) {}
+
+Tensor::Tensor(Shape shape, std::vector<float> values)
+    : shape_(std::move(shape)), values_(std::move(values)) {
+    const int64_t expected = element_count(shape_);
+    require(static_cast<int64_t>(values_.size()) == expected,
+            "tensor of shape " + shape_to_string(shape_) + " needs " + std::to_string(expected) +
+                " values, got " + std::to_string(values_.size()));
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+    const int64_t count = element_count(shape);
+    require(count == size(), "cannot reshape " + shape_to_string(shape_) + " (" +
+                                 std::to_string(size()) + " elements) to " +
+                                 shape_to_string(shape) + " (" + std::to_string(count) +
+                                 " elements)");
+    return Tensor(std::move(shape), values_);
+}
+
+}  // namespace hattn

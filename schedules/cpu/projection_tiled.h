@@ -1,0 +1,15 @@
+// The register-tiled CPU projection schedule shared by x86 and ARM; each family picks the tile.
+#pragma once
+
+#include "generators/projection.h"
+
+namespace hattn::schedules::cpu {
+
+struct ProjectionTile {
+    int vectors_per_row;  // output columns per tile, in vectors of the target's natural width
+    int rows;             // rows per register tile
+};
+
+void schedule_projection_tiled(Projection &g, const Halide::Target &t, ProjectionTile tile);
+
+}  // namespace hattn::schedules::cpu

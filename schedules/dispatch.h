@@ -1,0 +1,35 @@
+// Chooses the schedule family for a generator's target. Generators call schedules::apply() from
+// schedule(); each family implements one `schedule(Kernel &, const Target &)` per kernel in its own
+// folder, so tuning one target never touches an algorithm or another target.
+#pragma once
+
+#include "Halide.h"
+
+namespace hattn {
+class Projection;
+}
+
+namespace hattn::schedules {
+
+namespace x86 {
+void schedule(Projection &g, const Halide::Target &t);
+}
+namespace arm {
+void schedule(Projection &g, const Halide::Target &t);
+}
+namespace cuda {
+void schedule(Projection &g, const Halide::Target &t);
+}
+
+template <typename Generator>
+void apply(Generator &g, const Halide::Target &t) {
+    if (t.has_gpu_feature()) {
+        cuda::schedule(g, t);
+    } else if (t.arch == Halide::Target::ARM) {
+        arm::schedule(g, t);
+    } else {
+        x86::schedule(g, t);
+    }
+}
+
+}  // namespace hattn::schedules

@@ -1,0 +1,175 @@
+// `hattn run`, `inspect` and `info` as a user meets them: bad input exits 2 with one line that names
+// the file, tensor or key; nothing is written.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "hattn/npy.h"
+#include "support/random.h"
+#include "support/safetensors_writer.h"
+#include "support/temp_dir.h"
+
+namespace hattn {
+namespace {
+
+struct CliResult {
+    int status;
+    std::string out, err;
+};
+
+std::string slurp(const std::string &path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+class Cli : public ::testing::Test {
+protected:
+    testing::TempDir tmp;
+
+    CliResult hattn(const std::string &args) {
+        const std::string out = tmp.file("stdout"), err = tmp.file("stderr");
+        const std::string cmd = std::string(HATTN_CLI) + " " + args + " >" + out + " 2>" + err;
+        const int raw = std::system(cmd.c_str());
+        return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
+    }
+
+    // A well-formed cached_attention case folder (E=8, 2 heads, self-attention).
+    std::string make_case(const std::string &name, const std::string &config_json) {
+        const std::filesystem::path dir = tmp.path() / name;
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir / "config.json") << config_json;
+        const Tensor w = testing::random_tensor({8, 8}, 5);
+        testing::write_safetensors((dir / "weights.safetensors").string(),
+                                   {{"query_projection.weight", w}, {"key_projection.weight", w},
+                                    {"value_projection.weight", w}, {"output_projection.weight", w}});
+        write_npy((dir / "x.npy").string(), testing::random_tensor({1, 3, 8}, 6));
+        return dir.string();
+    }
+
+    std::string good_config() {
+        return R"({"kind": "cached_attention", "batch": 1, "seq_len": 3,
+                   "config": {"embedding_dimension": 8, "number_of_heads": 2, "bias": false,
+                              "attention_type": "multi_head", "rope_base": null}})";
+    }
+
+    static void expect_one_line_naming(const CliResult &r, const std::string &what) {
+        EXPECT_EQ(r.status, 2) << r.err;
+        EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+};
+
+TEST_F(Cli, TruncatedSafetensorsNamesFileAndProblem) {
+    const std::string dir = make_case("c", good_config());
+    const std::string weights = dir + "/weights.safetensors";
+    std::filesystem::resize_file(weights, std::filesystem::file_size(weights) - 10);
+    const CliResult r = hattn("run --case " + dir + " --output " + tmp.file("o.npy"));
+    expect_one_line_naming(r, weights);
+    EXPECT_NE(r.err.find("end of"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("o.npy")));
+}
+
+TEST_F(Cli, InspectRejectsTruncatedSafetensors) {
+    const std::string dir = make_case("c", good_config());
+    const std::string weights = dir + "/weights.safetensors";
+    std::filesystem::resize_file(weights, 5);
+    expect_one_line_naming(hattn("inspect " + weights), weights);
+}
+
+TEST_F(Cli, InspectListsTensors) {
+    const std::string dir = make_case("c", good_config());
+    const CliResult r = hattn("inspect " + dir + "/weights.safetensors");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("query_projection.weight  F32  [8, 8]"), std::string::npos) << r.out;
+    const CliResult n = hattn("inspect " + dir + "/x.npy");
+    EXPECT_EQ(n.status, 0) << n.err;
+    EXPECT_NE(n.out.find("<f4 [1, 3, 8]"), std::string::npos) << n.out;
+}
+
+TEST_F(Cli, UnknownKindIsNamed) {
+    std::string config = good_config();
+    config.replace(config.find("cached_attention"), 16, "flash_magic");
+    expect_one_line_naming(hattn("run --case " + make_case("c", config) + " --output " +
+                                 tmp.file("o.npy")),
+                           "unknown kind 'flash_magic'");
+}
+
+TEST_F(Cli, KindNotBuiltYetExits2) {
+    expect_one_line_naming(
+        hattn("run --case " + make_case("c", good_config()) + " --output " + tmp.file("o.npy")),
+        "not built yet");
+}
+
+TEST_F(Cli, InputOfWrongShapeNamesFileAndShapes) {
+    const std::string dir = make_case("c", good_config());
+    write_npy(dir + "/x.npy", testing::random_tensor({1, 4, 8}, 7));
+    const CliResult r = hattn("run --case " + dir + " --output " + tmp.file("o.npy"));
+    expect_one_line_naming(r, dir + "/x.npy");
+    EXPECT_NE(r.err.find("[1, 4, 8]"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("[1, 3, 8]"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, MissingHiddenSizeKeyIsNamed) {
+    std::string config = good_config();
+    config.replace(config.find("embedding_dimension"), 19, "embedding_dim");
+    expect_one_line_naming(
+        hattn("run --case " + make_case("c", config) + " --output " + tmp.file("o.npy")),
+        "embedding_dimension");
+}
+
+TEST_F(Cli, MalformedConfigIsNamed) {
+    const std::string dir = make_case("c", "{\"kind\": ");
+    expect_one_line_naming(hattn("run --case " + dir + " --output " + tmp.file("o.npy")),
+                           dir + "/config.json");
+}
+
+TEST_F(Cli, MissingInputFileIsNamed) {
+    const std::string dir = make_case("c", good_config());
+    std::filesystem::remove(dir + "/x.npy");
+    expect_one_line_naming(hattn("run --case " + dir + " --output " + tmp.file("o.npy")),
+                           dir + "/x.npy");
+}
+
+TEST_F(Cli, PrefillOutOfRangeExits2) {
+    expect_one_line_naming(hattn("run --case " + make_case("c", good_config()) + " --prefill 4 --output " +
+                                 tmp.file("o.npy")),
+                           "--prefill 4");
+}
+
+TEST_F(Cli, PrefillOnCrossAttentionExits2) {
+    std::string config = good_config();
+    config.replace(config.find("\"batch\""), 0, "\"cross\": true, ");
+    const std::string dir = make_case("c", config);
+    write_npy(dir + "/context.npy", testing::random_tensor({1, 5, 8}, 8));
+    expect_one_line_naming(hattn("run --case " + dir + " --prefill 1 --output " + tmp.file("o.npy")),
+                           "not causal");
+}
+
+TEST_F(Cli, CrossWithoutContextExits2) {
+    std::string config = good_config();
+    config.replace(config.find("\"batch\""), 0, "\"cross\": true, ");
+    expect_one_line_naming(
+        hattn("run --case " + make_case("c", config) + " --output " + tmp.file("o.npy")),
+        "context");
+}
+
+TEST_F(Cli, UnknownFlagAndDeviceAreNamed) {
+    expect_one_line_naming(hattn("run --frobnicate 3"), "--frobnicate");
+    expect_one_line_naming(hattn("run --case x --output y --device tpu"), "tpu");
+}
+
+TEST_F(Cli, InfoNamesEveryKernel) {
+    const CliResult r = hattn("info");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("CPU features:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("projection"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("CUDA: "), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace hattn

@@ -1,0 +1,104 @@
+// The golden driver: every case folder below the golden root (spec/cases.md) becomes its own test.
+// A case whose kind is not built yet is skipped, naming the kind; finding no case at all fails.
+#include "golden_test.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "hattn/layer_case.h"
+#include "hattn/npy.h"
+
+namespace hattn::testing {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string golden_root() {
+    if (const char *env = std::getenv("HATTN_GOLDEN_DIR"); env && *env) return env;
+    return HATTN_DEFAULT_GOLDEN_DIR;
+}
+
+// Folders root/*/* that hold a config.json, sorted so test order is stable.
+std::vector<fs::path> find_cases(const fs::path &root) {
+    std::vector<fs::path> cases;
+    std::error_code ec;
+    for (const auto &group : fs::directory_iterator(root, ec)) {
+        if (!group.is_directory()) continue;
+        for (const auto &c : fs::directory_iterator(group.path(), ec)) {
+            if (fs::is_regular_file(c.path() / "config.json")) cases.push_back(c.path());
+        }
+    }
+    std::sort(cases.begin(), cases.end());
+    return cases;
+}
+
+double relative_l2(const Tensor &out, const Tensor &expected) {
+    double diff = 0, norm = 0;
+    for (int64_t i = 0; i < expected.size(); i++) {
+        const double o = out.data()[i], e = expected.data()[i];
+        if (!std::isfinite(o)) return INFINITY;
+        diff += (o - e) * (o - e);
+        norm += e * e;
+    }
+    return std::sqrt(diff / std::max(norm, 1e-300));
+}
+
+void expect_matches(const LayerCase &c, const Tensor &y, std::optional<int64_t> prefill) {
+    SCOPED_TRACE(prefill ? "prefill " + std::to_string(*prefill) + " + decode" : "forward");
+    const Tensor out = run_case(c, prefill);
+    ASSERT_EQ(out.shape(), y.shape());
+    EXPECT_LE(relative_l2(out, y), c.tolerance);
+}
+
+class GoldenCase : public ::testing::Test {
+public:
+    explicit GoldenCase(fs::path dir) : dir_(std::move(dir)) {}
+
+    void TestBody() override {
+        const LayerCase c = load_case_dir(dir_.string());
+        if (!c.kind->built) GTEST_SKIP() << "kind " << c.kind->name << " is not built yet";
+        const Tensor y = read_npy_f32((dir_ / "y.npy").string());
+        expect_matches(c, y, std::nullopt);
+        if (!c.causal()) return;
+        for (int64_t p : {int64_t(0), int64_t(1), c.seq_len / 2}) expect_matches(c, y, p);
+    }
+
+private:
+    fs::path dir_;
+};
+
+}  // namespace
+
+void register_golden_cases() {
+    const fs::path root = golden_root();
+    const std::vector<fs::path> cases = find_cases(root);
+    if (cases.empty()) {
+        ::testing::RegisterTest("Golden", "CasesFound", nullptr, nullptr, __FILE__, __LINE__,
+                                [root]() -> ::testing::Test * {
+                                    struct NoCases : ::testing::Test {
+                                        fs::path root;
+                                        void TestBody() override {
+                                            FAIL() << "no golden case (*/*/config.json) under "
+                                                   << root << "; set HATTN_GOLDEN_DIR";
+                                        }
+                                    };
+                                    auto *t = new NoCases;
+                                    t->root = root;
+                                    return t;
+                                });
+        return;
+    }
+    for (const fs::path &dir : cases) {
+        const std::string name = dir.parent_path().filename().string() + "_" + dir.filename().string();
+        ::testing::RegisterTest("Golden", name.c_str(), nullptr, dir.string().c_str(), __FILE__,
+                                __LINE__, [dir]() -> ::testing::Test * { return new GoldenCase(dir); });
+    }
+}
+
+}  // namespace hattn::testing

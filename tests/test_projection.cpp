@@ -1,0 +1,72 @@
+// The projection kernel against its float64 reference, on shapes chosen to miss every tile size.
+#include <gtest/gtest.h>
+
+#include "hattn/error.h"
+#include "hattn/kernels/projection.h"
+#include "reference/projection.h"
+#include "support/compare.h"
+#include "support/random.h"
+
+namespace hattn {
+namespace {
+
+struct ProjectionShape {
+    Shape x_leading;  // the row dimensions of x, e.g. {batch, seq}
+    int64_t in, out;
+    bool bias;
+};
+
+class ProjectionTest : public ::testing::TestWithParam<ProjectionShape> {};
+
+TEST_P(ProjectionTest, MatchesFloat64Reference) {
+    const ProjectionShape s = GetParam();
+    Shape x_shape = s.x_leading, y_shape = s.x_leading;
+    x_shape.push_back(s.in);
+    y_shape.push_back(s.out);
+    const Tensor x = testing::random_tensor(x_shape, 1);
+    const Tensor w = testing::random_tensor({s.out, s.in}, 2);
+    const Tensor b = testing::random_tensor({s.out}, 3);
+    Tensor y(y_shape);
+    const TensorView bias_view = b.view();
+
+    project(x.view(), w.view(), s.bias ? &bias_view : nullptr, y.view());
+
+    EXPECT_LE(testing::relative_l2(y, reference::projection(x, w, s.bias ? &b : nullptr)), 1e-5);
+}
+
+// Rows (batch x seq) and widths that are 1, odd, or just past a multiple of the 8-row and 32-, 16-
+// and 8-column register tiles of the CPU schedules.
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ProjectionTest,
+    ::testing::Values(ProjectionShape{{1}, 1, 1, true}, ProjectionShape{{1}, 7, 3, false},
+                      ProjectionShape{{1, 1}, 64, 64, true}, ProjectionShape{{3}, 5, 1, true},
+                      ProjectionShape{{2, 7}, 37, 29, true}, ProjectionShape{{3, 11}, 64, 33, false},
+                      ProjectionShape{{1, 9}, 129, 70, true}, ProjectionShape{{2, 37}, 96, 97, true},
+                      ProjectionShape{{65}, 256, 48, false}));
+
+TEST(Projection, ShapeMismatchNamesBothShapes) {
+    Tensor x({2, 5}), w({3, 4}), y({2, 3});
+    try {
+        project(x.view(), w.view(), nullptr, y.view());
+        FAIL() << "expected an error";
+    } catch (const Error &e) {
+        EXPECT_TRUE(e.is_invalid_input());
+        EXPECT_NE(std::string(e.what()).find("[2, 5]"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("[3, 4]"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Projection, WrongOutputShapeIsRejectedBeforeAnyWrite) {
+    Tensor x({2, 4}), w({3, 4}), y({2, 2}, {7, 7, 7, 7});
+    EXPECT_THROW(project(x.view(), w.view(), nullptr, y.view()), Error);
+    EXPECT_EQ(y.values(), std::vector<float>({7, 7, 7, 7}));
+}
+
+TEST(Projection, WrongBiasShapeIsRejected) {
+    Tensor x({2, 4}), w({3, 4}), b({4}), y({2, 3});
+    const TensorView bias = b.view();
+    EXPECT_THROW(project(x.view(), w.view(), &bias, y.view()), Error);
+}
+
+}  // namespace
+}  // namespace hattn

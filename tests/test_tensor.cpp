@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+
+#include "hattn/error.h"
+#include "hattn/tensor.h"
+
+namespace {
+
+using hattn::Shape;
+using hattn::Tensor;
+using hattn::TensorView;
+
+std::string error_message(void (*action)()) {
+    try {
+        action();
+    } catch (const hattn::Error &e) {
+        EXPECT_TRUE(e.is_invalid_input());
+        return e.what();
+    }
+    ADD_FAILURE() << "expected hattn::Error";
+    return "";
+}
+
+void expect_contains(const std::string &text, const std::string &part) {
+    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
+}
+
+Tensor iota_tensor(Shape shape) {
+    Tensor t(std::move(shape));
+    std::iota(t.values().begin(), t.values().end(), 0.0f);
+    return t;
+}
+
+TEST(TensorTest, ShapeHelpers) {
+    EXPECT_EQ(hattn::shape_to_string({2, 7, 64}), "[2, 7, 64]");
+    EXPECT_EQ(hattn::shape_to_string({}), "[]");
+    EXPECT_EQ(hattn::element_count({2, 7, 64}), 2 * 7 * 64);
+    EXPECT_EQ(hattn::element_count({}), 1);
+    EXPECT_EQ(hattn::element_count({3, 0}), 0);
+    expect_contains(error_message([] { hattn::element_count({2, -1}); }), "negative");
+    expect_contains(error_message([] { hattn::element_count({int64_t(1) << 40, int64_t(1) << 40}); }),
+                    "overflows");
+}
+
+TEST(TensorTest, HalideBufferReversesDimensionsAndAliases) {
+    Tensor t = iota_tensor({2, 3, 4});
+    Halide::Runtime::Buffer<float> buffer = t.view().halide_buffer();
+    ASSERT_EQ(buffer.dimensions(), 3);
+    EXPECT_EQ(buffer.dim(0).extent(), 4);
+    EXPECT_EQ(buffer.dim(0).stride(), 1);
+    EXPECT_EQ(buffer.dim(1).extent(), 3);
+    EXPECT_EQ(buffer.dim(1).stride(), 4);
+    EXPECT_EQ(buffer.dim(2).extent(), 2);
+    EXPECT_EQ(buffer.dim(2).stride(), 12);
+    EXPECT_EQ(buffer.dim(2).min(), 0);
+    EXPECT_EQ(buffer.data(), t.data());
+
+    // Halide (x, y, z) is PyTorch [z, y, x]; a write through the buffer lands in the tensor.
+    EXPECT_EQ(buffer(3, 2, 1), 1 * 12 + 2 * 4 + 3);
+    buffer(1, 2, 1) = -5.0f;
+    EXPECT_EQ(t.values()[1 * 12 + 2 * 4 + 1], -5.0f);
+}
+
+TEST(TensorTest, StridedViewKeepsStrides) {
+    Tensor t = iota_tensor({4, 6});
+    // The transpose of t, shape [6, 4], as a view of the same memory.
+    TensorView transposed(t.data(), {6, 4}, {1, 6});
+    EXPECT_FALSE(transposed.is_contiguous());
+    Halide::Runtime::Buffer<float> buffer = transposed.halide_buffer();
+    EXPECT_EQ(buffer.dim(0).extent(), 4);
+    EXPECT_EQ(buffer.dim(0).stride(), 6);
+    EXPECT_EQ(buffer.dim(1).extent(), 6);
+    EXPECT_EQ(buffer.dim(1).stride(), 1);
+    EXPECT_EQ(buffer(2, 5), t.values()[2 * 6 + 5]);
+}
+
+TEST(TensorTest, Contiguity) {
+    float data[6] = {};
+    EXPECT_TRUE(TensorView(data, {2, 3}).is_contiguous());
+    EXPECT_TRUE(TensorView(data, {2, 3}, {3, 1}).is_contiguous());
+    // Stepping over a dimension of extent 1 never happens, so its stride is irrelevant.
+    EXPECT_TRUE(TensorView(data, {2, 1, 3}, {3, 99, 1}).is_contiguous());
+    EXPECT_FALSE(TensorView(data, {2, 3}, {1, 2}).is_contiguous());
+    expect_contains(error_message([] { TensorView(nullptr, {2, 3}, {1}); }), "1 strides");
+}
+
+TEST(TensorTest, HalideBufferRejects32BitOverflow) {
+    expect_contains(error_message([] { TensorView(nullptr, {int64_t(1) << 31}).halide_buffer(); }),
+                    "exceeds INT32_MAX");
+    expect_contains(
+        error_message([] { TensorView(nullptr, {2, 2}, {int64_t(1) << 31, 1}).halide_buffer(); }),
+        "stride 2147483648 in dimension 0");
+    // Extents fit but the outer contiguous stride does not.
+    expect_contains(error_message([] { TensorView(nullptr, {2, 1 << 16, 1 << 16}).halide_buffer(); }),
+                    "stride 4294967296");
+}
+
+TEST(TensorTest, ConstructionChecksValueCount) {
+    Tensor zeros({2, 3});
+    EXPECT_EQ(zeros.size(), 6);
+    EXPECT_EQ(zeros.values(), std::vector<float>(6, 0.0f));
+    Tensor t({2, 2}, {1, 2, 3, 4});
+    EXPECT_EQ(t.dim(0), 2);
+    expect_contains(error_message([] { Tensor({2, 3}, {1, 2, 3, 4, 5}); }),
+                    "tensor of shape [2, 3] needs 6 values, got 5");
+}
+
+TEST(TensorTest, Reshaped) {
+    const Tensor t = iota_tensor({2, 3});
+    const Tensor r = t.reshaped({3, 1, 2});
+    EXPECT_EQ(r.shape(), (Shape{3, 1, 2}));
+    EXPECT_EQ(r.values(), t.values());
+    expect_contains(error_message([] { iota_tensor({2, 3}).reshaped({4, 2}); }),
+                    "cannot reshape [2, 3] (6 elements) to [4, 2] (8 elements)");
+}
+
+}  // namespace

@@ -1,0 +1,59 @@
+#include "args.h"
+
+#include "hattn/error.h"
+#include "hattn/threads.h"
+
+namespace hattn::cli {
+
+Args::Args(const std::vector<std::string> &argv, const std::set<std::string> &valued,
+           const std::set<std::string> &switches) {
+    for (size_t i = 0; i < argv.size(); i++) {
+        const std::string &a = argv[i];
+        if (a.rfind("--", 0) != 0) {
+            positional_.push_back(a);
+        } else if (valued.count(a)) {
+            require(i + 1 < argv.size(), a + " needs a value");
+            values_[a] = argv[++i];
+        } else if (switches.count(a)) {
+            switches_.insert(a);
+        } else {
+            throw Error("unknown flag " + a);
+        }
+    }
+}
+
+bool Args::has(const std::string &flag) const {
+    return values_.count(flag) || switches_.count(flag);
+}
+
+std::optional<std::string> Args::value(const std::string &flag) const {
+    auto it = values_.find(flag);
+    if (it == values_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::string Args::required(const std::string &flag) const {
+    auto v = value(flag);
+    require(v.has_value(), "missing required flag " + flag);
+    return *v;
+}
+
+std::optional<int64_t> Args::integer(const std::string &flag) const {
+    auto v = value(flag);
+    if (!v) return std::nullopt;
+    size_t used = 0;
+    int64_t n = 0;
+    try {
+        n = std::stoll(*v, &used);
+    } catch (const std::exception &) {
+        used = 0;
+    }
+    require(used == v->size() && !v->empty(), flag + " must be an integer, got '" + *v + "'");
+    return n;
+}
+
+void apply_threads(const Args &args) {
+    if (auto n = args.integer("--threads")) set_num_threads(static_cast<int>(*n));
+}
+
+}  // namespace hattn::cli

@@ -1,0 +1,45 @@
+// hattn inspect FILE: validate a safetensors or npy file and list its tensors.
+#include <fstream>
+#include <iostream>
+
+#include "args.h"
+#include "commands.h"
+#include "hattn/error.h"
+#include "hattn/npy.h"
+#include "hattn/safetensors.h"
+
+namespace hattn::cli {
+
+namespace {
+
+bool has_npy_magic(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    char magic[6] = {};
+    in.read(magic, sizeof magic);
+    return in.gcount() == 6 && std::string(magic, 6) == "\x93NUMPY";
+}
+
+}  // namespace
+
+int inspect_command(const std::vector<std::string> &argv) {
+    const Args args(argv, {}, {});
+    require(args.positional().size() == 1, "inspect: expected one FILE");
+    const std::string &path = args.positional()[0];
+    require(std::ifstream(path).good(), path + ": cannot open file");
+
+    if (has_npy_magic(path)) {
+        const NpyArray a = read_npy(path);
+        std::cout << path << ": npy " << npy_type_name(a.type) << " " << shape_to_string(a.shape)
+                  << "\n";
+        return 0;
+    }
+    const SafetensorsFile file = SafetensorsFile::open(path);
+    std::cout << path << ": safetensors, " << file.tensors().size() << " tensors\n";
+    for (const TensorInfo &t : file.tensors()) {
+        std::cout << "  " << t.name << "  " << dtype_name(t.dtype) << "  " << shape_to_string(t.shape)
+                  << "\n";
+    }
+    return 0;
+}
+
+}  // namespace hattn::cli
