@@ -96,7 +96,7 @@ void register_golden_cases() {
     }
     for (const fs::path &dir : cases) {
         const std::string name = dir.parent_path().filename().string() + "_" + dir.filename().string();
-        ::testing::RegisterTest("Golden", name.c_str(), nullptr, dir.string().c_str(), __FILE__,
+        ::testing::RegisterTest("Golden", name.c_str(), nullptr, nullptr, __FILE__,
                                 __LINE__, [dir]() -> ::testing::Test * { return new GoldenCase(dir); });
     }
 }

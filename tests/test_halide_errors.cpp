@@ -3,6 +3,7 @@
 
 #include "halide_call.h"
 #include "hattn/error.h"
+#include "hattn/tensor.h"
 #include "kernel_variants.h"
 
 namespace hattn {

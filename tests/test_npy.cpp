@@ -1,50 +1,34 @@
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "hattn/error.h"
 #include "hattn/npy.h"
+#include "support/temp_dir.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using hattn::NpyArray;
 using hattn::Shape;
 using hattn::Tensor;
 
-// A fresh directory under the system temp dir per test, removed afterwards.
+// Each test writes its files into a fresh temporary directory.
 class NpyTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const std::string name = std::string("hattn_npy_") +
-                                 ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-                                 "_" + std::to_string(getpid()) + "_" +
-                                 std::to_string(std::random_device()());
-        dir_ = fs::temp_directory_path() / name;
-        fs::create_directories(dir_);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-
-    std::string path(const std::string &name) const { return (dir_ / name).string(); }
+    std::string path(const std::string &name) const { return dir_.file(name); }
 
     std::string write(const std::string &name, const std::string &bytes) const {
         std::ofstream(path(name), std::ios::binary) << bytes;
         return path(name);
     }
 
-    fs::path dir_;
+    hattn::testing::TempDir dir_;
 };
 
 // A version 1.0 .npy file around `dict`, padded the way NumPy pads it.
@@ -118,9 +102,9 @@ TEST_F(NpyTest, RoundTripsRankZeroAndOne) {
 }
 
 TEST_F(NpyTest, ReadsBool) {
-    const std::string file = write(
-        "b.npy", npy_blob("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 2), }",
-                          std::string("\x01\x00\x00\x01", 4)));
+    const std::string file =
+        write("b.npy", npy_blob("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 2), }",
+                                std::string("\x01\x00\x00\x01", 4)));
     const NpyArray array = hattn::read_npy(file);
     EXPECT_EQ(array.type, NpyArray::Type::Bool);
     EXPECT_EQ(array.shape, (Shape{2, 2}));
@@ -133,17 +117,17 @@ TEST_F(NpyTest, ReadsBool) {
 }
 
 TEST_F(NpyTest, ReadsIntegers) {
-    const std::string i4 = write(
-        "i4.npy", npy_blob("{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }",
-                           raw_bytes<int32_t>({-1, 7, 2147483647})));
+    const std::string i4 =
+        write("i4.npy", npy_blob("{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }",
+                                 raw_bytes<int32_t>({-1, 7, 2147483647})));
     const NpyArray a = hattn::read_npy(i4);
     EXPECT_EQ(a.type, NpyArray::Type::I32);
     EXPECT_EQ(a.integers, (std::vector<int64_t>{-1, 7, 2147483647}));
 
     // Keys in another order, Python 2 "L" suffixes, and no trailing comma are all accepted.
-    const std::string i8 = write(
-        "i8.npy", npy_blob("{'shape': (2L, 1L), 'fortran_order': False, 'descr': '<i8'}",
-                           raw_bytes<int64_t>({int64_t(1) << 40, -3})));
+    const std::string i8 =
+        write("i8.npy", npy_blob("{'shape': (2L, 1L), 'fortran_order': False, 'descr': '<i8'}",
+                                 raw_bytes<int64_t>({int64_t(1) << 40, -3})));
     const NpyArray b = hattn::read_npy(i8);
     EXPECT_EQ(b.type, NpyArray::Type::I64);
     EXPECT_EQ(b.shape, (Shape{2, 1}));

@@ -5,6 +5,7 @@
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
 #include "support/compare.h"
+#include "support/kernel_checks.h"
 #include "support/random.h"
 
 namespace hattn {
@@ -67,6 +68,25 @@ TEST(Projection, WrongBiasShapeIsRejected) {
     const TensorView bias = b.view();
     EXPECT_THROW(project(x.view(), w.view(), &bias, y.view()), Error);
 }
+
+}  // namespace
+}  // namespace hattn
+
+namespace hattn {
+namespace {
+
+// The projection's entry in the forced-variant tests: rows and widths off every tile size.
+const bool projection_check_registered = testing::register_kernel_check(
+    "projection", {[] {
+                       const Tensor x = testing::random_tensor({3, 13, 71}, 11);
+                       const Tensor w = testing::random_tensor({45, 71}, 12);
+                       const Tensor b = testing::random_tensor({45}, 13);
+                       Tensor y({3, 13, 45});
+                       const TensorView bias = b.view();
+                       project(x.view(), w.view(), &bias, y.view());
+                       return testing::relative_l2(y, reference::projection(x, w, &b));
+                   },
+                   1e-5});
 
 }  // namespace
 }  // namespace hattn

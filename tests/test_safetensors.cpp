@@ -1,50 +1,34 @@
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "hattn/error.h"
 #include "hattn/safetensors.h"
+#include "support/temp_dir.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using hattn::SafetensorsFile;
 using hattn::Shape;
 using hattn::Tensor;
 using hattn::Weights;
 
-// A fresh directory under the system temp dir per test, removed afterwards.
+// Each test writes its files into a fresh temporary directory.
 class SafetensorsTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const std::string name = std::string("hattn_safetensors_") +
-                                 ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-                                 "_" + std::to_string(getpid()) + "_" +
-                                 std::to_string(std::random_device()());
-        dir_ = fs::temp_directory_path() / name;
-        fs::create_directories(dir_);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-
     std::string write(const std::string &name, const std::string &bytes) const {
-        const std::string path = (dir_ / name).string();
+        const std::string path = dir_.file(name);
         std::ofstream(path, std::ios::binary) << bytes;
         return path;
     }
 
-    fs::path dir_;
+    hattn::testing::TempDir dir_;
 };
 
 // A safetensors file: 8-byte little-endian header length, the header, then the data section.
@@ -102,9 +86,8 @@ uint32_t bits_of(float value) {
 
 TEST_F(SafetensorsTest, LoadsF32) {
     const std::vector<float> values = {1.5f, -2.0f, 3.25f, 1e-30f, 0.0f, 7.0f};
-    const std::string path =
-        write("a.safetensors", blob("{" + entry("w", "F32", "[2, 3]", 0, 24) + "}",
-                                    f32_bytes(values)));
+    const std::string path = write(
+        "a.safetensors", blob("{" + entry("w", "F32", "[2, 3]", 0, 24) + "}", f32_bytes(values)));
     const SafetensorsFile file = SafetensorsFile::open(path);
     ASSERT_EQ(file.tensors().size(), 1u);
     EXPECT_EQ(file.tensors()[0].dtype, hattn::DType::F32);
@@ -117,13 +100,12 @@ TEST_F(SafetensorsTest, WidensF16Exactly) {
     const std::vector<uint16_t> halves = {0x3C00, 0x0001, 0xC000, 0x8000, 0x03FF,
                                           0x0400, 0x7BFF, 0x7C00, 0xFC00, 0x7E00};
     const std::string path = write(
-        "h.safetensors",
-        blob("{" + entry("h", "F16", "[10]", 0, 20) + "}", u16_bytes(halves)));
+        "h.safetensors", blob("{" + entry("h", "F16", "[10]", 0, 20) + "}", u16_bytes(halves)));
     const std::vector<float> v = SafetensorsFile::open(path).load("h").values();
     EXPECT_EQ(v[0], 1.0f);
     EXPECT_EQ(v[1], std::ldexp(1.0f, -24));  // smallest subnormal
     EXPECT_EQ(v[2], -2.0f);
-    EXPECT_EQ(bits_of(v[3]), 0x80000000u);   // -0 keeps its sign
+    EXPECT_EQ(bits_of(v[3]), 0x80000000u);      // -0 keeps its sign
     EXPECT_EQ(v[4], std::ldexp(1023.0f, -24));  // largest subnormal
     EXPECT_EQ(v[5], std::ldexp(1.0f, -14));     // smallest normal
     EXPECT_EQ(v[6], 65504.0f);
@@ -135,9 +117,9 @@ TEST_F(SafetensorsTest, WidensF16Exactly) {
 TEST_F(SafetensorsTest, WidensEveryF16Exactly) {
     std::vector<uint16_t> halves(65536);
     for (size_t i = 0; i < halves.size(); i++) halves[i] = uint16_t(i);
-    const std::string path = write(
-        "all.safetensors",
-        blob("{" + entry("h", "F16", "[65536]", 0, 131072) + "}", u16_bytes(halves)));
+    const std::string path =
+        write("all.safetensors",
+              blob("{" + entry("h", "F16", "[65536]", 0, 131072) + "}", u16_bytes(halves)));
     const std::vector<float> v = SafetensorsFile::open(path).load("h").values();
     for (uint32_t h = 0; h < 65536; h++) {
         const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
@@ -155,9 +137,9 @@ TEST_F(SafetensorsTest, WidensEveryF16Exactly) {
 }
 
 TEST_F(SafetensorsTest, WidensBF16Exactly) {
-    const std::string path = write(
-        "b.safetensors", blob("{" + entry("b", "BF16", "[4]", 0, 8) + "}",
-                              u16_bytes({0x3F80, 0x4049, 0xC000, 0x0001})));
+    const std::string path =
+        write("b.safetensors", blob("{" + entry("b", "BF16", "[4]", 0, 8) + "}",
+                                    u16_bytes({0x3F80, 0x4049, 0xC000, 0x0001})));
     const std::vector<float> v = SafetensorsFile::open(path).load("b").values();
     EXPECT_EQ(v[0], 1.0f);
     EXPECT_EQ(v[1], 3.140625f);
@@ -181,11 +163,11 @@ TEST_F(SafetensorsTest, IgnoresMetadataAndKeepsFileOrder) {
 }
 
 TEST_F(SafetensorsTest, LoadsMisalignedData) {
-    // The data section starts at file offset 8 + 76 = 84; after a 1-byte gap the F32 sits at
-    // offset 85 and the F16 at 93, so neither is aligned for its type.
-    std::string header = "{" + entry("f", "F32", "[2]", 1, 9) + ", " +
-                         entry("h", "F16", "[1]", 9, 11) + "}";
-    header.append(76 - header.size(), ' ');
+    // Padding the header puts the data section at a multiple of 4; after a 1-byte gap the F32
+    // starts at 1 mod 4 and the F16 at an odd offset, so neither is aligned for its type.
+    std::string header =
+        "{" + entry("f", "F32", "[2]", 1, 9) + ", " + entry("h", "F16", "[1]", 9, 11) + "}";
+    header.append((4 - (8 + header.size()) % 4) % 4, ' ');
     const std::string path = write(
         "mis.safetensors", blob(header, "\x7f" + f32_bytes({3.5f, -1.25f}) + u16_bytes({0xC000})));
     const SafetensorsFile file = SafetensorsFile::open(path);
@@ -206,18 +188,20 @@ TEST_F(SafetensorsTest, WeightsPrefixLookup) {
 
     expect_contains(error_message([&] { weights.get("missing"); }),
                     {path, "tensor 'model.layer.missing' not found"});
-    expect_contains(error_message([&] { weights.get("w", {1, 2}); }),
+    expect_contains(error_message([&] {
+                        weights.get("w", {1, 2});
+                    }),
                     {path, "tensor 'model.layer.w' has shape [2], expected [1, 2]"});
 }
 
 TEST_F(SafetensorsTest, WeightsFromShardedIndex) {
     write("s1.safetensors", blob("{" + entry("m.a", "F32", "[1]", 0, 4) + "}", f32_bytes({1})));
     write("s2.safetensors", blob("{" + entry("m.b", "BF16", "[2]", 0, 4) + ", " +
-                                         entry("m.c", "F32", "[1]", 4, 8) + "}",
+                                     entry("m.c", "F32", "[1]", 4, 8) + "}",
                                  u16_bytes({0x3F80, 0x4049}) + f32_bytes({5})));
-    const std::string index = write(
-        "model.safetensors.index.json",
-        R"({"metadata": {"total_size": 12}, "weight_map": {"m.a": "s1.safetensors",
+    const std::string index =
+        write("model.safetensors.index.json",
+              R"({"metadata": {"total_size": 12}, "weight_map": {"m.a": "s1.safetensors",
             "m.b": "s2.safetensors", "m.c": "s2.safetensors"}})");
     const Weights weights = Weights::open(index, "m.");
     EXPECT_EQ(weights.source(), index);
@@ -259,11 +243,12 @@ TEST_F(SafetensorsTest, RejectsTruncatedFiles) {
     expect_contains(error_message([&] { SafetensorsFile::open(cut_data); }),
                     {cut_data, "tensor 'w'", "past the end of the file"});
 
-    const std::string absurd = write("absurd.safetensors", std::string("\x00\x00\x00\x10\x00\x00\x00\x00", 8) + "{}");
+    const std::string absurd =
+        write("absurd.safetensors", std::string("\x00\x00\x00\x10\x00\x00\x00\x00", 8) + "{}");
     expect_contains(error_message([&] { SafetensorsFile::open(absurd); }),
                     {absurd, "header length 268435456", "absurd"});
 
-    const std::string missing = (dir_ / "missing.safetensors").string();
+    const std::string missing = dir_.file("missing.safetensors");
     expect_contains(error_message([&] { SafetensorsFile::open(missing); }),
                     {missing, "cannot open"});
 }

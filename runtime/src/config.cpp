@@ -130,9 +130,7 @@ std::optional<double> ConfigReader::get_optional_number(const std::string &key) 
     return as_number(key, *value);
 }
 
-bool ConfigReader::get_bool(const std::string &key) const {
-    return as_bool(key, require_key(key));
-}
+bool ConfigReader::get_bool(const std::string &key) const { return as_bool(key, require_key(key)); }
 
 bool ConfigReader::get_bool(const std::string &key, bool fallback) const {
     const nlohmann::json *value = find(key);

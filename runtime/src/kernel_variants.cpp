@@ -1,19 +1,77 @@
 #include "kernel_variants.h"
 
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "hattn/kernel_table.h"
+
 #if defined(__x86_64__)
 #include "hattn_projection_x86.h"
-#else
+#include "hattn_projection_x86_auto.h"
+#elif defined(__aarch64__)
 #include "hattn_projection_arm_plain.h"
 #endif
 
-namespace hattn::detail {
+namespace hattn {
 
-ProjectionKernel projection_kernel() {
-#if defined(__x86_64__)
-    return hattn_projection_x86;
-#else
-    return hattn_projection_arm_plain;
-#endif
+namespace {
+
+std::atomic<ScheduleChoice> choice{ScheduleChoice::Manual};
+std::mutex last_run_mutex;
+std::map<std::string, std::string> last_run;  // kernel -> family
+
+const KernelVariant *find_variant(const std::string &kernel, const std::string &family) {
+    for (const KernelVariant &v : kernel_variants()) {
+        if (v.kernel == kernel && v.family == family) return &v;
+    }
+    return nullptr;
 }
 
-}  // namespace hattn::detail
+// Picks among a kernel's variants on this architecture and records the pick.
+template <typename Fn>
+Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autoscheduled,
+          const char *auto_family) {
+    const char *family = manual_family;
+    Fn fn = manual;
+    if (autoscheduled && schedule_choice() == ScheduleChoice::Autoscheduled) {
+        const KernelVariant *v = find_variant(kernel, auto_family);
+        if (v && can_use_target(v->targets.front())) {
+            family = auto_family;
+            fn = autoscheduled;
+        }
+    }
+    std::lock_guard<std::mutex> lock(last_run_mutex);
+    last_run[kernel] = family;
+    return fn;
+}
+
+}  // namespace
+
+void set_schedule_choice(ScheduleChoice c) { choice = c; }
+ScheduleChoice schedule_choice() { return choice; }
+
+std::string last_variant_run(const std::string &kernel) {
+    std::lock_guard<std::mutex> lock(last_run_mutex);
+    auto it = last_run.find(kernel);
+    return it == last_run.end() ? "" : it->second;
+}
+
+namespace detail {
+
+// AArch64 has one variant ("plain") until a kernel needs arm_dot_prod; then getauxval(AT_HWCAP)
+// chooses here, because Halide 14's AArch64 runtime detects no CPU features.
+#if defined(__x86_64__)
+#define HATTN_VARIANTS(kernel) \
+    hattn_##kernel##_x86, "x86", hattn_##kernel##_x86_auto, "x86_auto"
+#elif defined(__aarch64__)
+#define HATTN_VARIANTS(kernel) \
+    hattn_##kernel##_arm_plain, "arm_plain", decltype(&hattn_##kernel##_arm_plain)(nullptr), ""
+#endif
+
+ProjectionKernel projection_kernel() { return choose("projection", HATTN_VARIANTS(projection)); }
+
+}  // namespace detail
+
+}  // namespace hattn

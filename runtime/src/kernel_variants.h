@@ -1,4 +1,4 @@
-// Which compiled variant of each kernel runs on this machine.
+// Which compiled variant of each kernel runs: the one place that names the generated functions.
 #pragma once
 
 struct halide_buffer_t;

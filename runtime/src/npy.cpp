@@ -121,8 +121,8 @@ private:
     }
 
     NpyArray::Type parse_descr(const std::string &descr) const {
-        for (NpyArray::Type type : {NpyArray::Type::F32, NpyArray::Type::Bool,
-                                    NpyArray::Type::I32, NpyArray::Type::I64}) {
+        for (NpyArray::Type type : {NpyArray::Type::F32, NpyArray::Type::Bool, NpyArray::Type::I32,
+                                    NpyArray::Type::I64}) {
             if (descr == npy_type_name(type)) return type;
         }
         if (!descr.empty() && descr[0] == '>') {
@@ -233,8 +233,8 @@ NpyArray read_npy(const std::string &path) {
     if (major == 1 && minor == 0) length_bytes = 2;
     if ((major == 2 || major == 3) && minor == 0) length_bytes = 4;
     if (length_bytes == 0) {
-        fail(path, "unsupported npy version " + std::to_string(major) + "." +
-                       std::to_string(minor));
+        fail(path,
+             "unsupported npy version " + std::to_string(major) + "." + std::to_string(minor));
     }
     const size_t header_start = magic_size + 2 + size_t(length_bytes);
     if (bytes.size() < header_start) fail(path, "truncated header (no header length)");

@@ -123,8 +123,8 @@ TensorInfo parse_entry(const std::string &path, const std::string &name,
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
         !offsets[1].is_number_unsigned() ||
         offsets[0].get<uint64_t>() > offsets[1].get<uint64_t>()) {
-        fail(where, "data_offsets must be two ordered non-negative integers, got " +
-                        brief(offsets));
+        fail(where,
+             "data_offsets must be two ordered non-negative integers, got " + brief(offsets));
     }
     info.begin = offsets[0].get<uint64_t>();
     info.end = offsets[1].get<uint64_t>();
@@ -138,8 +138,7 @@ TensorInfo parse_entry(const std::string &path, const std::string &name,
     if (info.end - info.begin != bytes) {
         fail(where, "byte length " + std::to_string(info.end - info.begin) + " of data_offsets " +
                         brief(offsets) + " does not match shape " + shape_to_string(info.shape) +
-                        " of " + dtype_name(info.dtype) + " (" + std::to_string(bytes) +
-                        " bytes)");
+                        " of " + dtype_name(info.dtype) + " (" + std::to_string(bytes) + " bytes)");
     }
     if (info.end > data_size) {
         fail(where, "data_offsets " + brief(offsets) + " run past the end of the file (data is " +
@@ -196,8 +195,8 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
     const uint64_t size = uint64_t(st.st_size);
     if (size < 8) {
         ::close(fd);
-        fail(path, "file is " + std::to_string(size) +
-                       " bytes, too short for the 8-byte header length");
+        fail(path,
+             "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
     }
     void *map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     const int map_errno = errno;
@@ -223,8 +222,8 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
     try {
         header = nlohmann::ordered_json::parse(file.map_ + 8, file.map_ + file.data_start_);
     } catch (const nlohmann::json::parse_error &e) {
-        fail(path, "header is not valid JSON (error at header byte " + std::to_string(e.byte) +
-                       ")");
+        fail(path,
+             "header is not valid JSON (error at header byte " + std::to_string(e.byte) + ")");
     }
     if (!header.is_object()) fail(path, "header is not a JSON object");
 

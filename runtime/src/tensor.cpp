@@ -32,8 +32,8 @@ TensorView::TensorView(float *data_, Shape shape_) : data(data_), shape(std::mov
 TensorView::TensorView(float *data_, Shape shape_, Shape strides_)
     : data(data_), shape(std::move(shape_)), strides(std::move(strides_)) {
     require(strides.empty() || strides.size() == shape.size(),
-            "tensor of shape " + shape_to_string(shape) + " has " +
-                std::to_string(strides.size()) + " strides");
+            "tensor of shape " + shape_to_string(shape) + " has " + std::to_string(strides.size()) +
+                " strides");
 }
 
 // Row-major strides of `shape`, in elements. Checked even for zero-sized shapes, whose element
@@ -70,8 +70,8 @@ Halide::Runtime::Buffer<float> TensorView::halide_buffer() const {
         const int torch_dim = r - 1 - i;
         const int64_t extent = shape[torch_dim];
         const int64_t stride = steps[torch_dim];
-        const std::string where = " in dimension " + std::to_string(torch_dim) + " of shape " +
-                                  shape_to_string(shape);
+        const std::string where =
+            " in dimension " + std::to_string(torch_dim) + " of shape " + shape_to_string(shape);
         require(extent >= 0, "negative extent " + std::to_string(extent) + where);
         require(extent <= int32_max, "extent " + std::to_string(extent) + where +
                                          " exceeds INT32_MAX (Halide buffers are 32-bit)");

@@ -33,3 +33,18 @@ bool can_use_target(const KernelTarget &target);
 const KernelTarget &selected_target(const KernelVariant &variant);
 
 }  // namespace hattn
+
+namespace hattn {
+
+// Which schedule family runs where several were built: the hand-written schedules (the default) or
+// the autoscheduled ones. Process-wide; for benchmarks and tests. An autoscheduled variant the CPU
+// cannot run is never chosen: the hand-written one runs instead.
+enum class ScheduleChoice { Manual, Autoscheduled };
+void set_schedule_choice(ScheduleChoice choice);
+ScheduleChoice schedule_choice();
+
+// The family ("x86", "x86_auto", "arm_plain", ...) of the variant that last ran `kernel` in this
+// process, or "" if it has not run. Lets tests assert which variant actually ran.
+std::string last_variant_run(const std::string &kernel);
+
+}  // namespace hattn

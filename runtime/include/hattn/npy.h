@@ -20,9 +20,9 @@ struct NpyArray {
 
     Type type = Type::F32;
     Shape shape;
-    std::vector<float> f32;        // Type::F32
-    std::vector<uint8_t> boolean;  // Type::Bool, each 0 or 1
-    std::vector<int64_t> integers; // Type::I32 and Type::I64, widened to int64
+    std::vector<float> f32;         // Type::F32
+    std::vector<uint8_t> boolean;   // Type::Bool, each 0 or 1
+    std::vector<int64_t> integers;  // Type::I32 and Type::I64, widened to int64
 };
 
 const char *npy_type_name(NpyArray::Type type);  // the descr: "<f4", "|b1", "<i4", "<i8"

@@ -41,7 +41,7 @@ public:
 
     const std::string &path() const { return path_; }
     const std::vector<TensorInfo> &tensors() const { return tensors_; }  // in file order
-    const TensorInfo *find(const std::string &name) const;                // nullptr if absent
+    const TensorInfo *find(const std::string &name) const;               // nullptr if absent
 
     // The named tensor as float32. Throws Error if the file has no such tensor.
     Tensor load(const std::string &name) const;

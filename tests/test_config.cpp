@@ -1,0 +1,123 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "hattn/config.h"
+#include "hattn/error.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using hattn::ConfigReader;
+using nlohmann::json;
+
+std::string error_message(const std::function<void()> &action) {
+    try {
+        action();
+    } catch (const hattn::Error &e) {
+        EXPECT_TRUE(e.is_invalid_input());
+        return e.what();
+    }
+    ADD_FAILURE() << "expected hattn::Error";
+    return "";
+}
+
+void expect_contains(const std::string &text, const std::string &part) {
+    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
+}
+
+ConfigReader reader() {
+    return ConfigReader(json::parse(R"({
+        "num_heads": 8, "head_dim": 64.0, "bad_int": "abc", "fractional": 8.5,
+        "huge": 18446744073709551615, "negative": -3, "theta": 10000.0, "eps": 1e-5,
+        "causal": true, "name": "llama", "unset": null, "list": [1, 2, 3]
+    })"),
+                        "config.json");
+}
+
+TEST(ConfigTest, Integers) {
+    const ConfigReader config = reader();
+    EXPECT_EQ(config.get_int("num_heads"), 8);
+    EXPECT_EQ(config.get_int("head_dim"), 64);  // 64.0 is an exact integer
+    EXPECT_EQ(config.get_int("negative"), -3);
+    EXPECT_EQ(config.get_int("absent", 5), 5);
+    EXPECT_EQ(config.get_int("unset", 5), 5);
+    EXPECT_EQ(config.get_int("num_heads", 5), 8);
+    EXPECT_EQ(config.get_optional_int("num_heads"), 8);
+    EXPECT_EQ(config.get_optional_int("absent"), std::nullopt);
+    EXPECT_EQ(config.get_optional_int("unset"), std::nullopt);
+
+    EXPECT_EQ(error_message([&] { config.get_int("bad_int"); }),
+              "config.json: key 'bad_int' must be an integer, got \"abc\"");
+    EXPECT_EQ(error_message([&] { config.get_int("fractional", 1); }),
+              "config.json: key 'fractional' must be an integer, got 8.5");
+    EXPECT_EQ(error_message([&] { config.get_optional_int("list"); }),
+              "config.json: key 'list' must be an integer, got [1,2,3]");
+    expect_contains(error_message([&] { config.get_int("huge"); }), "int64 range");
+    EXPECT_EQ(error_message([&] { config.get_int("absent"); }),
+              "config.json: missing key 'absent'");
+    EXPECT_EQ(error_message([&] { config.get_int("unset"); }), "config.json: missing key 'unset'");
+}
+
+TEST(ConfigTest, NumbersBoolsStrings) {
+    const ConfigReader config = reader();
+    EXPECT_EQ(config.get_number("theta"), 10000.0);
+    EXPECT_EQ(config.get_number("num_heads"), 8.0);
+    EXPECT_EQ(config.get_number("eps"), 1e-5);
+    EXPECT_EQ(config.get_number("absent", 0.5), 0.5);
+    EXPECT_EQ(config.get_optional_number("eps"), 1e-5);
+    EXPECT_EQ(config.get_optional_number("unset"), std::nullopt);
+    EXPECT_EQ(error_message([&] { config.get_number("causal"); }),
+              "config.json: key 'causal' must be a number, got true");
+
+    EXPECT_TRUE(config.get_bool("causal"));
+    EXPECT_FALSE(config.get_bool("absent", false));
+    EXPECT_EQ(error_message([&] { config.get_bool("num_heads"); }),
+              "config.json: key 'num_heads' must be true or false, got 8");
+
+    EXPECT_EQ(config.get_string("name"), "llama");
+    EXPECT_EQ(config.get_string("absent", "x"), "x");
+    EXPECT_EQ(error_message([&] { config.get_string("num_heads", "x"); }),
+              "config.json: key 'num_heads' must be a string, got 8");
+
+    EXPECT_TRUE(config.has("name"));
+    EXPECT_FALSE(config.has("unset"));
+    EXPECT_FALSE(config.has("absent"));
+    EXPECT_EQ(config.source(), "config.json");
+}
+
+TEST(ConfigTest, RejectsNonObject) {
+    EXPECT_EQ(error_message([] { ConfigReader(json::array(), "x.json"); }),
+              "x.json: expected a JSON object, got array");
+}
+
+TEST(ConfigTest, ReadJsonFile) {
+    const hattn::testing::TempDir dir;
+    const auto write = [&](const std::string &name, const std::string &text) {
+        std::ofstream(dir.file(name)) << text;
+        return dir.file(name);
+    };
+
+    const std::string good = write("good.json", R"({"a": 1})");
+    EXPECT_EQ(hattn::read_json_file(good)["a"], 1);
+
+    const std::string missing = dir.file("missing.json");
+    EXPECT_EQ(error_message([&] { hattn::read_json_file(missing); }), missing + ": file not found");
+
+    const std::string broken = write("broken.json", "{\"a\": 1,\n \"b\": }");
+    const std::string message = error_message([&] { hattn::read_json_file(broken); });
+    expect_contains(message, broken + ": invalid JSON at byte 16: ");
+    expect_contains(message, "line 2");
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+
+    const std::string array = write("array.json", "[1, 2]");
+    EXPECT_EQ(error_message([&] { hattn::read_json_file(array); }),
+              array + ": top level must be a JSON object, got array");
+
+    expect_contains(error_message([&] { hattn::read_json_file(dir.path().string()); }),
+                    "is a directory");
+}
+
+}  // namespace

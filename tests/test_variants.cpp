@@ -1,0 +1,103 @@
+// Every compiled variant and sub-target of every kernel runs and matches its reference. Without
+// forcing, a multi-target library always takes the best sub-target of the build machine, and the
+// AVX2, SSE4.1 and autoscheduled code would never run in CI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "hattn/kernel_table.h"
+#include "support/forced_target.h"
+#include "support/kernel_checks.h"
+
+namespace hattn {
+namespace {
+
+struct VariantTarget {
+    const KernelVariant *variant;
+    size_t index;  // into variant->targets
+};
+
+std::vector<VariantTarget> every_variant_target() {
+    std::vector<VariantTarget> all;
+    for (const KernelVariant &v : kernel_variants()) {
+        for (size_t i = 0; i < v.targets.size(); i++) all.push_back({&v, i});
+    }
+    return all;
+}
+
+std::string test_name(const ::testing::TestParamInfo<VariantTarget> &info) {
+    const KernelVariant &v = *info.param.variant;
+    std::string name = v.kernel + "_" + v.family + "_" + std::to_string(info.param.index) + "_";
+    // The sub-target's last ISA feature tells them apart: avx512_skylake, avx2, sse41.
+    const std::string &t = v.targets[info.param.index].name;
+    const std::string features = t.substr(0, t.rfind("-large_buffers"));
+    name += features.substr(features.rfind('-') + 1);
+    for (char &c : name) {
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+    }
+    return name;
+}
+
+// Runs in a fresh process (see below): forces `target`, runs the kernel's check, and exits 0 when
+// the forced variant ran and matched, else 1 after one line on stderr saying why.
+[[noreturn]] void run_forced(const KernelVariant &v, size_t index, const testing::KernelCheck &check) {
+    const KernelTarget &target = v.targets[index];
+    const bool autoscheduled = v.family.find("_auto") != std::string::npos;
+    set_schedule_choice(autoscheduled ? ScheduleChoice::Autoscheduled : ScheduleChoice::Manual);
+    double error;
+    {
+        testing::ForcedTarget forced(target);
+        error = check.relative_error();
+    }
+    if (last_variant_run(v.kernel) != v.family) {
+        std::fprintf(stderr, "variant %s ran instead of %s\n", last_variant_run(v.kernel).c_str(),
+                     v.family.c_str());
+        std::exit(1);
+    }
+    // Halide's wrapper may ask about the sub-targets in any order, then takes the first in list
+    // order that was granted; the forced one must have been granted (the last, most general entry
+    // runs without being asked about), and ForcedTarget refuses every entry listed before it.
+    const auto &accepted = testing::ForcedTarget::accepted();
+    const bool asked = std::any_of(accepted.begin(), accepted.end(), [&](const auto &request) {
+        return testing::ForcedTarget::same_target(request, target);
+    });
+    const bool last = index + 1 == v.targets.size();
+    if (v.targets.size() > 1 && !asked && !last) {
+        std::fprintf(stderr, "sub-target %s was never granted\n", target.name.c_str());
+        std::exit(1);
+    }
+    if (!(error <= check.tolerance)) {
+        std::fprintf(stderr, "relative error %.3g exceeds %.3g\n", error, check.tolerance);
+        std::exit(1);
+    }
+    std::exit(0);
+}
+
+TEST(KernelVariantsSetup, EveryKernelHasACheck) {
+    for (const KernelVariant &v : kernel_variants()) {
+        EXPECT_TRUE(testing::kernel_checks().count(v.kernel))
+            << "kernel " << v.kernel << " registers no check in tests/ (see support/kernel_checks.h)";
+    }
+}
+
+class KernelVariants : public ::testing::TestWithParam<VariantTarget> {};
+
+TEST_P(KernelVariants, RunsTheForcedSubTargetAndMatchesReference) {
+    const KernelVariant &v = *GetParam().variant;
+    const KernelTarget &target = v.targets[GetParam().index];
+    if (!can_use_target(target)) GTEST_SKIP() << "this CPU cannot run " << target.name;
+    auto check = testing::kernel_checks().find(v.kernel);
+    ASSERT_NE(check, testing::kernel_checks().end()) << "kernel " << v.kernel << " has no check";
+
+    // A multi-target wrapper makes its choice on the first call and keeps it for the life of the
+    // process, so every forced run gets a process of its own (gtest re-executes this test).
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(run_forced(v, GetParam().index, check->second), ::testing::ExitedWithCode(0), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(All, KernelVariants, ::testing::ValuesIn(every_variant_target()), test_name);
+
+}  // namespace
+}  // namespace hattn
