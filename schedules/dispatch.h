@@ -7,18 +7,26 @@
 
 namespace hattn {
 class Projection;
+class AttentionPrefill;
+class AttentionDecode;
 }
 
 namespace hattn::schedules {
 
 namespace x86 {
 void schedule(Projection &g, const Halide::Target &t);
+void schedule(AttentionPrefill &g, const Halide::Target &t);
+void schedule(AttentionDecode &g, const Halide::Target &t);
 }
 namespace arm {
 void schedule(Projection &g, const Halide::Target &t);
+void schedule(AttentionPrefill &g, const Halide::Target &t);
+void schedule(AttentionDecode &g, const Halide::Target &t);
 }
 namespace cuda {
 void schedule(Projection &g, const Halide::Target &t);
+void schedule(AttentionPrefill &g, const Halide::Target &t);
+void schedule(AttentionDecode &g, const Halide::Target &t);
 }
 
 template <typename Generator>

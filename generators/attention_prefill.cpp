@@ -1,0 +1,47 @@
+#include "generators/attention_prefill.h"
+
+#include "schedules/dispatch.h"
+
+namespace hattn {
+
+using namespace Halide;
+
+void AttentionPrefill::configure() {
+    if (masked) mask = add_input<Buffer<uint8_t>>("mask", 4);
+}
+
+void AttentionPrefill::generate() {
+    attention = std::make_unique<ChunkedAttention>(query_tile, key_chunk);
+    ChunkedAttention &a = *attention;
+    Var d, h, i, j, b;
+    ChunkedAttentionInputs in;
+    in.q(d, h, i, b) = q(d, h, i, b);
+    in.k(d, j, h, b) = k_cache(d, j, h, b);
+    in.v(d, j, h, b) = v_cache(d, j, h, b);
+    in.head_dim = q.dim(0).extent();
+    in.groups = q.dim(1).extent() / k_cache.dim(2).extent();
+    in.query_len = q.dim(2).extent();
+    in.kv_len(b) = kv_len(b);
+    in.max_chunks = (k_cache.dim(1).extent() + a.C - 1) / a.C;
+    in.scale = scale;
+    in.causal = causal;
+    if (mask) in.masked(j, i, b) = (*mask)(j, i, 0, b) != 0;
+    a.define(in, out);
+}
+
+void AttentionPrefill::schedule() {
+    q.set_estimates({{0, 64}, {0, 16}, {0, 2048}, {0, 1}});
+    k_cache.set_estimates({{0, 64}, {0, 2048}, {0, 16}, {0, 1}});
+    v_cache.set_estimates({{0, 64}, {0, 2048}, {0, 16}, {0, 1}});
+    kv_len.set_estimates({{0, 1}});
+    scale.set_estimate(0.125f);
+    causal.set_estimate(true);
+    if (mask) mask->set_estimates({{0, 2048}, {0, 2048}, {0, 1}, {0, 1}});
+    out.set_estimates({{0, 64}, {0, 16}, {0, 2048}, {0, 1}});
+    if (auto_schedule) return;
+    schedules::apply(*this, get_target());
+}
+
+}  // namespace hattn
+
+HALIDE_REGISTER_GENERATOR(hattn::AttentionPrefill, attention_prefill)

@@ -1,0 +1,36 @@
+// Prefill attention: queries [B, Sq, H, D] attend to the keys and values already in the cache
+// storage ([B, Hkv, capacity, D], read in place), of which sequence b has kv_len[b] valid tokens;
+// the queries are the last Sq of them. Causal or full, with an optional boolean mask
+// [B, 1, Sq, Sk] (True = masked) in the `masked` variant. Output [B, Sq, H, D].
+#pragma once
+
+#include "Halide.h"
+#include "generators/common/chunked_attention.h"
+
+namespace hattn {
+
+class AttentionPrefill : public Halide::Generator<AttentionPrefill> {
+public:
+    // Tile sizes the algorithm is written in terms of; schedules pick them per target.
+    GeneratorParam<int> query_tile{"query_tile", 32};
+    GeneratorParam<int> key_chunk{"key_chunk", 256};
+    GeneratorParam<bool> masked{"masked", false};
+
+    Input<Buffer<float>> q{"q", 4};              // (D, H, Sq, B)
+    Input<Buffer<float>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
+    Input<Buffer<float>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
+    Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
+    Input<float> scale{"scale"};
+    Input<bool> causal{"causal"};
+    // Added by configure() in the masked variant, after the inputs above: (Sk, Sq, 1, B), uint8.
+    Input<Buffer<uint8_t>> *mask = nullptr;
+    Output<Buffer<float>> out{"out", 4};  // (D, H, Sq, B)
+
+    std::unique_ptr<ChunkedAttention> attention;
+
+    void configure();
+    void generate();
+    void schedule();
+};
+
+}  // namespace hattn

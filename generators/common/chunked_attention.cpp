@@ -1,0 +1,74 @@
+#include "generators/common/chunked_attention.h"
+
+namespace hattn {
+
+using namespace Halide;
+
+namespace {
+// Stands in for -inf: far below any real score, yet exp(sentinel - sentinel) = 1 stays finite.
+const float masked_score = -1e30f;
+}  // namespace
+
+void ChunkedAttention::define(const ChunkedAttentionInputs &in, Func out) {
+    const Expr D = in.head_dim, g = in.groups;
+    groups = g;
+    const Expr query = qt * T + qi;                      // query index within the sequence
+    const Expr i_clamped = min(query, in.query_len - 1);  // tiles may run past the last query
+    const Expr len = in.kv_len(b);
+    const Expr position = len - in.query_len + query;    // the query's absolute position
+    const Expr key = c * C + j;
+
+    q_tile(d, qi, hg, qt, hk, b) = in.q(d, hk * g + hg, i_clamped, b) * in.scale;
+    const Expr key_clamped = clamp(key, 0, max(len - 1, 0));
+    k_panel(d, j, c, hk, b) = in.k(d, key_clamped, hk, b);
+    v_panel(d, j, c, hk, b) = in.v(d, key_clamped, hk, b);
+
+    rd = RDom(0, D, "rd");
+    score(qi, hg, j, c, qt, hk, b) = 0.0f;
+    score(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
+
+    Expr visible = key < len && (!in.causal || key <= position);
+    if (in.masked.defined()) visible = visible && !in.masked(key_clamped, i_clamped, b);
+    const Expr s = select(visible, score(qi, hg, j, c, qt, hk, b), masked_score);
+
+    rj = RDom(0, C, "rj");
+    chunk_max(qi, hg, c, qt, hk, b) = masked_score;
+    chunk_max(qi, hg, c, qt, hk, b) =
+        max(chunk_max(qi, hg, c, qt, hk, b), substitute(j, rj.x, s));
+
+    prob(qi, hg, j, c, qt, hk, b) = select(visible, exp(s - chunk_max(qi, hg, c, qt, hk, b)), 0.0f);
+    chunk_sum(qi, hg, c, qt, hk, b) = 0.0f;
+    chunk_sum(qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b);
+    chunk_out(d, qi, hg, c, qt, hk, b) = 0.0f;
+    chunk_out(d, qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b) * v_panel(d, rj, c, hk, b);
+
+    part(x, qi, hg, c, qt, hk, b) =
+        select(x < D, chunk_out(min(x, D - 1), qi, hg, c, qt, hk, b),
+               x == D, chunk_max(qi, hg, c, qt, hk, b), chunk_sum(qi, hg, c, qt, hk, b));
+
+    // Chunks wholly above the causal diagonal or past the keys are never visited: the merge's
+    // chunk loop ends at the last chunk the tile can see, which bounds part's chunk loop too.
+    const Expr last_query = min((qt + 1) * T, in.query_len) - 1;
+    const Expr visible_keys = select(in.causal, min(len, len - in.query_len + last_query + 1), len);
+    rc = RDom(0, in.max_chunks, "rc");
+    rc.where(rc * C < visible_keys);
+    const Expr has_keys = part(D + 1, qi, hg, rc, qt, hk, b) > 0.0f;
+
+    merged_max(qi, hg, qt, hk, b) = masked_score;
+    merged_max(qi, hg, qt, hk, b) = max(merged_max(qi, hg, qt, hk, b),
+                                        select(has_keys, part(D, qi, hg, rc, qt, hk, b), masked_score));
+    weight(qi, hg, c, qt, hk, b) =
+        select(part(D + 1, qi, hg, c, qt, hk, b) > 0.0f,
+               exp(part(D, qi, hg, c, qt, hk, b) - merged_max(qi, hg, qt, hk, b)), 0.0f);
+    merged_sum(qi, hg, qt, hk, b) = 0.0f;
+    merged_sum(qi, hg, qt, hk, b) +=
+        weight(qi, hg, rc, qt, hk, b) * part(D + 1, qi, hg, rc, qt, hk, b);
+    merged_out(d, qi, hg, qt, hk, b) = 0.0f;
+    merged_out(d, qi, hg, qt, hk, b) += weight(qi, hg, rc, qt, hk, b) * part(d, qi, hg, rc, qt, hk, b);
+
+    // A query with no visible key (fully masked, or an empty cache) outputs zeros.
+    const Expr total = merged_sum(i % T, h % g, i / T, h / g, b);
+    out(d, h, i, b) = select(total > 0.0f, merged_out(d, i % T, h % g, i / T, h / g, b) / total, 0.0f);
+}
+
+}  // namespace hattn

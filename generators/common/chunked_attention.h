@@ -1,0 +1,72 @@
+// Softmax attention over key chunks with partial results, shared by the prefill and decode
+// generators (spec/attention.md §1).
+//
+// The working set stays bounded without a running-softmax recurrence (awkward in Halide 14): for a
+// tile of T queries and a chunk c of C keys, three plain reductions give the chunk's maximum
+// score, its sum of exp(s - max) and its partial output. A merge over chunks rescales them:
+//     M = max_c m_c,  w_c = exp(m_c - M),  out = sum_c w_c o_c / sum_c w_c l_c.
+// Neither the Sq x Sk scores nor a strip over all keys is materialised.
+//
+// The chunk results are packed into one Func `part(x, ...)` (x < D: o_c, x = D: m_c, x = D+1:
+// l_c) because both the chunk's own exp and the merge consume m_c; one producer computed per
+// query tile dominates all of its consumers.
+//
+// GQA: the g = H / Hkv query heads that share a KV head are rows of the same tile (dimension hg),
+// so every K/V chunk is loaded once for the whole group and K/V are never repeated.
+//
+// No inf or NaN ever arises (Halide's fast-math codegen assumes none): masked scores are replaced
+// by a finite sentinel, masked probabilities are select(masked, 0, ...), and a row with no visible
+// key is recognised by its sum being 0 (the row's maximum contributes exp(0) = 1 when any key is
+// visible) and outputs zeros.
+#pragma once
+
+#include "Halide.h"
+
+namespace hattn {
+
+struct ChunkedAttentionInputs {
+    Halide::Func q;        // q(d, h, i, b): query i of sequence b, head h
+    Halide::Func k, v;     // k(d, j, hk, b): key j of KV head hk, as stored in the cache
+    Halide::Expr head_dim; // D
+    Halide::Expr groups;   // g = H / Hkv
+    Halide::Expr query_len;  // Sq
+    Halide::Func kv_len;   // kv_len(b): visible keys of sequence b; its queries are the last Sq
+    Halide::Expr max_chunks;  // an upper bound on ceil(kv_len / C) over the batch
+    Halide::Expr scale;
+    Halide::Expr causal;   // bool
+    Halide::Func masked;   // masked(j, i, b) -> bool, or undefined for no mask
+};
+
+class ChunkedAttention {
+public:
+    ChunkedAttention(int query_tile, int key_chunk) : T(query_tile), C(key_chunk) {}
+
+    // Defines every stage; `out(d, h, i, b)` is the attention output.
+    void define(const ChunkedAttentionInputs &in, Halide::Func out);
+
+    const int T, C;
+    Halide::Expr groups;  // g, set by define()
+
+    // Vars: d head dim, qi query in tile, hg head in group, qt query tile, hk KV head, b batch,
+    // j key in chunk, c chunk, x packed channel of part; h and i index the output's heads and
+    // queries: out(d, h, i, b).
+    Halide::Var d{"d"}, qi{"qi"}, hg{"hg"}, qt{"qt"}, hk{"hk"}, b{"b"}, j{"j"}, c{"c"}, x{"x"};
+    Halide::Var h{"h"}, i{"i"};
+    Halide::RDom rd, rj, rc;
+
+    Halide::Func q_tile{"q_tile"};       // (d, qi, hg, qt, hk, b): scaled queries of one tile
+    Halide::Func k_panel{"k_panel"};     // (d, j, c, hk, b): one chunk of keys, index clamped
+    Halide::Func v_panel{"v_panel"};     // (d, j, c, hk, b): one chunk of values
+    Halide::Func score{"score"};         // (qi, hg, j, c, qt, hk, b)
+    Halide::Func chunk_max{"chunk_max"}; // (qi, hg, c, qt, hk, b)
+    Halide::Func prob{"prob"};           // (qi, hg, j, c, qt, hk, b): exp(s - m_c) or 0
+    Halide::Func chunk_sum{"chunk_sum"}; // (qi, hg, c, qt, hk, b)
+    Halide::Func chunk_out{"chunk_out"}; // (d, qi, hg, c, qt, hk, b)
+    Halide::Func part{"part"};           // (x, qi, hg, c, qt, hk, b)
+    Halide::Func merged_max{"merged_max"};  // (qi, hg, qt, hk, b)
+    Halide::Func weight{"weight"};          // (qi, hg, c, qt, hk, b): exp(m_c - M) or 0
+    Halide::Func merged_sum{"merged_sum"};  // (qi, hg, qt, hk, b)
+    Halide::Func merged_out{"merged_out"};  // (d, qi, hg, qt, hk, b)
+};
+
+}  // namespace hattn

@@ -1,0 +1,21 @@
+// The CPU schedules of the chunked attention (generators/common/chunked_attention.h), shared by
+// x86 and ARM; each family passes its vector width and unroll factors.
+#pragma once
+
+#include "generators/common/chunked_attention.h"
+
+namespace hattn::schedules::cpu {
+
+struct AttentionCpuTiles {
+    int keys_per_step;  // keys unrolled in the QK product (prefill: vector(queries) x broadcast(K))
+    int rows_per_step;  // query rows unrolled in the PV product (vectorised over D)
+};
+
+// Prefill: parallel over batch, KV heads and query tiles; per tile, the chunks in turn.
+void schedule_prefill(ChunkedAttention &a, Halide::Func out, const Halide::Target &t,
+                      AttentionCpuTiles tiles);
+
+// Decode: the chunks of every KV head in parallel (split-KV), then the merge per sequence.
+void schedule_decode(ChunkedAttention &a, Halide::Func out, const Halide::Target &t);
+
+}  // namespace hattn::schedules::cpu
