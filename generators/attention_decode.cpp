@@ -20,6 +20,7 @@ void AttentionDecode::generate() {
     in.groups = q.dim(1).extent() / k_cache.dim(2).extent();
     in.query_len = 1;
     in.kv_len(b) = kv_len(b);
+    in.capacity = k_cache.dim(1).extent();
     in.max_chunks = (k_cache.dim(1).extent() + a.C - 1) / a.C;
     in.scale = scale;
     in.causal = Halide::Internal::const_false();

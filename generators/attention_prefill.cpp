@@ -22,10 +22,11 @@ void AttentionPrefill::generate() {
     in.groups = q.dim(1).extent() / k_cache.dim(2).extent();
     in.query_len = q.dim(2).extent();
     in.kv_len(b) = kv_len(b);
+    in.capacity = k_cache.dim(1).extent();
     in.max_chunks = (k_cache.dim(1).extent() + a.C - 1) / a.C;
     in.scale = scale;
     in.causal = causal;
-    if (mask) in.masked(j, i, b) = (*mask)(j, i, 0, b) != 0;
+    if (mask) in.masked(j, i, b) = (*mask)(min(j, mask->dim(0).extent() - 1), i, 0, b) != 0;
     a.define(in, out);
 }
 

@@ -9,6 +9,7 @@ namespace hattn {
 class Projection;
 class AttentionPrefill;
 class AttentionDecode;
+class Rope;
 }
 
 namespace hattn::schedules {
@@ -17,16 +18,19 @@ namespace x86 {
 void schedule(Projection &g, const Halide::Target &t);
 void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
+void schedule(Rope &g, const Halide::Target &t);
 }
 namespace arm {
 void schedule(Projection &g, const Halide::Target &t);
 void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
+void schedule(Rope &g, const Halide::Target &t);
 }
 namespace cuda {
 void schedule(Projection &g, const Halide::Target &t);
 void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
+void schedule(Rope &g, const Halide::Target &t);
 }
 
 template <typename Generator>

@@ -1,6 +1,8 @@
 // The projection kernel against its float64 reference, on shapes chosen to miss every tile size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "hattn/error.h"
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
@@ -75,18 +77,30 @@ TEST(Projection, WrongBiasShapeIsRejected) {
 namespace hattn {
 namespace {
 
-// The projection's entry in the forced-variant tests: rows and widths off every tile size.
+// y = x W^T + b on seeded data of the given size; the reference covers `sampled` rows (the
+// first, the last and a stride between) so that large shapes stay cheap to check.
+double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, uint32_t seed) {
+    const Tensor x = testing::random_tensor({rows, in}, seed);
+    const Tensor w = testing::random_tensor({out, in}, seed + 1);
+    const Tensor b = testing::random_tensor({out}, seed + 2);
+    Tensor y({rows, out});
+    const TensorView bias = b.view();
+    project(x.view(), w.view(), &bias, y.view());
+    const int64_t n = std::min(rows, sampled), step = std::max<int64_t>(1, (rows - 1) / std::max<int64_t>(n - 1, 1));
+    Tensor x_rows({n, in}), y_rows({n, out});
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t r = k == n - 1 ? rows - 1 : k * step;
+        std::copy_n(x.data() + r * in, in, x_rows.data() + k * in);
+        std::copy_n(y.data() + r * out, out, y_rows.data() + k * out);
+    }
+    return testing::relative_l2(y_rows, reference::projection(x_rows, w, &b));
+}
+
+// The projection's entry in the forced-variant tests: rows and widths off every tile size, and the
+// generator's estimate sizes for the autoscheduled variant.
 const bool projection_check_registered = testing::register_kernel_check(
-    "projection", {[] {
-                       const Tensor x = testing::random_tensor({3, 13, 71}, 11);
-                       const Tensor w = testing::random_tensor({45, 71}, 12);
-                       const Tensor b = testing::random_tensor({45}, 13);
-                       Tensor y({3, 13, 45});
-                       const TensorView bias = b.view();
-                       project(x.view(), w.view(), &bias, y.view());
-                       return testing::relative_l2(y, reference::projection(x, w, &b));
-                   },
-                   1e-5});
+    "projection", {[] { return projection_error(39, 71, 45, 39, 11); }, 1e-5,
+                   [] { return projection_error(512, 2048, 2048, 9, 12); }});
 
 }  // namespace
 }  // namespace hattn

@@ -51,10 +51,11 @@ std::string run_forced(const KernelVariant &v, size_t index, const testing::Kern
     const KernelTarget &target = v.targets[index];
     const bool autoscheduled = v.family.find("_auto") != std::string::npos;
     set_schedule_choice(autoscheduled ? ScheduleChoice::Autoscheduled : ScheduleChoice::Manual);
+    if (autoscheduled && !check.at_estimates) return "kernel " + v.kernel + " has no check at its estimates";
     double error;
     {
         testing::ForcedTarget forced(target);
-        error = check.relative_error();
+        error = autoscheduled ? check.at_estimates() : check.relative_error();
     }
     set_schedule_choice(ScheduleChoice::Manual);
     if (last_variant_run(v.kernel) != v.family) {

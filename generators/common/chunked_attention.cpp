@@ -19,7 +19,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Func out) {
     const Expr key = c * C + j;
 
     q_tile(d, qi, hg, qt, hk, b) = in.q(d, hk * g + hg, i_clamped, b) * in.scale;
-    const Expr key_clamped = clamp(key, 0, max(len - 1, 0));
+    // Keys past the sequence are masked out below; clamping their index keeps the loads (and
+    // Halide's bounds inference, which cannot see kv_len's values) inside the cache.
+    const Expr key_clamped = clamp(key, 0, clamp(len - 1, 0, in.capacity - 1));
     k_panel(d, j, c, hk, b) = in.k(d, key_clamped, hk, b);
     v_panel(d, j, c, hk, b) = in.v(d, key_clamped, hk, b);
 

@@ -31,6 +31,7 @@ struct ChunkedAttentionInputs {
     Halide::Expr groups;   // g = H / Hkv
     Halide::Expr query_len;  // Sq
     Halide::Func kv_len;   // kv_len(b): visible keys of sequence b; its queries are the last Sq
+    Halide::Expr capacity; // the cache's token capacity, an upper bound of kv_len
     Halide::Expr max_chunks;  // an upper bound on ceil(kv_len / C) over the batch
     Halide::Expr scale;
     Halide::Expr causal;   // bool

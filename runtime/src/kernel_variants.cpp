@@ -8,10 +8,22 @@
 #include "hattn/kernel_table.h"
 
 #if defined(__x86_64__)
+#include "hattn_attention_decode_x86.h"
+#include "hattn_attention_decode_x86_auto.h"
+#include "hattn_attention_prefill_x86.h"
+#include "hattn_attention_prefill_x86_auto.h"
+#include "hattn_attention_prefill_masked_x86.h"
+#include "hattn_attention_prefill_masked_x86_auto.h"
 #include "hattn_projection_x86.h"
 #include "hattn_projection_x86_auto.h"
+#include "hattn_rope_x86.h"
+#include "hattn_rope_x86_auto.h"
 #elif defined(__aarch64__)
+#include "hattn_attention_decode_arm_plain.h"
+#include "hattn_attention_prefill_arm_plain.h"
+#include "hattn_attention_prefill_masked_arm_plain.h"
 #include "hattn_projection_arm_plain.h"
+#include "hattn_rope_arm_plain.h"
 #endif
 
 namespace hattn {
@@ -71,6 +83,16 @@ namespace detail {
 #endif
 
 ProjectionKernel projection_kernel() { return choose("projection", HATTN_VARIANTS(projection)); }
+RopeKernel rope_kernel() { return choose("rope", HATTN_VARIANTS(rope)); }
+AttentionPrefillKernel attention_prefill_kernel() {
+    return choose("attention_prefill", HATTN_VARIANTS(attention_prefill));
+}
+AttentionPrefillMaskedKernel attention_prefill_masked_kernel() {
+    return choose("attention_prefill_masked", HATTN_VARIANTS(attention_prefill_masked));
+}
+AttentionDecodeKernel attention_decode_kernel() {
+    return choose("attention_decode", HATTN_VARIANTS(attention_decode));
+}
 
 }  // namespace detail
 

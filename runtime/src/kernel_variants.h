@@ -9,4 +9,23 @@ using ProjectionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_bu
                                  halide_buffer_t *);
 ProjectionKernel projection_kernel();
 
+// (x, cos_table, sin_table, start, y)
+using RopeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *);
+RopeKernel rope_kernel();
+
+// (q, k_cache, v_cache, kv_len, scale, causal, out)
+using AttentionPrefillKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                                       halide_buffer_t *, float, bool, halide_buffer_t *);
+AttentionPrefillKernel attention_prefill_kernel();
+// (q, k_cache, v_cache, kv_len, scale, causal, mask, out)
+using AttentionPrefillMaskedKernel = int (*)(halide_buffer_t *, halide_buffer_t *,
+                                             halide_buffer_t *, halide_buffer_t *, float, bool,
+                                             halide_buffer_t *, halide_buffer_t *);
+AttentionPrefillMaskedKernel attention_prefill_masked_kernel();
+// (q, k_cache, v_cache, kv_len, scale, out)
+using AttentionDecodeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                                      halide_buffer_t *, float, halide_buffer_t *);
+AttentionDecodeKernel attention_decode_kernel();
+
 }  // namespace hattn::detail

@@ -1,0 +1,29 @@
+// The fused attention kernels over KV-cache storage.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hattn/tensor.h"
+
+namespace hattn {
+
+// A boolean mask [B, 1, Sq, Sk] (True = masked) as bytes; Sk covers every visible key.
+struct MaskView {
+    const uint8_t *data = nullptr;
+    Shape shape;
+};
+
+// out [B, Sq, H, D] = softmax(q k^T * scale) v per head, for q [B, Sq, H, D] against the first
+// kv_len[b] tokens of the cache storage k_cache, v_cache [B, Hkv, capacity, D] (read in place).
+// The queries are the last Sq of those tokens; `causal` hides keys after a query's position.
+// Query head h reads KV head h / (H / Hkv). A query with no visible key outputs zeros.
+void attention_prefill(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
+                       const std::vector<int32_t> &kv_len, float scale, bool causal,
+                       const MaskView *mask, const TensorView &out);
+
+// One query per sequence: q and out are [B, H, D]; the key range is split across threads.
+void attention_decode(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
+                      const std::vector<int32_t> &kv_len, float scale, const TensorView &out);
+
+}  // namespace hattn

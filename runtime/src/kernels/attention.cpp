@@ -1,0 +1,88 @@
+#include "hattn/kernels/attention.h"
+
+#include <algorithm>
+
+#include "halide_call.h"
+#include "hattn/error.h"
+#include "kernel_variants.h"
+
+namespace hattn {
+
+namespace {
+
+// Checks the cache storage against q [B, ..., H, D] and returns Hkv.
+void check_cache(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
+                 const std::vector<int32_t> &kv_len, int64_t min_len, const char *kernel) {
+    const std::string name = kernel;
+    require(k_cache.rank() == 4 && v_cache.shape == k_cache.shape,
+            name + ": K and V caches must both be [B, Hkv, capacity, D], got " +
+                shape_to_string(k_cache.shape) + " and " + shape_to_string(v_cache.shape));
+    const int64_t B = q.dim(0), H = q.dim(q.rank() - 2), D = q.dim(q.rank() - 1);
+    const int64_t Hkv = k_cache.dim(1), capacity = k_cache.dim(2);
+    require(k_cache.dim(0) == B && k_cache.dim(3) == D && Hkv > 0 && H % Hkv == 0,
+            name + ": cache " + shape_to_string(k_cache.shape) + " does not fit queries " +
+                shape_to_string(q.shape) + " (batch, head dim, H % Hkv)");
+    require(capacity >= 1, name + ": cache capacity must be at least 1");
+    require(static_cast<int64_t>(kv_len.size()) == B, name + ": one KV length per sequence");
+    for (int32_t len : kv_len) {
+        require(len >= min_len && len <= capacity,
+                name + ": KV length " + std::to_string(len) + " outside " +
+                    std::to_string(min_len) + ".." + std::to_string(capacity));
+    }
+}
+
+}  // namespace
+
+void attention_prefill(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
+                       const std::vector<int32_t> &kv_len, float scale, bool causal,
+                       const MaskView *mask, const TensorView &out) {
+    require(q.rank() == 4, "attention: queries must be [B, Sq, H, D], got " + shape_to_string(q.shape));
+    require(out.shape == q.shape, "attention: output " + shape_to_string(out.shape) +
+                                      " differs from queries " + shape_to_string(q.shape));
+    const int64_t Sq = q.dim(1);
+    check_cache(q, k_cache, v_cache, kv_len, causal ? Sq : 0, "attention");
+    if (q.size() == 0) return;
+
+    Halide::Runtime::Buffer<int32_t> len_b(const_cast<int32_t *>(kv_len.data()),
+                                          static_cast<int>(kv_len.size()));
+    auto qb = q.halide_buffer(), kb = k_cache.halide_buffer(), vb = v_cache.halide_buffer();
+    auto ob = out.halide_buffer();
+    if (!mask) {
+        detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(), qb.raw_buffer(),
+                            kb.raw_buffer(), vb.raw_buffer(), len_b.raw_buffer(), scale, causal,
+                            ob.raw_buffer());
+        return;
+    }
+    const int64_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
+    require(mask->shape.size() == 4 && mask->shape[0] == q.dim(0) && mask->shape[1] == 1 &&
+                mask->shape[2] == Sq && mask->shape[3] >= max_len,
+            "attention: mask " + shape_to_string(mask->shape) + " must be [" +
+                std::to_string(q.dim(0)) + ", 1, " + std::to_string(Sq) + ", >=" +
+                std::to_string(max_len) + "]");
+    halide_dimension_t dims[4] = {
+        {0, static_cast<int32_t>(mask->shape[3]), 1, 0},
+        {0, static_cast<int32_t>(Sq), static_cast<int32_t>(mask->shape[3]), 0},
+        {0, 1, static_cast<int32_t>(Sq * mask->shape[3]), 0},
+        {0, static_cast<int32_t>(q.dim(0)), static_cast<int32_t>(Sq * mask->shape[3]), 0}};
+    Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
+    detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(),
+                        qb.raw_buffer(), kb.raw_buffer(), vb.raw_buffer(), len_b.raw_buffer(), scale,
+                        causal, mask_b.raw_buffer(), ob.raw_buffer());
+}
+
+void attention_decode(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
+                      const std::vector<int32_t> &kv_len, float scale, const TensorView &out) {
+    require(q.rank() == 3, "attention decode: queries must be [B, H, D], got " + shape_to_string(q.shape));
+    require(out.shape == q.shape, "attention decode: output " + shape_to_string(out.shape) +
+                                      " differs from queries " + shape_to_string(q.shape));
+    check_cache(q, k_cache, v_cache, kv_len, 0, "attention decode");
+    if (q.size() == 0) return;
+    Halide::Runtime::Buffer<int32_t> len_b(const_cast<int32_t *>(kv_len.data()),
+                                          static_cast<int>(kv_len.size()));
+    auto qb = q.halide_buffer(), kb = k_cache.halide_buffer(), vb = v_cache.halide_buffer();
+    auto ob = out.halide_buffer();
+    detail::call_kernel("attention_decode", detail::attention_decode_kernel(), qb.raw_buffer(),
+                        kb.raw_buffer(), vb.raw_buffer(), len_b.raw_buffer(), scale, ob.raw_buffer());
+}
+
+}  // namespace hattn

@@ -1,0 +1,192 @@
+// The RoPE, prefill and decode attention kernels against float64 references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hattn/error.h"
+#include "hattn/kernels/attention.h"
+#include "hattn/kernels/rope.h"
+#include "reference/attention.h"
+#include "support/compare.h"
+#include "support/kernel_checks.h"
+#include "support/random.h"
+#include "support/rows.h"
+
+namespace hattn {
+namespace {
+
+// ---------------------------------------------------------------- RoPE
+
+double rope_error(Shape shape, int64_t rotary_dim, std::vector<int32_t> start, uint32_t seed) {
+    const Tensor x = testing::random_tensor(shape, seed);
+    Tensor y(shape);
+    RopeTable table(rotary_dim, 10000.0);
+    int32_t last = 0;
+    for (int32_t s : start) last = std::max<int32_t>(last, s + static_cast<int32_t>(shape[1]));
+    table.reserve(last);
+    apply_rope(x.view(), table, start, y.view());
+    return testing::relative_l2(y, reference::rope(x, rotary_dim, 10000.0, start));
+}
+
+TEST(Rope, FullHeadMatchesReference) { EXPECT_LE(rope_error({2, 9, 3, 64}, 64, {0, 5}, 1), 1e-6); }
+TEST(Rope, PartialRotaryLeavesTheRest) { EXPECT_LE(rope_error({1, 7, 2, 32}, 16, {3}, 2), 1e-6); }
+TEST(Rope, LargePositionsStayPrecise) { EXPECT_LE(rope_error({1, 4, 2, 128}, 128, {32760}, 3), 1e-6); }
+
+TEST(Rope, WritesIntoAStridedView) {
+    // Keys [1, S=3, Hkv=2, D=4] written into cache storage [1, Hkv=2, capacity=5, 4] at position 1.
+    const Tensor x = testing::random_tensor({1, 3, 2, 4}, 4);
+    Tensor cache({1, 2, 5, 4});
+    RopeTable table(4, 10000.0);
+    table.reserve(8);
+    const TensorView into(cache.data() + 4, {1, 3, 2, 4}, {40, 4, 20, 1});
+    apply_rope(x.view(), table, {1}, into);
+    const std::vector<double> ref = reference::rope(x, 4, 10000.0, {1});
+    for (int64_t s = 0; s < 3; s++)
+        for (int64_t h = 0; h < 2; h++)
+            for (int64_t d = 0; d < 4; d++) {
+                EXPECT_NEAR(cache.data()[(h * 5 + 1 + s) * 4 + d], ref[(s * 2 + h) * 4 + d], 1e-6);
+            }
+    EXPECT_EQ(cache.data()[0], 0.0f);  // position 0 untouched
+}
+
+TEST(Rope, RejectsTablesTooShort) {
+    Tensor x({1, 4, 1, 8}), y({1, 4, 1, 8});
+    RopeTable table(8, 10000.0);
+    table.reserve(2);
+    EXPECT_THROW(apply_rope(x.view(), table, {table.positions()}, y.view()), Error);
+}
+
+// ---------------------------------------------------------------- prefill
+
+struct PrefillCase {
+    std::string name;
+    int64_t B, Sq, H, Hkv, D;
+    std::vector<int32_t> kv_len;
+    bool causal, masked;
+    int64_t sampled_rows = 64;  // per sequence; long cases check a sample
+};
+
+std::ostream &operator<<(std::ostream &os, const PrefillCase &c) { return os << c.name; }
+
+// Runs the kernel on seeded data and returns its error against the reference.
+double prefill_error(const PrefillCase &c, uint32_t seed) {
+    int64_t capacity = 0;
+    for (int32_t len : c.kv_len) capacity = std::max<int64_t>(capacity, len);
+    capacity += 3;  // storage past the visible keys must never be read
+    const Tensor q = testing::random_tensor({c.B, c.Sq, c.H, c.D}, seed);
+    Tensor k = testing::random_tensor({c.B, c.Hkv, capacity, c.D}, seed + 1);
+    Tensor v = testing::random_tensor({c.B, c.Hkv, capacity, c.D}, seed + 2);
+    // Poison the unused tail: any read of it would show in the output.
+    for (int64_t b = 0; b < c.B; b++)
+        for (int64_t h = 0; h < c.Hkv; h++)
+            for (int64_t j = c.kv_len[b]; j < capacity; j++)
+                for (int64_t d = 0; d < c.D; d++) {
+                    k.data()[((b * c.Hkv + h) * capacity + j) * c.D + d] = 1e4f;
+                    v.data()[((b * c.Hkv + h) * capacity + j) * c.D + d] = 1e4f;
+                }
+    const int64_t mask_keys = capacity;
+    std::vector<uint8_t> mask_bytes;
+    std::vector<reference::QueryRow> must;
+    if (c.masked) {
+        std::mt19937 rng(seed + 3);
+        mask_bytes.resize(c.B * c.Sq * mask_keys);
+        for (auto &m : mask_bytes) m = rng() % 3 == 0;
+        // Row (0, Sq/2) fully masked: it must come out as zeros.
+        std::fill_n(mask_bytes.begin() + (c.Sq / 2) * mask_keys, mask_keys, 1);
+        must.push_back({0, c.Sq / 2});
+    }
+    const MaskView mask{mask_bytes.data(), {c.B, 1, c.Sq, mask_keys}};
+    const float scale = 1.0f / std::sqrt(float(c.D));
+    Tensor out({c.B, c.Sq, c.H, c.D});
+    attention_prefill(q.view(), k.view(), v.view(), c.kv_len, scale, c.causal,
+                      c.masked ? &mask : nullptr, out.view());
+
+    const auto rows = testing::sample_rows(c.B, c.Sq, c.sampled_rows, seed, must);
+    const auto ref = reference::attention(q, k, v, c.kv_len, scale, c.causal,
+                                          c.masked ? &mask_bytes : nullptr, mask_keys, rows);
+    return testing::relative_l2(testing::gather_rows(out, rows), ref);
+}
+
+class AttentionPrefill : public ::testing::TestWithParam<PrefillCase> {};
+
+TEST_P(AttentionPrefill, MatchesFloat64Reference) { EXPECT_LE(prefill_error(GetParam(), 7), 1e-5); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionPrefill,
+    ::testing::Values(
+        PrefillCase{"mha_d64_causal", 1, 37, 4, 4, 64, {37}, true, false},
+        PrefillCase{"gqa_d32_causal_offset", 2, 13, 8, 2, 32, {29, 40}, true, false},
+        PrefillCase{"mqa_d8_causal", 1, 17, 6, 1, 8, {17}, true, false},
+        PrefillCase{"d1", 1, 9, 2, 2, 1, {9}, true, false},
+        PrefillCase{"d80_full", 1, 33, 2, 1, 80, {70}, false, false},
+        PrefillCase{"d128_causal", 1, 65, 2, 2, 128, {65}, true, false},
+        PrefillCase{"one_query", 2, 1, 4, 2, 64, {300, 5}, true, false},
+        PrefillCase{"ragged_batch", 3, 5, 4, 4, 16, {5, 17, 9}, true, false},
+        PrefillCase{"masked_full", 2, 11, 4, 2, 16, {23, 23}, false, true},
+        PrefillCase{"masked_causal", 1, 20, 2, 2, 32, {20}, true, true},
+        PrefillCase{"sk4096_few_queries", 1, 64, 2, 1, 64, {4096}, true, false},
+        PrefillCase{"s4096_causal_sampled", 1, 4096, 2, 1, 64, {4096}, true, false, 12}),
+    [](const auto &info) { return info.param.name; });
+
+TEST(AttentionPrefillErrors, CausalNeedsTheQueriesInTheCache) {
+    Tensor q({1, 4, 2, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8}), out({1, 4, 2, 8});
+    EXPECT_THROW(attention_prefill(q.view(), k.view(), v.view(), {3}, 1.0f, true, nullptr, out.view()),
+                 Error);
+}
+
+TEST(AttentionPrefillErrors, LengthBeyondCapacityIsRejected) {
+    Tensor q({1, 1, 2, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8}), out({1, 1, 2, 8});
+    EXPECT_THROW(attention_prefill(q.view(), k.view(), v.view(), {9}, 1.0f, false, nullptr, out.view()),
+                 Error);
+}
+
+TEST(AttentionPrefillErrors, HeadsMustDivide) {
+    Tensor q({1, 1, 3, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8}), out({1, 1, 3, 8});
+    EXPECT_THROW(attention_prefill(q.view(), k.view(), v.view(), {4}, 1.0f, false, nullptr, out.view()),
+                 Error);
+}
+
+// ---------------------------------------------------------------- decode
+
+double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_len, uint32_t seed) {
+    const int64_t B = kv_len.size();
+    int64_t capacity = 1;
+    for (int32_t len : kv_len) capacity = std::max<int64_t>(capacity, len + 2);
+    const Tensor q = testing::random_tensor({B, 1, H, D}, seed);
+    const Tensor k = testing::random_tensor({B, Hkv, capacity, D}, seed + 1);
+    const Tensor v = testing::random_tensor({B, Hkv, capacity, D}, seed + 2);
+    const float scale = 1.0f / std::sqrt(float(D));
+    Tensor out({B, 1, H, D});
+    attention_decode(TensorView(const_cast<float *>(q.data()), {B, H, D}), k.view(), v.view(),
+                     kv_len, scale, TensorView(out.data(), {B, H, D}));
+    std::vector<reference::QueryRow> rows;
+    for (int64_t b = 0; b < B; b++) rows.push_back({b, 0});
+    // A decode query is the newest token: causal against kv_len keys equals seeing them all.
+    return testing::relative_l2(out, reference::attention(q, k, v, kv_len, scale, false, nullptr, 0, rows));
+}
+
+TEST(AttentionDecode, GqaRaggedBatch) { EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 11), 1e-5); }
+TEST(AttentionDecode, MhaLongCache) { EXPECT_LE(decode_error(4, 4, 128, {4096}, 12), 1e-5); }
+TEST(AttentionDecode, MqaOddHeadDim) { EXPECT_LE(decode_error(6, 1, 24, {33, 513}, 13), 1e-5); }
+TEST(AttentionDecode, EmptyCacheGivesZeros) { EXPECT_LE(decode_error(2, 2, 8, {0}, 14), 1e-12); }
+
+// ---------------------------------------------------------------- forced-variant checks
+
+const bool checks_registered =
+    testing::register_kernel_check(
+        "rope", {[] { return rope_error({2, 5, 3, 40}, 32, {0, 9}, 21); }, 1e-6,
+                 [] { return rope_error({1, 2048, 32, 128}, 128, {0}, 25); }}) &&
+    testing::register_kernel_check(
+        "attention_prefill",
+        {[] { return prefill_error({"check", 2, 19, 4, 2, 24, {19, 30}, true, false}, 22); }, 1e-5,
+         [] { return prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, true, false, 8}, 26); }}) &&
+    testing::register_kernel_check(
+        "attention_prefill_masked",
+        {[] { return prefill_error({"check", 1, 15, 2, 1, 16, {21}, false, true}, 23); }, 1e-5,
+         [] { return prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8}, 27); }}) &&
+    testing::register_kernel_check("attention_decode",
+                                   {[] { return decode_error(4, 2, 40, {77, 1030}, 24); }, 1e-5,
+                                    [] { return decode_error(32, 8, 128, {4096}, 28); }});
+
+}  // namespace
+}  // namespace hattn
