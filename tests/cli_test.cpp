@@ -100,9 +100,26 @@ TEST_F(Cli, UnknownKindIsNamed) {
 }
 
 TEST_F(Cli, KindNotBuiltYetExits2) {
+    const std::string config = R"({"kind": "cca", "batch": 1, "seq_len": 3,
+                                   "config": {"hidden_size": 8, "num_heads": 2}})";
     expect_one_line_naming(
-        hattn("run --case " + make_case("c", good_config()) + " --output " + tmp.file("o.npy")),
-        "not built yet");
+        hattn("run --case " + make_case("c", config) + " --output " + tmp.file("o.npy")),
+        "kind 'cca' is not built yet");
+}
+
+TEST_F(Cli, RunsACachedAttentionCase) {
+    const CliResult r = hattn("run --case " + make_case("c", good_config()) + " --prefill 1 --output " +
+                              tmp.file("o.npy"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(read_npy_f32(tmp.file("o.npy")).shape(), Shape({1, 3, 8}));
+}
+
+TEST_F(Cli, InvalidLayerConfigNamesTheKey) {
+    std::string config = good_config();
+    config.replace(config.find("\"multi_head\""), 12, "\"sparse_magic\"");
+    expect_one_line_naming(
+        hattn("run --case " + make_case("c", config) + " --output " + tmp.file("o.npy")),
+        "attention_type 'sparse_magic'");
 }
 
 TEST_F(Cli, InputOfWrongShapeNamesFileAndShapes) {

@@ -7,7 +7,7 @@ namespace hattn {
 namespace {
 
 constexpr KindInfo kinds[] = {
-    {"cached_attention", "embedding_dimension", false},
+    {"cached_attention", "embedding_dimension", true},
     {"cca", "hidden_size", false},
     {"ccgqa", "hidden_size", false},
     {"zaya_cca", "hidden_size", false},

@@ -1,8 +1,10 @@
 #include "hattn/layer_case.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "hattn/error.h"
+#include "hattn/layers/cached_attention.h"
 
 namespace hattn {
 
@@ -125,11 +127,43 @@ void validate_prefill(const LayerCase &c, int64_t prefill) {
                 " (the sequence length)");
 }
 
+namespace {
+
+// Writes tokens [begin, begin + part.dim(1)) of out [B, S, E].
+void place_tokens(Tensor &out, const Tensor &part, int64_t begin) {
+    const int64_t S = out.dim(1), n = part.dim(1), E = out.dim(2);
+    for (int64_t b = 0; b < out.dim(0); b++) {
+        std::copy_n(part.data() + b * n * E, n * E, out.data() + (b * S + begin) * E);
+    }
+}
+
+Tensor run_cached_attention(const LayerCase &c, std::optional<int64_t> prefill) {
+    CachedAttention layer(CachedAttentionConfig::from(c.config), c.weights);
+    std::optional<MaskView> mask;
+    if (c.mask) mask = MaskView{c.mask->boolean.data(), c.mask->shape};
+    if (c.cross) {
+        return layer.cross_attention(c.x, layer.conditioning_cache(*c.context, *c.context),
+                                     mask ? &*mask : nullptr);
+    }
+    if (!prefill) return layer.self_attention(c.x, nullptr, mask ? &*mask : nullptr);
+    require(!mask, "--prefill with a mask is not supported: decode steps take no mask");
+    KVCache cache = layer.make_cache(c.batch, c.seq_len);
+    Tensor out({c.batch, c.seq_len, c.hidden});
+    if (*prefill > 0) place_tokens(out, layer.self_attention(c.x.tokens(0, *prefill), &cache), 0);
+    for (int64_t t = *prefill; t < c.seq_len; t++) {
+        place_tokens(out, layer.decode_step(c.x.tokens(t, t + 1), cache), t);
+    }
+    return out;
+}
+
+}  // namespace
+
 Tensor run_case(const LayerCase &c, std::optional<int64_t> prefill) {
     if (prefill) validate_prefill(c, *prefill);
     require(c.kind->built, std::string("kind '") + c.kind->name + "' is not built yet");
-    throw Error(std::string("kind '") + c.kind->name + "' has no layer module",
-                Error::Kind::Internal);
+    const std::string kind = c.kind->name;
+    if (kind == "cached_attention") return run_cached_attention(c, prefill);
+    throw Error("kind '" + kind + "' has no layer module", Error::Kind::Internal);
 }
 
 }  // namespace hattn

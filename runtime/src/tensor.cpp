@@ -1,5 +1,6 @@
 #include "hattn/tensor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -100,6 +101,51 @@ Tensor Tensor::reshaped(Shape shape) const {
                                  shape_to_string(shape) + " (" + std::to_string(count) +
                                  " elements)");
     return Tensor(std::move(shape), values_);
+}
+
+namespace {
+
+void copy_dims(const float *src, const int64_t *src_strides, float *dst, const int64_t *dst_strides,
+               const int64_t *shape, size_t rank) {
+    if (rank == 1) {
+        for (int64_t i = 0; i < shape[0]; i++) dst[i * dst_strides[0]] = src[i * src_strides[0]];
+        return;
+    }
+    for (int64_t i = 0; i < shape[0]; i++) {
+        copy_dims(src + i * src_strides[0], src_strides + 1, dst + i * dst_strides[0], dst_strides + 1,
+                  shape + 1, rank - 1);
+    }
+}
+
+}  // namespace
+
+void copy_into(const TensorView &src, const TensorView &dst) {
+    require(src.shape == dst.shape, "copy: shapes " + shape_to_string(src.shape) + " and " +
+                                        shape_to_string(dst.shape) + " differ");
+    if (src.size() == 0) return;
+    if (src.shape.empty()) {
+        *dst.data = *src.data;
+        return;
+    }
+    const Shape s = src.strides.empty() ? contiguous_strides(src.shape) : src.strides;
+    const Shape d = dst.strides.empty() ? contiguous_strides(dst.shape) : dst.strides;
+    copy_dims(src.data, s.data(), dst.data, d.data(), src.shape.data(), src.shape.size());
+}
+
+Tensor Tensor::tokens(int64_t begin, int64_t end) const {
+    require(rank() >= 2 && 0 <= begin && begin <= end && end <= dim(1),
+            "tokens [" + std::to_string(begin) + ", " + std::to_string(end) + ") of a tensor " +
+                shape_to_string(shape_));
+    Shape out_shape = shape_;
+    out_shape[1] = end - begin;
+    Tensor out(out_shape);
+    if (out.size() == 0) return out;
+    const int64_t row = size() / (dim(0) * std::max<int64_t>(dim(1), 1));
+    for (int64_t b = 0; b < dim(0); b++) {
+        std::copy_n(data() + (b * dim(1) + begin) * row, (end - begin) * row,
+                    out.data() + b * (end - begin) * row);
+    }
+    return out;
 }
 
 }  // namespace hattn

@@ -39,6 +39,9 @@ struct TensorView {
     Halide::Runtime::Buffer<float> halide_buffer() const;
 };
 
+// Copies src into dst element by element; both views must have the same shape, any strides.
+void copy_into(const TensorView &src, const TensorView &dst);
+
 // Owning float32 tensor, contiguous row-major.
 class Tensor {
 public:
@@ -61,6 +64,9 @@ public:
 
     // The same values under another shape with the same element count.
     Tensor reshaped(Shape shape) const;
+
+    // Tokens [begin, end) of a [B, S, ...] tensor, as a new [B, end - begin, ...] tensor.
+    Tensor tokens(int64_t begin, int64_t end) const;
 
 private:
     Shape shape_;

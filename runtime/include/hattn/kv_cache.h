@@ -1,0 +1,66 @@
+// Caches of keys and values for attention (spec/attention.md §1).
+//
+// KVCache is the generation cache: preallocated for a batch with a capacity, laid out
+// [B, Hkv, capacity, D] so the attention kernels read it in place. Sequences may hold different
+// lengths (ragged batches). Appending writes the new tokens in place, never moving old ones; an
+// append that would exceed the capacity throws and leaves the cache unchanged.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hattn/tensor.h"
+
+namespace hattn {
+
+class KVCache {
+public:
+    KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity);
+
+    int64_t batch() const { return k_.dim(0); }
+    int64_t kv_heads() const { return k_.dim(1); }
+    int64_t capacity() const { return k_.dim(2); }
+    int64_t head_dim() const { return k_.dim(3); }
+    const std::vector<int32_t> &lengths() const { return lengths_; }
+
+    // The storage [B, Hkv, capacity, D]; tokens past a sequence's length are not part of it.
+    TensorView keys() const { return k_.view(); }
+    TensorView values() const { return v_.view(); }
+
+    // Appends externally computed keys and values [B, S, Hkv, D] (contiguous, already rotated) to every
+    // sequence. Throws, changing nothing, on a shape mismatch or when a sequence would overflow.
+    void append(const TensorView &keys, const TensorView &values);
+
+    void reset();                     // every sequence empty
+    void truncate_to(int64_t length);  // every sequence longer than `length` is cut to it
+    void truncate_to(int64_t length, int64_t sequence);  // the same for one sequence
+    void fork(int64_t source, int64_t target);  // sequence `target` becomes a copy of `source`
+
+    // For layers writing in place: throws unless every sequence has room for `count` more tokens.
+    void check_room(int64_t count) const;
+    // Where sequence b's next `count` tokens go, as a [1, count, Hkv, D] view (the layout a
+    // projection produces) into the storage.
+    TensorView key_slot(int64_t b, int64_t count) const;
+    TensorView value_slot(int64_t b, int64_t count) const;
+    // Makes the `count` tokens written past each sequence's end part of it.
+    void commit(int64_t count);
+
+private:
+    TensorView slot(const Tensor &storage, int64_t b, int64_t count) const;
+
+    Tensor k_, v_;
+    std::vector<int32_t> lengths_;
+};
+
+// The conditioning cache: keys and values of a static context for cross-attention, computed once
+// and never appended to.
+class ConditioningCache {
+public:
+    explicit ConditioningCache(KVCache kv) : kv_(std::move(kv)) {}
+    const KVCache &kv() const { return kv_; }
+
+private:
+    KVCache kv_;
+};
+
+}  // namespace hattn

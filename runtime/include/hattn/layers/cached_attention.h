@@ -1,0 +1,68 @@
+// Cached MHA / GQA attention (spec/attention.md §1; the seed's CachedAttention).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "hattn/config.h"
+#include "hattn/kernels/attention.h"
+#include "hattn/kernels/rope.h"
+#include "hattn/kv_cache.h"
+#include "hattn/safetensors.h"
+#include "hattn/tensor.h"
+
+namespace hattn {
+
+struct CachedAttentionConfig {
+    int64_t embedding_dimension = 0;  // E
+    int64_t heads = 0;                // H
+    int64_t kv_heads = 0;             // Hkv (H for multi_head)
+    int64_t head_dimension = 0;       // D
+    bool bias = true;
+    std::optional<double> rope_base;  // none: no RoPE
+
+    // The seed's constructor keys, defaults and validation; errors name the key and values.
+    static CachedAttentionConfig from(const ConfigReader &config);
+};
+
+class CachedAttention {
+public:
+    // Weights under the seed's state_dict names (query_projection.weight, ...).
+    CachedAttention(const CachedAttentionConfig &config, const Weights &weights);
+
+    const CachedAttentionConfig &config() const { return config_; }
+
+    // A generation cache for `batch` sequences of up to `capacity` tokens.
+    KVCache make_cache(int64_t batch, int64_t capacity) const;
+
+    // Causal self-attention of x [B, S, E]. With a cache, the S tokens are appended after what
+    // it holds (positions continue from each sequence's length) and attend to all of it; without,
+    // x attends to itself. mask [B, 1, S, Sk] (True = masked) is optional. Returns [B, S, E]. On
+    // any error the cache is unchanged.
+    Tensor self_attention(const Tensor &x, KVCache *cache = nullptr, const MaskView *mask = nullptr);
+
+    // One token per sequence (x_t [B, 1, E]) through the cache, with the split-KV decode kernel.
+    Tensor decode_step(const Tensor &x_t, KVCache &cache);
+
+    // Keys and values of a static context [B, Sk, E] (no RoPE), computed once.
+    ConditioningCache conditioning_cache(const Tensor &key_input, const Tensor &value_input) const;
+
+    // Cross-attention of x [B, S, E] to a conditioning cache: no causal mask, no RoPE.
+    Tensor cross_attention(const Tensor &x, const ConditioningCache &context,
+                           const MaskView *mask = nullptr) const;
+
+private:
+    // q, k or v projected: [B, S, heads, D].
+    Tensor project_heads(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
+                         int64_t heads) const;
+    Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
+    void check_input(const Tensor &x, const char *what) const;
+    float scale() const;
+
+    CachedAttentionConfig config_;
+    Tensor wq_, wk_, wv_, wo_;
+    std::optional<Tensor> bq_, bk_, bv_, bo_;
+    std::optional<RopeTable> rope_;
+};
+
+}  // namespace hattn

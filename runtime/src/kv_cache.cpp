@@ -1,0 +1,93 @@
+#include "hattn/kv_cache.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "hattn/error.h"
+
+namespace hattn {
+
+KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity) {
+    require(batch > 0 && kv_heads > 0 && head_dim > 0 && capacity > 0,
+            "KV cache: batch, heads, head dim and capacity must be positive, got " +
+                shape_to_string({batch, kv_heads, capacity, head_dim}));
+    require(capacity <= std::numeric_limits<int32_t>::max(), "KV cache: capacity too large");
+    k_ = Tensor({batch, kv_heads, capacity, head_dim});
+    v_ = Tensor({batch, kv_heads, capacity, head_dim});
+    lengths_.assign(batch, 0);
+}
+
+void KVCache::check_room(int64_t count) const {
+    require(count >= 0, "KV cache: cannot append " + std::to_string(count) + " tokens");
+    for (int64_t b = 0; b < batch(); b++) {
+        require(lengths_[b] + count <= capacity(),
+                "KV cache full: sequence " + std::to_string(b) + " holds " +
+                    std::to_string(lengths_[b]) + " of " + std::to_string(capacity()) +
+                    " tokens, cannot append " + std::to_string(count));
+    }
+}
+
+TensorView KVCache::slot(const Tensor &storage, int64_t b, int64_t count) const {
+    const int64_t D = head_dim(), cap = capacity(), H = kv_heads();
+    float *start = const_cast<float *>(storage.data()) + (b * H * cap + lengths_[b]) * D;
+    return TensorView(start, {1, count, H, D}, {H * cap * D, D, cap * D, 1});
+}
+
+TensorView KVCache::key_slot(int64_t b, int64_t count) const { return slot(k_, b, count); }
+TensorView KVCache::value_slot(int64_t b, int64_t count) const { return slot(v_, b, count); }
+
+void KVCache::commit(int64_t count) {
+    check_room(count);
+    for (int32_t &len : lengths_) len += static_cast<int32_t>(count);
+}
+
+void KVCache::append(const TensorView &keys, const TensorView &values) {
+    const Shape expected{batch(), keys.rank() == 4 ? keys.dim(1) : -1, kv_heads(), head_dim()};
+    require(keys.rank() == 4 && keys.shape == expected && values.shape == keys.shape,
+            "KV cache append: keys " + shape_to_string(keys.shape) + " and values " +
+                shape_to_string(values.shape) + " must both be [" + std::to_string(batch()) +
+                ", S, " + std::to_string(kv_heads()) + ", " + std::to_string(head_dim()) + "]");
+    require(keys.is_contiguous() && values.is_contiguous(), "KV cache append: keys and values must be contiguous");
+    const int64_t S = keys.dim(1);
+    check_room(S);
+    const int64_t row = S * kv_heads() * head_dim();
+    for (int64_t b = 0; b < batch(); b++) {
+        const Shape one{1, S, kv_heads(), head_dim()};
+        copy_into(TensorView(keys.data + b * row, one), key_slot(b, S));
+        copy_into(TensorView(values.data + b * row, one), value_slot(b, S));
+    }
+    commit(S);
+}
+
+void KVCache::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
+
+void KVCache::truncate_to(int64_t length) {
+    for (int64_t b = 0; b < batch(); b++) truncate_to(length, b);
+}
+
+void KVCache::truncate_to(int64_t length, int64_t sequence) {
+    require(length >= 0 && length <= capacity(),
+            "KV cache: cannot truncate to " + std::to_string(length) + " tokens (capacity " +
+                std::to_string(capacity()) + ")");
+    require(sequence >= 0 && sequence < batch(),
+            "KV cache: sequence " + std::to_string(sequence) + " outside batch " + std::to_string(batch()));
+    int32_t &len = lengths_[sequence];
+    len = std::min<int32_t>(len, static_cast<int32_t>(length));
+}
+
+void KVCache::fork(int64_t source, int64_t target) {
+    require(source >= 0 && source < batch() && target >= 0 && target < batch(),
+            "KV cache fork: sequences " + std::to_string(source) + " -> " + std::to_string(target) +
+                " outside batch " + std::to_string(batch()));
+    if (source == target) return;
+    const int64_t len = lengths_[source], span = capacity() * head_dim();
+    for (Tensor *t : {&k_, &v_}) {
+        for (int64_t h = 0; h < kv_heads(); h++) {
+            const float *from = t->data() + (source * kv_heads() + h) * span;
+            std::copy_n(from, len * head_dim(), t->data() + (target * kv_heads() + h) * span);
+        }
+    }
+    lengths_[target] = static_cast<int32_t>(len);
+}
+
+}  // namespace hattn

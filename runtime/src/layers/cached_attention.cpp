@@ -1,0 +1,197 @@
+#include "hattn/layers/cached_attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "hattn/error.h"
+#include "hattn/kernels/projection.h"
+
+namespace hattn {
+
+CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
+    const std::string &src = c.source();
+    CachedAttentionConfig cfg;
+    cfg.embedding_dimension = c.get_int("embedding_dimension");
+    cfg.heads = c.get_int("number_of_heads");
+    require(cfg.embedding_dimension > 0, src + ": embedding_dimension must be positive, got " +
+                                             std::to_string(cfg.embedding_dimension));
+    require(cfg.heads > 0, src + ": number_of_heads must be positive, got " + std::to_string(cfg.heads));
+    if (auto d = c.get_optional_int("head_dimension")) {
+        require(*d > 0, src + ": head_dimension must be positive, got " + std::to_string(*d));
+        cfg.head_dimension = *d;
+    } else {
+        require(cfg.embedding_dimension % cfg.heads == 0,
+                src + ": embedding_dimension (" + std::to_string(cfg.embedding_dimension) +
+                    ") must be divisible by number_of_heads (" + std::to_string(cfg.heads) + ")");
+        cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
+    }
+    const std::string type = c.get_string("attention_type", "multi_head");
+    const std::optional<int64_t> kv = c.get_optional_int("number_of_key_value_heads");
+    if (type == "grouped_query") {
+        require(kv.has_value(), src + ": attention_type grouped_query requires number_of_key_value_heads");
+        require(*kv > 0, src + ": number_of_key_value_heads must be positive, got " + std::to_string(*kv));
+        require(cfg.heads % *kv == 0,
+                src + ": number_of_heads (" + std::to_string(cfg.heads) +
+                    ") must be divisible by number_of_key_value_heads (" + std::to_string(*kv) + ")");
+        cfg.kv_heads = *kv;
+    } else if (type == "multi_head") {
+        require(!kv || *kv == cfg.heads,
+                src + ": number_of_key_value_heads must be null or equal to number_of_heads (" +
+                    std::to_string(cfg.heads) + ") for multi_head attention, got " +
+                    std::to_string(kv.value_or(0)));
+        cfg.kv_heads = cfg.heads;
+    } else {
+        throw Error(src + ": unsupported attention_type '" + type +
+                    "' (must be one of multi_head, grouped_query)");
+    }
+    cfg.bias = c.get_bool("bias", true);
+    cfg.rope_base = c.get_optional_number("rope_base");
+    if (cfg.rope_base) {
+        require(cfg.head_dimension % 2 == 0, src + ": RoPE (rope_base " + std::to_string(*cfg.rope_base) +
+                                                 ") needs an even head_dimension, got " +
+                                                 std::to_string(cfg.head_dimension));
+        require(*cfg.rope_base > 0, src + ": rope_base must be positive");
+    }
+    return cfg;
+}
+
+CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weights &w)
+    : config_(config) {
+    const int64_t E = config.embedding_dimension, D = config.head_dimension;
+    const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
+    wq_ = w.get("query_projection.weight", {q_width, E});
+    wk_ = w.get("key_projection.weight", {kv_width, E});
+    wv_ = w.get("value_projection.weight", {kv_width, E});
+    wo_ = w.get("output_projection.weight", {E, q_width});
+    if (config.bias) {
+        bq_ = w.get("query_projection.bias", {q_width});
+        bk_ = w.get("key_projection.bias", {kv_width});
+        bv_ = w.get("value_projection.bias", {kv_width});
+        bo_ = w.get("output_projection.bias", {E});
+    }
+    if (config.rope_base) rope_.emplace(D, *config.rope_base);
+}
+
+KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
+    return KVCache(batch, config_.kv_heads, config_.head_dimension, capacity);
+}
+
+float CachedAttention::scale() const {
+    return static_cast<float>(1.0 / std::sqrt(double(config_.head_dimension)));
+}
+
+void CachedAttention::check_input(const Tensor &x, const char *what) const {
+    require(x.rank() == 3 && x.dim(2) == config_.embedding_dimension,
+            std::string("cached_attention: ") + what + " " + shape_to_string(x.shape()) +
+                " must be [B, S, " + std::to_string(config_.embedding_dimension) + "]");
+}
+
+Tensor CachedAttention::project_heads(const Tensor &x, const Tensor &weight,
+                                      const std::optional<Tensor> &bias, int64_t heads) const {
+    Tensor y({x.dim(0), x.dim(1), heads, config_.head_dimension});
+    const TensorView b = bias ? bias->view() : TensorView();
+    project(x.view(), weight.view(), bias ? &b : nullptr,
+            TensorView(y.data(), {x.dim(0), x.dim(1), heads * config_.head_dimension}));
+    return y;
+}
+
+Tensor CachedAttention::output(const Tensor &attended) const {
+    const int64_t B = attended.dim(0), S = attended.dim(1);
+    Tensor y({B, S, config_.embedding_dimension});
+    const TensorView b = bo_ ? bo_->view() : TensorView();
+    project(TensorView(const_cast<float *>(attended.data()), {B, S, config_.heads * config_.head_dimension}),
+            wo_.view(), bo_ ? &b : nullptr, y.view());
+    return y;
+}
+
+Tensor CachedAttention::self_attention(const Tensor &x, KVCache *cache, const MaskView *mask) {
+    check_input(x, "input");
+    const int64_t B = x.dim(0), S = x.dim(1);
+    std::optional<KVCache> local;
+    if (!cache) {
+        local.emplace(make_cache(B, std::max<int64_t>(S, 1)));
+        cache = &*local;
+    }
+    require(cache->batch() == B && cache->kv_heads() == config_.kv_heads &&
+                cache->head_dim() == config_.head_dimension,
+            "cached_attention: cache [B=" + std::to_string(cache->batch()) + ", Hkv=" +
+                std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
+                "] does not fit input " + shape_to_string(x.shape()));
+    cache->check_room(S);
+
+    Tensor q = project_heads(x, wq_, bq_, config_.heads);
+    const Tensor k = project_heads(x, wk_, bk_, config_.kv_heads);
+    const Tensor v = project_heads(x, wv_, bv_, config_.kv_heads);
+    const std::vector<int32_t> start = cache->lengths();
+    std::vector<int32_t> lengths = start;
+    for (int32_t &len : lengths) len += static_cast<int32_t>(S);
+
+    // New keys go into the cache rotated (positions continue from each sequence's length); they
+    // become part of it only at commit(), once everything else has succeeded.
+    const Shape one{1, S, config_.kv_heads, config_.head_dimension};
+    const int64_t row = S * config_.kv_heads * config_.head_dimension;
+    if (rope_) {
+        rope_->reserve(*std::max_element(lengths.begin(), lengths.end()));
+        Tensor rotated(q.shape());
+        apply_rope(q.view(), *rope_, start, rotated.view());
+        q = std::move(rotated);
+    }
+    for (int64_t b = 0; b < B; b++) {
+        const TensorView k_b(const_cast<float *>(k.data()) + b * row, one);
+        if (rope_) {
+            apply_rope(k_b, *rope_, {start[b]}, cache->key_slot(b, S));
+        } else {
+            copy_into(k_b, cache->key_slot(b, S));
+        }
+        copy_into(TensorView(const_cast<float *>(v.data()) + b * row, one), cache->value_slot(b, S));
+    }
+
+    Tensor attended(q.shape());
+    if (S == 1 && !mask) {
+        const Shape heads{B, config_.heads, config_.head_dimension};
+        attention_decode(TensorView(q.data(), heads), cache->keys(), cache->values(), lengths, scale(),
+                         TensorView(attended.data(), heads));
+    } else {
+        attention_prefill(q.view(), cache->keys(), cache->values(), lengths, scale(), true, mask,
+                          attended.view());
+    }
+    Tensor y = output(attended);
+    cache->commit(S);
+    return y;
+}
+
+Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) {
+    check_input(x_t, "decode input");
+    require(x_t.dim(1) == 1, "cached_attention: decode_step takes one token per sequence, got " +
+                                 shape_to_string(x_t.shape()));
+    return self_attention(x_t, &cache);
+}
+
+ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
+                                                      const Tensor &value_input) const {
+    check_input(key_input, "key input");
+    require(value_input.shape() == key_input.shape(),
+            "cached_attention: value input " + shape_to_string(value_input.shape()) +
+                " differs from key input " + shape_to_string(key_input.shape()));
+    const int64_t B = key_input.dim(0), Sk = key_input.dim(1);
+    require(Sk > 0, "cached_attention: the context must hold at least one token");
+    KVCache kv = make_cache(B, Sk);
+    kv.append(project_heads(key_input, wk_, bk_, config_.kv_heads).view(),
+              project_heads(value_input, wv_, bv_, config_.kv_heads).view());
+    return ConditioningCache(std::move(kv));
+}
+
+Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache &context,
+                                        const MaskView *mask) const {
+    check_input(x, "input");
+    const KVCache &kv = context.kv();
+    require(kv.batch() == x.dim(0), "cached_attention: context batch " + std::to_string(kv.batch()) +
+                                        " differs from input batch " + std::to_string(x.dim(0)));
+    const Tensor q = project_heads(x, wq_, bq_, config_.heads);
+    Tensor attended(q.shape());
+    attention_prefill(q.view(), kv.keys(), kv.values(), kv.lengths(), scale(), false, mask,
+                      attended.view());
+    return output(attended);
+}
+
+}  // namespace hattn

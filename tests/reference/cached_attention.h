@@ -1,0 +1,92 @@
+// Float64 reference of the cached attention layer (spec/attention.md §1), independent of the
+// runtime: projections, RoPE, attention over [prior cache ; new tokens], output projection.
+#pragma once
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "hattn/tensor.h"
+
+namespace hattn::reference {
+
+struct CachedAttentionWeights {
+    int64_t E, H, Hkv, D;
+    std::optional<double> rope_base;
+    Tensor wq, wk, wv, wo;
+    std::optional<Tensor> bq, bk, bv, bo;
+};
+
+namespace detail {
+inline std::vector<double> linear(const std::vector<double> &x, int64_t rows, const Tensor &w,
+                                  const std::optional<Tensor> &b) {
+    const int64_t out = w.dim(0), in = w.dim(1);
+    std::vector<double> y(rows * out);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t o = 0; o < out; o++) {
+            double s = b ? b->data()[o] : 0.0;
+            for (int64_t k = 0; k < in; k++) s += x[r * in + k] * w.data()[o * in + k];
+            y[r * out + o] = s;
+        }
+    return y;
+}
+inline void rotate(double *head, int64_t D, double position, double base) {
+    for (int64_t i = 0; i < D / 2; i++) {
+        const double a = position * std::pow(base, -2.0 * i / D);
+        const double x1 = head[i], x2 = head[i + D / 2];
+        head[i] = x1 * std::cos(a) - x2 * std::sin(a);
+        head[i + D / 2] = x1 * std::sin(a) + x2 * std::cos(a);
+    }
+}
+}  // namespace detail
+
+// Causal self-attention of x [B, S, E] appended after `prior` tokens whose rotated keys and values
+// are prior_k, prior_v [B, prior, Hkv, D] (may be empty). Returns [B, S, E].
+inline std::vector<double> cached_attention(const CachedAttentionWeights &w, const Tensor &x,
+                                            const std::vector<double> &prior_k,
+                                            const std::vector<double> &prior_v, int64_t prior) {
+    const int64_t B = x.dim(0), S = x.dim(1), H = w.H, Hkv = w.Hkv, D = w.D, g = H / Hkv;
+    const std::vector<double> xd(x.values().begin(), x.values().end());
+    std::vector<double> q = detail::linear(xd, B * S, w.wq, w.bq);
+    std::vector<double> k = detail::linear(xd, B * S, w.wk, w.bk);
+    const std::vector<double> v = detail::linear(xd, B * S, w.wv, w.bv);
+    if (w.rope_base) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t s = 0; s < S; s++) {
+                for (int64_t h = 0; h < H; h++) detail::rotate(&q[((b * S + s) * H + h) * D], D, prior + s, *w.rope_base);
+                for (int64_t h = 0; h < Hkv; h++) detail::rotate(&k[((b * S + s) * Hkv + h) * D], D, prior + s, *w.rope_base);
+            }
+    }
+    const int64_t T = prior + S;
+    auto key = [&](int64_t b, int64_t t, int64_t h) {
+        return t < prior ? &prior_k[((b * prior + t) * Hkv + h) * D] : &k[((b * S + t - prior) * Hkv + h) * D];
+    };
+    auto value = [&](int64_t b, int64_t t, int64_t h) {
+        return t < prior ? &prior_v[((b * prior + t) * Hkv + h) * D] : &v[((b * S + t - prior) * Hkv + h) * D];
+    };
+    std::vector<double> attended(B * S * H * D, 0.0);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++)
+            for (int64_t h = 0; h < H; h++) {
+                const double *qh = &q[((b * S + s) * H + h) * D];
+                std::vector<double> scores(prior + s + 1);
+                double m = -1e300;
+                for (int64_t t = 0; t <= prior + s && t < T; t++) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < D; d++) dot += qh[d] * key(b, t, h / g)[d];
+                    scores[t] = dot / std::sqrt(double(D));
+                    m = std::max(m, scores[t]);
+                }
+                double sum = 0;
+                double *out = &attended[((b * S + s) * H + h) * D];
+                for (int64_t t = 0; t <= prior + s; t++) {
+                    const double p = std::exp(scores[t] - m);
+                    sum += p;
+                    for (int64_t d = 0; d < D; d++) out[d] += p * value(b, t, h / g)[d];
+                }
+                for (int64_t d = 0; d < D; d++) out[d] /= sum;
+            }
+    return detail::linear(attended, B * S, w.wo, w.bo);
+}
+
+}  // namespace hattn::reference

@@ -1,0 +1,247 @@
+// hattn::CachedAttention and hattn::KVCache: the layer against a float64 reference, and decoding
+// through the cache against whole-sequence runs.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "hattn/error.h"
+#include "hattn/layers/cached_attention.h"
+#include "reference/cached_attention.h"
+#include "support/compare.h"
+#include "support/random.h"
+#include "support/safetensors_writer.h"
+#include "support/temp_dir.h"
+
+namespace hattn {
+namespace {
+
+struct Shape4 {
+    int64_t E, H, Hkv, D;
+    bool bias;
+    std::optional<double> rope_base;
+};
+
+// A layer with seeded random weights, written to and loaded from a safetensors file.
+struct TestLayer {
+    reference::CachedAttentionWeights ref;
+    std::optional<CachedAttention> layer;
+
+    explicit TestLayer(Shape4 s, uint32_t seed = 1) {
+        ref.E = s.E, ref.H = s.H, ref.Hkv = s.Hkv, ref.D = s.D, ref.rope_base = s.rope_base;
+        auto scaled = [](Shape shape, uint32_t sd) {
+            Tensor t = testing::random_tensor(shape, sd);
+            for (float &v : t.values()) v *= 0.3f;
+            return t;
+        };
+        ref.wq = scaled({s.H * s.D, s.E}, seed);
+        ref.wk = scaled({s.Hkv * s.D, s.E}, seed + 1);
+        ref.wv = scaled({s.Hkv * s.D, s.E}, seed + 2);
+        ref.wo = scaled({s.E, s.H * s.D}, seed + 3);
+        std::map<std::string, Tensor> tensors{{"query_projection.weight", ref.wq},
+                                              {"key_projection.weight", ref.wk},
+                                              {"value_projection.weight", ref.wv},
+                                              {"output_projection.weight", ref.wo}};
+        if (s.bias) {
+            ref.bq = scaled({s.H * s.D}, seed + 4);
+            ref.bk = scaled({s.Hkv * s.D}, seed + 5);
+            ref.bv = scaled({s.Hkv * s.D}, seed + 6);
+            ref.bo = scaled({s.E}, seed + 7);
+            tensors.insert({{"query_projection.bias", *ref.bq}, {"key_projection.bias", *ref.bk},
+                            {"value_projection.bias", *ref.bv}, {"output_projection.bias", *ref.bo}});
+        }
+        testing::TempDir dir;
+        testing::write_safetensors(dir.file("w.safetensors"), tensors);
+        CachedAttentionConfig config;
+        config.embedding_dimension = s.E, config.heads = s.H, config.kv_heads = s.Hkv;
+        config.head_dimension = s.D, config.bias = s.bias, config.rope_base = s.rope_base;
+        layer.emplace(config, Weights::open(dir.file("w.safetensors")));
+    }
+};
+
+class CachedAttentionShapes : public ::testing::TestWithParam<Shape4> {};
+
+TEST_P(CachedAttentionShapes, SelfAttentionMatchesReference) {
+    TestLayer t(GetParam());
+    const Tensor x = testing::random_tensor({2, 13, GetParam().E}, 9);
+    EXPECT_LE(testing::relative_l2(t.layer->self_attention(x), reference::cached_attention(t.ref, x, {}, {}, 0)),
+              1e-5);
+}
+
+TEST_P(CachedAttentionShapes, PrefillThenDecodeEqualsForward) {
+    TestLayer t(GetParam());
+    const Tensor x = testing::random_tensor({2, 9, GetParam().E}, 10);
+    const std::vector<double> expected = reference::cached_attention(t.ref, x, {}, {}, 0);
+    KVCache cache = t.layer->make_cache(2, 9);
+    Tensor out({2, 9, GetParam().E});
+    auto place = [&](const Tensor &part, int64_t begin) {
+        for (int64_t b = 0; b < 2; b++)
+            std::copy_n(part.data() + b * part.dim(1) * part.dim(2), part.dim(1) * part.dim(2),
+                        out.data() + (b * 9 + begin) * part.dim(2));
+    };
+    place(t.layer->self_attention(x.tokens(0, 4), &cache), 0);
+    for (int64_t s = 4; s < 9; s++) place(t.layer->decode_step(x.tokens(s, s + 1), cache), s);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({9, 9}));
+    EXPECT_LE(testing::relative_l2(out, expected), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, CachedAttentionShapes,
+                         ::testing::Values(Shape4{64, 4, 4, 16, true, 10000.0},   // MHA, RoPE
+                                           Shape4{96, 6, 2, 16, false, 10000.0},  // GQA
+                                           Shape4{64, 4, 1, 32, true, 500.0},     // MQA
+                                           Shape4{64, 8, 8, 8, true, std::nullopt},
+                                           Shape4{40, 2, 2, 20, true, std::nullopt}),  // H*D != E
+                         [](const auto &info) { return "case" + std::to_string(info.index); });
+
+// The cache is filled with keys and values computed elsewhere (no x history exists), then decoded.
+TEST(CachedAttentionDecode, FromExternallyFilledCacheMatchesReference) {
+    const Shape4 s{64, 8, 2, 16, true, 10000.0};
+    TestLayer t(s);
+    const int64_t B = 2, prior = 21;
+    const Tensor k = testing::random_tensor({B, prior, s.Hkv, s.D}, 30);
+    const Tensor v = testing::random_tensor({B, prior, s.Hkv, s.D}, 31);
+    KVCache cache = t.layer->make_cache(B, 32);
+    cache.append(k.view(), v.view());
+    const Tensor x = testing::random_tensor({B, 1, s.E}, 32);
+    const std::vector<double> expected = reference::cached_attention(
+        t.ref, x, {k.values().begin(), k.values().end()}, {v.values().begin(), v.values().end()}, prior);
+    EXPECT_LE(testing::relative_l2(t.layer->decode_step(x, cache), expected), 1e-5);
+}
+
+// Decodes `steps` tokens of x from the cache's current state; returns their outputs.
+Tensor decode_all(CachedAttention &layer, KVCache &cache, const Tensor &x) {
+    Tensor out({x.dim(0), x.dim(1), x.dim(2)});
+    for (int64_t s = 0; s < x.dim(1); s++) {
+        const Tensor y = layer.decode_step(x.tokens(s, s + 1), cache);
+        for (int64_t b = 0; b < x.dim(0); b++)
+            std::copy_n(y.data() + b * x.dim(2), x.dim(2), out.data() + (b * x.dim(1) + s) * x.dim(2));
+    }
+    return out;
+}
+
+double relative_difference(const Tensor &a, const Tensor &b) {
+    return testing::relative_l2(a, {b.values().begin(), b.values().end()});
+}
+
+TEST(CachedAttentionDecode, TruncateThenDecodeEqualsAFreshRun) {
+    TestLayer t({64, 4, 2, 16, true, 10000.0});
+    const Tensor x = testing::random_tensor({1, 12, 64}, 40);
+    const Tensor next = testing::random_tensor({1, 3, 64}, 41);
+    KVCache cache = t.layer->make_cache(1, 16);
+    t.layer->self_attention(x, &cache);
+    cache.truncate_to(7);
+    const Tensor after_truncate = decode_all(*t.layer, cache, next);
+
+    KVCache fresh = t.layer->make_cache(1, 16);
+    t.layer->self_attention(x.tokens(0, 7), &fresh);
+    EXPECT_LE(relative_difference(after_truncate, decode_all(*t.layer, fresh, next)), 1e-6);
+}
+
+TEST(CachedAttentionDecode, ForkThenDecodeEqualsAFreshRun) {
+    TestLayer t({64, 4, 4, 16, true, 10000.0});
+    const Tensor x = testing::random_tensor({2, 6, 64}, 50);
+    KVCache cache = t.layer->make_cache(2, 10);
+    t.layer->self_attention(x, &cache);
+    cache.fork(0, 1);  // sequence 1 now continues sequence 0
+    const Tensor next_one = testing::random_tensor({1, 2, 64}, 51);
+    Tensor next({2, 2, 64});
+    std::copy_n(next_one.data(), 128, next.data());
+    std::copy_n(next_one.data(), 128, next.data() + 128);
+    const Tensor forked = decode_all(*t.layer, cache, next);
+
+    KVCache fresh = t.layer->make_cache(1, 10);
+    t.layer->self_attention(x.tokens(0, 6).reshaped({2, 6, 64}), nullptr);  // exercise the no-cache path
+    Tensor x0({1, 6, 64});
+    std::copy_n(x.data(), 6 * 64, x0.data());
+    t.layer->self_attention(x0, &fresh);
+    const Tensor alone = decode_all(*t.layer, fresh, next_one);
+    for (int64_t b = 0; b < 2; b++) {
+        Tensor row({1, 2, 64});
+        std::copy_n(forked.data() + b * 128, 128, row.data());
+        EXPECT_LE(relative_difference(row, alone), 1e-6) << "sequence " << b;
+    }
+}
+
+TEST(CachedAttentionDecode, RaggedBatchEqualsEachSequenceAlone) {
+    TestLayer t({96, 6, 3, 16, false, 10000.0});
+    const Tensor x = testing::random_tensor({2, 8, 96}, 60);
+    const Tensor next = testing::random_tensor({2, 2, 96}, 61);
+    KVCache cache = t.layer->make_cache(2, 12);
+    t.layer->self_attention(x, &cache);
+    cache.truncate_to(5, 1);  // sequence 0 holds 8 tokens, sequence 1 holds 5
+    ASSERT_EQ(cache.lengths(), std::vector<int32_t>({8, 5}));
+    const Tensor batched = decode_all(*t.layer, cache, next);
+
+    for (int64_t b = 0; b < 2; b++) {
+        const int64_t kept = b == 0 ? 8 : 5;
+        Tensor xb({1, kept, 96}), nb({1, 2, 96}), got({1, 2, 96});
+        std::copy_n(x.data() + b * 8 * 96, kept * 96, xb.data());
+        std::copy_n(next.data() + b * 2 * 96, 2 * 96, nb.data());
+        std::copy_n(batched.data() + b * 2 * 96, 2 * 96, got.data());
+        KVCache alone = t.layer->make_cache(1, 12);
+        t.layer->self_attention(xb, &alone);
+        EXPECT_LE(relative_difference(got, decode_all(*t.layer, alone, nb)), 1e-6) << "sequence " << b;
+    }
+}
+
+TEST(CachedAttentionDecode, OverflowThrowsAndLeavesTheCacheUnchanged) {
+    TestLayer t({64, 4, 4, 16, true, 10000.0});
+    KVCache cache = t.layer->make_cache(1, 4);
+    t.layer->self_attention(testing::random_tensor({1, 3, 64}, 70), &cache);
+    try {
+        t.layer->self_attention(testing::random_tensor({1, 2, 64}, 71), &cache);
+        FAIL() << "expected an overflow error";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("KV cache full"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({3}));
+    Tensor k({1, 2, 4, 16}), v({1, 2, 4, 16});
+    EXPECT_THROW(cache.append(k.view(), v.view()), Error);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({3}));
+}
+
+TEST(CachedAttentionErrors, BadShapesAreNamed) {
+    TestLayer t({64, 4, 4, 16, true, std::nullopt});
+    EXPECT_THROW(t.layer->self_attention(testing::random_tensor({1, 3, 65}, 1)), Error);
+    KVCache other = KVCache(1, 2, 16, 8);
+    EXPECT_THROW(t.layer->self_attention(testing::random_tensor({1, 3, 64}, 1), &other), Error);
+    KVCache cache = t.layer->make_cache(1, 8);
+    EXPECT_THROW(t.layer->decode_step(testing::random_tensor({1, 2, 64}, 1), cache), Error);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({0}));
+}
+
+TEST(CachedAttentionCross, FullyMaskedRowOutputsTheBias) {
+    TestLayer t({64, 4, 2, 16, true, std::nullopt});
+    const Tensor x = testing::random_tensor({1, 3, 64}, 80), context = testing::random_tensor({1, 5, 64}, 81);
+    std::vector<uint8_t> mask(15, 0);
+    std::fill_n(mask.begin() + 5, 5, 1);  // query 1 sees nothing
+    const MaskView view{mask.data(), {1, 1, 3, 5}};
+    const Tensor y = t.layer->cross_attention(x, t.layer->conditioning_cache(context, context), &view);
+    for (int64_t e = 0; e < 64; e++) EXPECT_EQ(y.data()[64 + e], t.ref.bo->data()[e]);
+}
+
+// ---------------------------------------------------------------- configuration
+
+std::string config_error(const std::string &json) {
+    try {
+        CachedAttentionConfig::from(ConfigReader(nlohmann::json::parse(json), "config.json"));
+    } catch (const Error &e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(CachedAttentionConfig, EachRuleNamesItsKey) {
+    EXPECT_NE(config_error(R"({"embedding_dimension": 8, "number_of_heads": 0})").find("number_of_heads"), std::string::npos);
+    EXPECT_NE(config_error(R"({"embedding_dimension": 8, "number_of_heads": 2, "head_dimension": -1})").find("head_dimension"), std::string::npos);
+    EXPECT_NE(config_error(R"({"embedding_dimension": 9, "number_of_heads": 2})").find("divisible"), std::string::npos);
+    EXPECT_NE(config_error(R"({"embedding_dimension": 8, "number_of_heads": 2, "attention_type": "grouped_query"})").find("number_of_key_value_heads"), std::string::npos);
+    EXPECT_NE(config_error(R"({"embedding_dimension": 8, "number_of_heads": 4, "attention_type": "grouped_query", "number_of_key_value_heads": 3})").find("(3)"), std::string::npos);
+    EXPECT_NE(config_error(R"({"embedding_dimension": 8, "number_of_heads": 4, "attention_type": "grouped_query", "number_of_key_value_heads": 0})").find("number_of_key_value_heads"), std::string::npos);
+    EXPECT_NE(config_error(R"({"embedding_dimension": 8, "number_of_heads": 4, "number_of_key_value_heads": 2})").find("multi_head"), std::string::npos);
+    EXPECT_NE(config_error(R"({"embedding_dimension": 8, "number_of_heads": 2, "attention_type": "linear"})").find("'linear'"), std::string::npos);
+    EXPECT_NE(config_error(R"({"embedding_dimension": 6, "number_of_heads": 2, "rope_base": 10000})").find("even head_dimension"), std::string::npos);
+    EXPECT_EQ(config_error(R"({"embedding_dimension": 8, "number_of_heads": 2, "dropout": 0.1, "unknown": 1})"), "");
+}
+
+}  // namespace
+}  // namespace hattn
