@@ -53,7 +53,8 @@ TEST(Rope, RejectsTablesTooShort) {
     Tensor x({1, 4, 1, 8}), y({1, 4, 1, 8});
     RopeTable table(8, 10000.0);
     table.reserve(2);
-    EXPECT_THROW(apply_rope(x.view(), table, {table.positions()}, y.view()), Error);
+    const std::vector<int32_t> past_the_end{static_cast<int32_t>(table.positions())};
+    EXPECT_THROW(apply_rope(x.view(), table, past_the_end, y.view()), Error);
 }
 
 // ---------------------------------------------------------------- prefill
