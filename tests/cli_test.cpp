@@ -9,7 +9,7 @@
 
 #include "hattn/npy.h"
 #include "support/random.h"
-#include "support/safetensors_writer.h"
+#include "hattn/safetensors_writer.h"
 #include "support/temp_dir.h"
 
 namespace hattn {
@@ -44,7 +44,7 @@ protected:
         std::filesystem::create_directories(dir);
         std::ofstream(dir / "config.json") << config_json;
         const Tensor w = testing::random_tensor({8, 8}, 5);
-        testing::write_safetensors((dir / "weights.safetensors").string(),
+        write_safetensors((dir / "weights.safetensors").string(),
                                    {{"query_projection.weight", w}, {"key_projection.weight", w},
                                     {"value_projection.weight", w}, {"output_projection.weight", w}});
         write_npy((dir / "x.npy").string(), testing::random_tensor({1, 3, 8}, 6));

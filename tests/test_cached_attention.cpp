@@ -9,7 +9,7 @@
 #include "reference/cached_attention.h"
 #include "support/compare.h"
 #include "support/random.h"
-#include "support/safetensors_writer.h"
+#include "hattn/safetensors_writer.h"
 #include "support/temp_dir.h"
 
 namespace hattn {
@@ -50,7 +50,7 @@ struct TestLayer {
                             {"value_projection.bias", *ref.bv}, {"output_projection.bias", *ref.bo}});
         }
         testing::TempDir dir;
-        testing::write_safetensors(dir.file("w.safetensors"), tensors);
+        write_safetensors(dir.file("w.safetensors"), tensors);
         CachedAttentionConfig config;
         config.embedding_dimension = s.E, config.heads = s.H, config.kv_heads = s.Hkv;
         config.head_dimension = s.D, config.bias = s.bias, config.rope_base = s.rope_base;

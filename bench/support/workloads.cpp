@@ -1,0 +1,195 @@
+#include "bench/support/workloads.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+#include "hattn/error.h"
+#include "hattn/kernels/attention.h"
+#include "hattn/kernels/projection.h"
+#include "hattn/kernels/rope.h"
+#include "hattn/layers/cached_attention.h"
+#include "hattn/safetensors_writer.h"
+
+namespace hattn::bench {
+
+namespace {
+
+Tensor random(const Shape &shape, uint32_t seed, float amplitude = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-amplitude, amplitude);
+    Tensor t(shape);
+    for (float &v : t.values()) v = u(rng);
+    return t;
+}
+
+template <typename State>
+Workload make(std::shared_ptr<State> state, std::function<void()> run) {
+    Workload w;
+    w.run = std::move(run);
+    w.state = std::move(state);
+    return w;
+}
+
+// A cached attention layer with random weights, loaded from a checkpoint file as an application
+// would load its own.
+std::unique_ptr<CachedAttention> random_cached_attention(const LayerShape &s) {
+    require(s.hidden % s.heads == 0, "bench layer: --hidden must be divisible by --heads");
+    CachedAttentionConfig c;
+    c.embedding_dimension = s.hidden;
+    c.heads = s.heads;
+    c.kv_heads = s.layer == "gqa" ? std::max<int64_t>(1, s.heads / 4) : s.heads;
+    c.head_dimension = s.hidden / s.heads;
+    c.bias = true;
+    c.rope_base = 10000.0;
+    const int64_t E = c.embedding_dimension, q = c.heads * c.head_dimension, kv = c.kv_heads * c.head_dimension;
+    const float a = 1.0f / std::sqrt(float(E));
+    std::map<std::string, Tensor> w{
+        {"query_projection.weight", random({q, E}, 1, a)}, {"query_projection.bias", random({q}, 2, a)},
+        {"key_projection.weight", random({kv, E}, 3, a)},  {"key_projection.bias", random({kv}, 4, a)},
+        {"value_projection.weight", random({kv, E}, 5, a)}, {"value_projection.bias", random({kv}, 6, a)},
+        {"output_projection.weight", random({E, q}, 7, a)}, {"output_projection.bias", random({E}, 8, a)}};
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("hattn-bench-" + std::to_string(std::random_device{}()) + ".safetensors");
+    write_safetensors(path.string(), w);
+    auto layer = std::make_unique<CachedAttention>(c, Weights::open(path.string()));
+    std::filesystem::remove(path);
+    return layer;
+}
+
+}  // namespace
+
+double median_ms(const std::function<void()> &run, int reps) {
+    run();  // warm-up: first-touch of buffers, thread pool start
+    std::vector<double> times;
+    for (int i = 0; i < std::max(reps, 1); i++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+Workload prefill_workload(const AttentionShape &s) {
+    const int64_t Hkv = s.kv_heads ? s.kv_heads : s.heads;
+    struct State {
+        Tensor q, k, v, out;
+        std::vector<int32_t> len;
+    };
+    auto st = std::make_shared<State>();
+    st->q = random({s.batch, s.seq, s.heads, s.head_dim}, 1);
+    st->k = random({s.batch, Hkv, s.seq, s.head_dim}, 2);
+    st->v = random({s.batch, Hkv, s.seq, s.head_dim}, 3);
+    st->out = Tensor({s.batch, s.seq, s.heads, s.head_dim});
+    st->len.assign(s.batch, static_cast<int32_t>(s.seq));
+    const float scale = 1.0f / std::sqrt(float(s.head_dim));
+    const bool causal = s.causal;
+    Workload w = make(st, [st, scale, causal] {
+        attention_prefill(st->q.view(), st->k.view(), st->v.view(), st->len, scale, causal, nullptr,
+                          st->out.view());
+    });
+    w.flops = 4.0 * s.batch * s.heads * double(s.seq) * s.seq * s.head_dim * (s.causal ? 0.5 : 1.0);
+    return w;
+}
+
+Workload decode_workload(const AttentionShape &s) {
+    const int64_t Hkv = s.kv_heads ? s.kv_heads : s.heads;
+    struct State {
+        Tensor q, k, v, out;
+        std::vector<int32_t> len;
+    };
+    auto st = std::make_shared<State>();
+    st->q = random({s.batch, s.heads, s.head_dim}, 1);
+    st->k = random({s.batch, Hkv, s.kv_len, s.head_dim}, 2);
+    st->v = random({s.batch, Hkv, s.kv_len, s.head_dim}, 3);
+    st->out = Tensor({s.batch, s.heads, s.head_dim});
+    st->len.assign(s.batch, static_cast<int32_t>(s.kv_len));
+    const float scale = 1.0f / std::sqrt(float(s.head_dim));
+    Workload w = make(st, [st, scale] {
+        attention_decode(st->q.view(), st->k.view(), st->v.view(), st->len, scale, st->out.view());
+    });
+    w.bytes = 2.0 * s.batch * Hkv * double(s.kv_len) * s.head_dim * sizeof(float);
+    return w;
+}
+
+Workload projection_workload(int64_t rows, int64_t in, int64_t out) {
+    struct State {
+        Tensor x, w, b, y;
+    };
+    auto st = std::make_shared<State>();
+    st->x = random({rows, in}, 1);
+    st->w = random({out, in}, 2);
+    st->b = random({out}, 3);
+    st->y = Tensor({rows, out});
+    Workload w = make(st, [st] {
+        const TensorView bias = st->b.view();
+        project(st->x.view(), st->w.view(), &bias, st->y.view());
+    });
+    w.flops = 2.0 * rows * in * out;
+    w.bytes = 4.0 * (rows * in + in * out + rows * out);
+    return w;
+}
+
+Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim) {
+    struct State {
+        Tensor x, y;
+        std::unique_ptr<RopeTable> table;
+        std::vector<int32_t> start;
+    };
+    auto st = std::make_shared<State>();
+    st->x = random({batch, seq, heads, head_dim}, 1);
+    st->y = Tensor(st->x.shape());
+    st->table = std::make_unique<RopeTable>(head_dim, 10000.0);
+    st->table->reserve(seq);
+    st->start.assign(batch, 0);
+    Workload w = make(st, [st] { apply_rope(st->x.view(), *st->table, st->start, st->y.view()); });
+    w.bytes = 8.0 * st->x.size();
+    return w;
+}
+
+double kv_bytes_per_token(const LayerShape &s) {
+    const int64_t D = s.hidden / s.heads;
+    const int64_t Hkv = s.layer == "gqa" ? std::max<int64_t>(1, s.heads / 4) : s.heads;
+    return 2.0 * Hkv * D * sizeof(float);
+}
+
+Workload layer_workload(const LayerShape &s) {
+    require(s.layer == "mha" || s.layer == "gqa",
+            "bench layer: layer '" + s.layer + "' is not built yet (built: mha, gqa)");
+    struct State {
+        std::unique_ptr<CachedAttention> layer;
+        std::unique_ptr<KVCache> cache;
+        Tensor x;
+    };
+    auto st = std::make_shared<State>();
+    st->layer = random_cached_attention(s);
+    const CachedAttentionConfig &c = st->layer->config();
+    if (!s.decode) {
+        st->x = random({s.batch, s.seq, s.hidden}, 9);
+        Workload w = make(st, [st] { st->layer->self_attention(st->x); });
+        w.tokens = double(s.batch) * s.seq;
+        return w;
+    }
+    // A cache holding kv_len tokens (random rotated keys and values), then one token per sequence;
+    // each run appends a token and drops it again, so every run sees the same cache length.
+    require(s.kv_len > 0, "bench layer --decode: --kv-len must be positive");
+    st->cache = std::make_unique<KVCache>(st->layer->make_cache(s.batch, s.kv_len + 1));
+    const Tensor k = random({s.batch, s.kv_len, c.kv_heads, c.head_dimension}, 10);
+    const Tensor v = random({s.batch, s.kv_len, c.kv_heads, c.head_dimension}, 11);
+    st->cache->append(k.view(), v.view());
+    st->x = random({s.batch, 1, s.hidden}, 12);
+    const int64_t kv_len = s.kv_len;
+    Workload w = make(st, [st, kv_len] {
+        st->layer->decode_step(st->x, *st->cache);
+        st->cache->truncate_to(kv_len);
+    });
+    w.tokens = double(s.batch);
+    w.bytes = kv_bytes_per_token(s) * s.batch * s.kv_len;
+    return w;
+}
+
+}  // namespace hattn::bench

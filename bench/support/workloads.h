@@ -1,0 +1,47 @@
+// The workloads `hattn bench` and the Google Benchmark suites time: seeded random inputs (never
+// zeros) in the shapes of ../shared/spec/cli.md, set up once, run many times.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace hattn::bench {
+
+// One timed operation, with the work it does per run.
+struct Workload {
+    std::function<void()> run;
+    double flops = 0;      // floating-point operations per run (prefill)
+    double bytes = 0;      // bytes of K and V read per run (decode)
+    double tokens = 0;     // tokens processed per run (layers)
+    std::shared_ptr<void> state;  // keeps the inputs alive
+};
+
+struct AttentionShape {
+    int64_t batch = 1, heads = 16, kv_heads = 0, head_dim = 64;
+    int64_t seq = 2048;     // prefill: queries = keys
+    int64_t kv_len = 8192;  // decode
+    bool causal = false;
+};
+
+Workload prefill_workload(const AttentionShape &shape);
+Workload decode_workload(const AttentionShape &shape);
+Workload projection_workload(int64_t rows, int64_t in, int64_t out);
+Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim);
+
+struct LayerShape {
+    std::string layer;  // mha | gqa | cca | ccgqa | dsa
+    int64_t hidden = 2048, heads = 16, batch = 1, seq = 2048;
+    bool decode = false;
+    int64_t kv_len = 0;  // decode: tokens already in the cache
+};
+
+// Throws Error (exit 2 in the CLI) for a layer that is not built yet.
+Workload layer_workload(const LayerShape &shape);
+double kv_bytes_per_token(const LayerShape &shape);
+
+// Milliseconds per run: one warm-up run, then the median of `reps` runs.
+double median_ms(const std::function<void()> &run, int reps);
+
+}  // namespace hattn::bench

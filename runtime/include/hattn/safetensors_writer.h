@@ -1,0 +1,15 @@
+// Writing float32 tensors as a .safetensors file (for checkpoints made in C++, tests and
+// benchmarks). The reader is safetensors.h.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "hattn/tensor.h"
+
+namespace hattn {
+
+// Writes `tensors` (sorted by name) as F32; throws Error naming the file if it cannot be written.
+void write_safetensors(const std::string &path, const std::map<std::string, Tensor> &tensors);
+
+}  // namespace hattn
