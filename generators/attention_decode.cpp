@@ -11,30 +11,31 @@ void AttentionDecode::generate() {
     // token, so it sees every cached one).
     attention = std::make_unique<ChunkedAttention>(1, key_chunk);
     ChunkedAttention &a = *attention;
-    Var d, h, i, j, b;
+    Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;
-    in.q(d, h, i, b) = q(d, h, b);
+    in.q(d, hg, h, i, b) = q(d, hg, h, b);
     in.k(d, j, h, b) = k_cache(d, j, h, b);
     in.v(d, j, h, b) = v_cache(d, j, h, b);
     in.head_dim = q.dim(0).extent();
-    in.groups = q.dim(1).extent() / k_cache.dim(2).extent();
     in.query_len = 1;
     in.kv_len(b) = kv_len(b);
     in.capacity = k_cache.dim(1).extent();
     in.max_chunks = (k_cache.dim(1).extent() + a.C - 1) / a.C;
     in.scale = scale;
     in.causal = Halide::Internal::const_false();
-    a.define(in, attended);
-    out(d, h, b) = attended(d, h, 0, b);
+    a.define(in, ChunkedAttention::Merge::Partials, attended);
+    out(d, hg, h, b) = attended(d, hg, h, 0, b);
+    // The output's head dim is the queries': stating it lets schedules specialise on one extent.
+    out.dim(0).set_bounds(0, in.head_dim);
 }
 
 void AttentionDecode::schedule() {
-    q.set_estimates({{0, 128}, {0, 32}, {0, 1}});
+    q.set_estimates({{0, 128}, {0, 4}, {0, 8}, {0, 1}});
     k_cache.set_estimates({{0, 128}, {0, 4096}, {0, 8}, {0, 1}});
     v_cache.set_estimates({{0, 128}, {0, 4096}, {0, 8}, {0, 1}});
     kv_len.set_estimates({{0, 1}});
     scale.set_estimate(0.088f);
-    out.set_estimates({{0, 128}, {0, 32}, {0, 1}});
+    out.set_estimates({{0, 128}, {0, 4}, {0, 8}, {0, 1}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());
 }

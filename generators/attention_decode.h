@@ -1,4 +1,4 @@
-// Decode attention: one new query per sequence ([B, H, D]) against the kv_len[b] tokens in the
+// Decode attention: one new query per sequence ([B, H, D], viewed as [B, Hkv, g, D]) against the kv_len[b] tokens in the
 // cache storage ([B, Hkv, capacity, D], read in place); ragged batches welcome. The key range is
 // split into chunks that run in parallel, each giving a partial output and its max and sum, and a
 // merge combines them, so every core works even at B = 1. Output [B, H, D].
@@ -13,15 +13,15 @@ class AttentionDecode : public Halide::Generator<AttentionDecode> {
 public:
     GeneratorParam<int> key_chunk{"key_chunk", 512};
 
-    Input<Buffer<float>> q{"q", 3};              // (D, H, B)
+    Input<Buffer<float>> q{"q", 4};              // (D, g, Hkv, B)
     Input<Buffer<float>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<float>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
     Input<float> scale{"scale"};
-    Output<Buffer<float>> out{"out", 3};  // (D, H, B)
+    Output<Buffer<float>> out{"out", 4};  // (D, g, Hkv, B)
 
     std::unique_ptr<ChunkedAttention> attention;
-    Halide::Func attended{"attended"};  // (d, h, i, b) with the single query i = 0
+    Halide::Func attended{"attended"};  // (d, hg, hk, i, b) with the single query i = 0
 
     void generate();
     void schedule();

@@ -13,32 +13,33 @@ void AttentionPrefill::configure() {
 void AttentionPrefill::generate() {
     attention = std::make_unique<ChunkedAttention>(query_tile, key_chunk);
     ChunkedAttention &a = *attention;
-    Var d, h, i, j, b;
+    Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;
-    in.q(d, h, i, b) = q(d, h, i, b);
+    in.q(d, hg, h, i, b) = q(d, hg, h, i, b);
     in.k(d, j, h, b) = k_cache(d, j, h, b);
     in.v(d, j, h, b) = v_cache(d, j, h, b);
     in.head_dim = q.dim(0).extent();
-    in.groups = q.dim(1).extent() / k_cache.dim(2).extent();
-    in.query_len = q.dim(2).extent();
+    in.query_len = q.dim(3).extent();
     in.kv_len(b) = kv_len(b);
     in.capacity = k_cache.dim(1).extent();
     in.max_chunks = (k_cache.dim(1).extent() + a.C - 1) / a.C;
     in.scale = scale;
     in.causal = causal;
     if (mask) in.masked(j, i, b) = (*mask)(min(j, mask->dim(0).extent() - 1), i, 0, b) != 0;
-    a.define(in, out);
+    a.define(in, ChunkedAttention::Merge::Running, out);
+    // The output's head dim is the queries': stating it lets schedules specialise on one extent.
+    out.dim(0).set_bounds(0, in.head_dim);
 }
 
 void AttentionPrefill::schedule() {
-    q.set_estimates({{0, 64}, {0, 16}, {0, 2048}, {0, 1}});
+    q.set_estimates({{0, 64}, {0, 1}, {0, 16}, {0, 2048}, {0, 1}});
     k_cache.set_estimates({{0, 64}, {0, 2048}, {0, 16}, {0, 1}});
     v_cache.set_estimates({{0, 64}, {0, 2048}, {0, 16}, {0, 1}});
     kv_len.set_estimates({{0, 1}});
     scale.set_estimate(0.125f);
     causal.set_estimate(true);
     if (mask) mask->set_estimates({{0, 2048}, {0, 2048}, {0, 1}, {0, 1}});
-    out.set_estimates({{0, 64}, {0, 16}, {0, 2048}, {0, 1}});
+    out.set_estimates({{0, 64}, {0, 1}, {0, 16}, {0, 2048}, {0, 1}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());
 }

@@ -1,4 +1,4 @@
-// Prefill attention: queries [B, Sq, H, D] attend to the keys and values already in the cache
+// Prefill attention: queries [B, Sq, H, D] (viewed as [B, Sq, Hkv, g, D], g = H / Hkv) attend to the keys and values already in the cache
 // storage ([B, Hkv, capacity, D], read in place), of which sequence b has kv_len[b] valid tokens;
 // the queries are the last Sq of them. Causal or full, with an optional boolean mask
 // [B, 1, Sq, Sk] (True = masked) in the `masked` variant. Output [B, Sq, H, D].
@@ -16,7 +16,7 @@ public:
     GeneratorParam<int> key_chunk{"key_chunk", 256};
     GeneratorParam<bool> masked{"masked", false};
 
-    Input<Buffer<float>> q{"q", 4};              // (D, H, Sq, B)
+    Input<Buffer<float>> q{"q", 5};              // (D, g, Hkv, Sq, B)
     Input<Buffer<float>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<float>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
@@ -24,7 +24,7 @@ public:
     Input<bool> causal{"causal"};
     // Added by configure() in the masked variant, after the inputs above: (Sk, Sq, 1, B), uint8.
     Input<Buffer<uint8_t>> *mask = nullptr;
-    Output<Buffer<float>> out{"out", 4};  // (D, H, Sq, B)
+    Output<Buffer<float>> out{"out", 5};  // (D, g, Hkv, Sq, B)
 
     std::unique_ptr<ChunkedAttention> attention;
 

@@ -9,16 +9,16 @@ namespace {
 const float masked_score = -1e30f;
 }  // namespace
 
-void ChunkedAttention::define(const ChunkedAttentionInputs &in, Func out) {
-    const Expr D = in.head_dim, g = in.groups;
-    groups = g;
+void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Func out) {
+    const Expr D = in.head_dim;
+    head_dim = D;
     const Expr query = qt * T + qi;                      // query index within the sequence
     const Expr i_clamped = min(query, in.query_len - 1);  // tiles may run past the last query
     const Expr len = in.kv_len(b);
     const Expr position = len - in.query_len + query;    // the query's absolute position
     const Expr key = c * C + j;
 
-    q_tile(d, qi, hg, qt, hk, b) = in.q(d, hk * g + hg, i_clamped, b) * in.scale;
+    q_tile(d, qi, hg, qt, hk, b) = in.q(d, hg, hk, i_clamped, b) * in.scale;
     // Keys past the sequence are masked out below; clamping their index keeps the loads (and
     // Halide's bounds inference, which cannot see kv_len's values) inside the cache.
     const Expr key_clamped = clamp(key, 0, clamp(len - 1, 0, in.capacity - 1));
@@ -26,8 +26,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Func out) {
     v_panel(d, j, c, hk, b) = in.v(d, key_clamped, hk, b);
 
     rd = RDom(0, D, "rd");
-    score(qi, hg, j, c, qt, hk, b) = 0.0f;
-    score(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
+    qk(qi, hg, j, c, qt, hk, b) = 0.0f;
+    qk(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
+    score(qi, hg, j, c, qt, hk, b) = qk(qi, hg, j, c, qt, hk, b);
 
     Expr visible = key < len && (!in.causal || key <= position);
     if (in.masked.defined()) visible = visible && !in.masked(key_clamped, i_clamped, b);
@@ -41,12 +42,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Func out) {
     prob(qi, hg, j, c, qt, hk, b) = select(visible, exp(s - chunk_max(qi, hg, c, qt, hk, b)), 0.0f);
     chunk_sum(qi, hg, c, qt, hk, b) = 0.0f;
     chunk_sum(qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b);
-    chunk_out(d, qi, hg, c, qt, hk, b) = 0.0f;
-    chunk_out(d, qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b) * v_panel(d, rj, c, hk, b);
-
-    part(x, qi, hg, c, qt, hk, b) =
-        select(x < D, chunk_out(min(x, D - 1), qi, hg, c, qt, hk, b),
-               x == D, chunk_max(qi, hg, c, qt, hk, b), chunk_sum(qi, hg, c, qt, hk, b));
+    pv(d, qi, hg, c, qt, hk, b) = 0.0f;
+    pv(d, qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b) * v_panel(d, rj, c, hk, b);
+    chunk_out(d, qi, hg, c, qt, hk, b) = pv(d, qi, hg, c, qt, hk, b);
 
     // Chunks wholly above the causal diagonal or past the keys are never visited: the merge's
     // chunk loop ends at the last chunk the tile can see, which bounds part's chunk loop too.
@@ -54,6 +52,28 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Func out) {
     const Expr visible_keys = select(in.causal, min(len, len - in.query_len + last_query + 1), len);
     rc = RDom(0, in.max_chunks, "rc");
     rc.where(rc * C < visible_keys);
+
+    if (merge == Merge::Running) {
+        // Online softmax at chunk granularity: (O, M, L) are rescaled to each new maximum.
+        const Expr m_c = chunk_max(qi, hg, rc, qt, hk, b), l_c = chunk_sum(qi, hg, rc, qt, hk, b);
+        const Expr o_c = chunk_out(d, qi, hg, rc, qt, hk, b);
+        running(d, qi, hg, qt, hk, b) = Tuple(0.0f, masked_score, 0.0f);
+        const FuncRef r = running(d, qi, hg, qt, hk, b);
+        const Expr has_keys = l_c > 0.0f;
+        const Expr m_new = select(has_keys, max(r[1], m_c), r[1]);
+        const Expr rescale = exp(r[1] - m_new);  // 0 the first time a key shows up
+        const Expr w = select(has_keys, exp(m_c - m_new), 0.0f);
+        running(d, qi, hg, qt, hk, b) = Tuple(r[0] * rescale + w * o_c, m_new, r[2] * rescale + w * l_c);
+        const Expr total = running(d, i % T, hg, i / T, hk, b)[2];
+        out(d, hg, hk, i, b) =
+            select(total > 0.0f, running(d, i % T, hg, i / T, hk, b)[0] / total, 0.0f);
+        return;
+    }
+
+    part(x, qi, hg, c, qt, hk, b) =
+        select(x < D, chunk_out(min(x, D - 1), qi, hg, c, qt, hk, b),
+               x == D, chunk_max(qi, hg, c, qt, hk, b), chunk_sum(qi, hg, c, qt, hk, b));
+
     const Expr has_keys = part(D + 1, qi, hg, rc, qt, hk, b) > 0.0f;
 
     merged_max(qi, hg, qt, hk, b) = masked_score;
@@ -69,8 +89,8 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Func out) {
     merged_out(d, qi, hg, qt, hk, b) += weight(qi, hg, rc, qt, hk, b) * part(d, qi, hg, rc, qt, hk, b);
 
     // A query with no visible key (fully masked, or an empty cache) outputs zeros.
-    const Expr total = merged_sum(i % T, h % g, i / T, h / g, b);
-    out(d, h, i, b) = select(total > 0.0f, merged_out(d, i % T, h % g, i / T, h / g, b) / total, 0.0f);
+    const Expr total = merged_sum(i % T, hg, i / T, hk, b);
+    out(d, hg, hk, i, b) = select(total > 0.0f, merged_out(d, i % T, hg, i / T, hk, b) / total, 0.0f);
 }
 
 }  // namespace hattn

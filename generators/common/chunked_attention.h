@@ -24,11 +24,12 @@
 
 namespace hattn {
 
+// Query heads are addressed as (hg, hk): head h = hk * g + hg. The callers' [.., H, D] memory is
+// viewed with H split that way (no copy), so no stage ever divides by g.
 struct ChunkedAttentionInputs {
-    Halide::Func q;        // q(d, h, i, b): query i of sequence b, head h
+    Halide::Func q;        // q(d, hg, hk, i, b): query i of sequence b, head hk * g + hg
     Halide::Func k, v;     // k(d, j, hk, b): key j of KV head hk, as stored in the cache
     Halide::Expr head_dim; // D
-    Halide::Expr groups;   // g = H / Hkv
     Halide::Expr query_len;  // Sq
     Halide::Func kv_len;   // kv_len(b): visible keys of sequence b; its queries are the last Sq
     Halide::Expr capacity; // the cache's token capacity, an upper bound of kv_len
@@ -40,29 +41,47 @@ struct ChunkedAttentionInputs {
 
 class ChunkedAttention {
 public:
+    // How the chunks of one query tile are combined.
+    enum class Merge {
+        // Chunk by chunk in order, rescaling a running (output, max, sum): the chunk stages are
+        // computed inside that loop, whose bound skips every chunk the tile cannot see (causal).
+        // Working set O(T·D + T·C). For prefill.
+        Running,
+        // Every chunk's (output, max, sum) packed into `part`, then merged. The chunks are
+        // independent, so a schedule can run them in parallel (split-KV). For decode.
+        Partials,
+    };
+
     ChunkedAttention(int query_tile, int key_chunk) : T(query_tile), C(key_chunk) {}
 
-    // Defines every stage; `out(d, h, i, b)` is the attention output.
-    void define(const ChunkedAttentionInputs &in, Halide::Func out);
+    // Defines every stage; `out(d, hg, hk, i, b)` is the attention output.
+    void define(const ChunkedAttentionInputs &in, Merge merge, Halide::Func out);
 
     const int T, C;
-    Halide::Expr groups;  // g, set by define()
+    Halide::Expr head_dim;  // D, set by define(); schedules specialise on it
 
     // Vars: d head dim, qi query in tile, hg head in group, qt query tile, hk KV head, b batch,
-    // j key in chunk, c chunk, x packed channel of part; h and i index the output's heads and
-    // queries: out(d, h, i, b).
+    // j key in chunk, c chunk, x packed channel of part; i indexes the output's queries:
+    // out(d, hg, hk, i, b).
     Halide::Var d{"d"}, qi{"qi"}, hg{"hg"}, qt{"qt"}, hk{"hk"}, b{"b"}, j{"j"}, c{"c"}, x{"x"};
-    Halide::Var h{"h"}, i{"i"};
+    Halide::Var i{"i"};
     Halide::RDom rd, rj, rc;
 
     Halide::Func q_tile{"q_tile"};       // (d, qi, hg, qt, hk, b): scaled queries of one tile
     Halide::Func k_panel{"k_panel"};     // (d, j, c, hk, b): one chunk of keys, index clamped
     Halide::Func v_panel{"v_panel"};     // (d, j, c, hk, b): one chunk of values
+    // The two products are reductions of their own, so a schedule can compute them one register
+    // tile at a time inside the Funcs that store them (score, chunk_out).
+    Halide::Func qk{"qk"};               // (qi, hg, j, c, qt, hk, b): sum over d of q * k
     Halide::Func score{"score"};         // (qi, hg, j, c, qt, hk, b)
     Halide::Func chunk_max{"chunk_max"}; // (qi, hg, c, qt, hk, b)
     Halide::Func prob{"prob"};           // (qi, hg, j, c, qt, hk, b): exp(s - m_c) or 0
     Halide::Func chunk_sum{"chunk_sum"}; // (qi, hg, c, qt, hk, b)
+    Halide::Func pv{"pv"};               // (d, qi, hg, c, qt, hk, b): sum over the chunk of p * v
     Halide::Func chunk_out{"chunk_out"}; // (d, qi, hg, c, qt, hk, b)
+    // Merge::Running
+    Halide::Func running{"running"};     // (d, qi, hg, qt, hk, b): Tuple(output, max, sum)
+    // Merge::Partials
     Halide::Func part{"part"};           // (x, qi, hg, c, qt, hk, b)
     Halide::Func merged_max{"merged_max"};  // (qi, hg, qt, hk, b)
     Halide::Func weight{"weight"};          // (qi, hg, c, qt, hk, b): exp(m_c - M) or 0

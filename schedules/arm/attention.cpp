@@ -5,14 +5,14 @@
 
 namespace hattn::schedules::arm {
 
-// NEON's 32 registers hold 8 query vectors x 4 keys... with 4-wide vectors a 32-query tile is
-// 8 vectors, so 2 keys per step keeps 16 accumulators live.
+// NEON has 32 registers of 4 floats: a 32-query tile is 8 vectors, so QK takes 2 keys per step
+// (16 accumulators), and PV keeps 16 accumulators.
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
-    cpu::schedule_prefill(*g.attention, g.out, t, cpu::AttentionCpuTiles{2, 4});
+    cpu::schedule_prefill(*g.attention, g.out, t, cpu::AttentionCpuTiles{2, 16});
 }
 
 void schedule(AttentionDecode &g, const Halide::Target &t) {
-    cpu::schedule_decode(*g.attention, g.out, t);
+    cpu::schedule_decode(*g.attention, g.out, t, cpu::AttentionCpuTiles{1, 16});
 }
 
 }  // namespace hattn::schedules::arm

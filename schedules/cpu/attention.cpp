@@ -1,93 +1,120 @@
 #include "schedules/cpu/attention.h"
 
+#include <algorithm>
+
 namespace hattn::schedules::cpu {
 
 using namespace Halide;
 
 namespace {
 
-// The merge stages of one tile, computed at `at`; the tile's query rows are computed whole.
-void schedule_merge(ChunkedAttention &a, Func out, const LoopLevel &at, int vec) {
-    for (Func f : {a.merged_max, a.merged_sum}) {
-        f.compute_at(at).bound(a.qi, 0, a.T);
-        f.update().reorder(a.qi, a.rc, a.hg);
-    }
-    a.weight.compute_at(at);
-    a.merged_out.compute_at(at).bound(a.qi, 0, a.T).vectorize(a.d, vec, TailStrategy::GuardWithIf);
-    a.merged_out.update().reorder(a.d, a.rc, a.qi, a.hg).vectorize(a.d, vec, TailStrategy::GuardWithIf);
-}
+// Head dims with a fast path: the D loop has a constant extent there, so register tiles unroll.
+constexpr int fast_head_dims[] = {32, 64, 128};
 
-// The per-chunk stages, computed at `chunk` (a loop of part).
-void schedule_chunk_stages(ChunkedAttention &a, const LoopLevel &chunk, int vec) {
-    a.chunk_max.compute_at(chunk);
-    a.chunk_sum.compute_at(chunk);
-    a.prob.compute_at(chunk);
-    a.chunk_out.compute_at(chunk).vectorize(a.d, vec, TailStrategy::GuardWithIf);
-    a.v_panel.compute_at(chunk).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+// PV into chunk_out, one register tile (rows x D/vec vectors) at a time.
+void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool rows_are_queries) {
+    const int vec = t.natural_vector_size<float>();
+    const Var row = rows_are_queries ? a.qi : a.hg;  // decode: the heads of a group share V rows
+    Var ro("ro"), ri("ri"), dv("dv"), di("di");
+    for (int D : fast_head_dims) {
+        const int rows = std::max(1, std::min(8, accumulators / std::max(D / vec, 1)));
+        a.chunk_out.specialize(a.head_dim == D).split(row, ro, ri, rows, TailStrategy::GuardWithIf)
+            .reorder(a.d, ri, ro).vectorize(a.d, vec);
+        a.pv.specialize(a.head_dim == D).vectorize(a.d, vec);
+        a.pv.update(0).specialize(a.head_dim == D)
+            .split(a.d, dv, di, vec)
+            .reorder(di, dv, row, a.rj)
+            .vectorize(di)
+            .unroll(dv)
+            .unroll(row);
+    }
+    a.chunk_out.split(row, ro, ri, 4, TailStrategy::GuardWithIf)
+        .reorder(a.d, ri, ro)
+        .vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    a.pv.compute_at(a.chunk_out, ro).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    a.pv.update(0).reorder(a.d, row, a.rj).vectorize(a.d, vec, TailStrategy::GuardWithIf);
 }
 
 }  // namespace
 
 void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
-    const bool vector_queries = a.T % vec == 0;  // queries fill whole vectors
-    Var io("io"), ii("ii"), ho("ho"), hi("hi"), qo("qo"), qv("qv"), jo("jo"), ji("ji"), q4("q4");
+    Var io("io"), ii("ii"), qo("qo"), qv("qv"), jo("jo"), ji("ji");
 
+    // Parallel over sequences, KV heads and query tiles; a tile's queries and its group's heads
+    // are computed together so each K/V chunk is loaded once for all of them.
     out.split(a.i, io, ii, a.T, TailStrategy::GuardWithIf)
-        .split(a.h, ho, hi, a.groups)
-        .reorder(a.d, hi, ii, io, ho, a.b)
+        .reorder(a.d, a.hg, ii, io, a.hk, a.b)
         .vectorize(a.d, vec, TailStrategy::GuardWithIf)
         .parallel(a.b)
-        .parallel(ho)
+        .parallel(a.hk)
         .parallel(io);
     const LoopLevel tile(out, io);
 
     // Queries transposed once per tile so the QK product is vector(queries) x broadcast(key).
-    a.q_tile.compute_at(tile).reorder_storage(a.qi, a.d, a.hg);
-    schedule_merge(a, out, tile, vec);
-    a.part.compute_at(tile).reorder(a.x, a.qi, a.hg, a.c);
-    const LoopLevel chunk(a.part, a.c);
-    schedule_chunk_stages(a, chunk, vec);
+    a.q_tile.compute_at(tile).reorder_storage(a.qi, a.d, a.hg).vectorize(a.qi, vec, TailStrategy::GuardWithIf);
+    // The running merge of the tile; its chunk loop (bounded by causality) holds the chunk stages.
+    a.running.compute_at(tile).bound(a.qi, 0, a.T).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    a.running.update().reorder(a.d, a.qi, a.hg, a.rc).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    const LoopLevel chunk(a.running, RVar(a.rc));
 
-    a.score.compute_at(chunk);
-    if (vector_queries) {
-        a.q_tile.vectorize(a.qi, vec);
-        a.score.vectorize(a.qi, vec);
-        a.score.update()
-            .split(a.j, jo, ji, tiles.keys_per_step)
-            .split(a.qi, qo, qv, vec)
-            .reorder(qv, qo, ji, a.rd, jo, a.hg)
-            .vectorize(qv)
-            .unroll(qo)
-            .unroll(ji);
-        for (Func f : {a.chunk_max, a.chunk_sum}) {
-            f.vectorize(a.qi, vec);
-            f.update().reorder(a.qi, a.rj, a.hg).vectorize(a.qi, vec);
-        }
-        a.prob.reorder(a.qi, a.j, a.hg).vectorize(a.qi, vec);
+    // QK: scores stored per chunk, computed in register tiles of (query vectors x keys_per_step).
+    a.score.compute_at(chunk)
+        .split(a.j, jo, ji, tiles.keys_per_step)
+        .split(a.qi, qo, qv, vec)
+        .reorder(qv, qo, ji, jo, a.hg)
+        .vectorize(qv)
+        .unroll(qo)
+        .unroll(ji);
+    a.qk.compute_at(a.score, jo).split(a.qi, qo, qv, vec).vectorize(qv).unroll(qo).unroll(a.j);
+    a.qk.update().split(a.qi, qo, qv, vec).reorder(qv, qo, a.j, a.rd).vectorize(qv).unroll(qo).unroll(a.j);
+
+    // Softmax pieces, vectorised across the tile's queries.
+    for (Func f : {a.chunk_max, a.chunk_sum}) {
+        f.compute_at(chunk).vectorize(a.qi, vec);
+        f.update().reorder(a.qi, a.rj, a.hg).vectorize(a.qi, vec);
     }
-    a.chunk_out.update()
-        .split(a.qi, qo, q4, tiles.rows_per_step, TailStrategy::GuardWithIf)
-        .reorder(a.d, q4, a.rj, qo, a.hg)
-        .vectorize(a.d, vec, TailStrategy::GuardWithIf)
-        .unroll(q4);
+    a.prob.compute_at(chunk).reorder(a.qi, a.j, a.hg).vectorize(a.qi, vec);
+
+    a.v_panel.compute_at(chunk).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    a.chunk_out.compute_at(chunk);
+    schedule_pv(a, t, tiles.accumulators, true);
 }
 
-void schedule_decode(ChunkedAttention &a, Func out, const Target &t) {
+void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
-    const Var d = out.args()[0], h = out.args()[1], b = out.args()[2];
-    out.reorder(d, h, b).vectorize(d, vec, TailStrategy::GuardWithIf).parallel(b);
+    const Var d = out.args()[0], b = out.args()[3];
+    out.vectorize(d, vec, TailStrategy::GuardWithIf).parallel(b);
     const LoopLevel sequence(out, b);
 
     a.q_tile.compute_at(sequence);
-    schedule_merge(a, out, sequence, vec);
+    for (Func f : {a.merged_max, a.merged_sum}) {
+        f.compute_at(sequence);
+        f.update().reorder(a.qi, a.rc, a.hg);
+    }
+    a.weight.compute_at(sequence);
+    a.merged_out.compute_at(sequence).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    a.merged_out.update().reorder(a.d, a.rc, a.qi, a.hg).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+
     // Split-KV: every (chunk, KV head) pair is a task of its own.
     a.part.compute_at(sequence).reorder(a.x, a.qi, a.hg, a.hk, a.c).parallel(a.c).parallel(a.hk);
     const LoopLevel chunk(a.part, a.hk);
-    schedule_chunk_stages(a, chunk, vec);
+
+    // QK: one key row at a time against every head of the group, the dot product split into
+    // vector lanes (rfactor) and summed across them at the end.
+    RVar rdo("rdo"), rdi("rdi");
+    Var lane("lane");
     a.score.compute_at(chunk);
-    a.score.update().reorder(a.rd, a.hg, a.j);
-    a.chunk_out.update().reorder(a.d, a.hg, a.rj).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    a.qk.compute_at(a.score, a.j);
+    a.qk.update().split(a.rd, rdo, rdi, vec, TailStrategy::GuardWithIf);
+    Func lanes = a.qk.update().rfactor(rdi, lane);
+    lanes.compute_at(a.qk, a.hg).vectorize(lane);
+    lanes.update().reorder(lane, rdo).vectorize(lane);
+
+    for (Func f : {a.chunk_max, a.chunk_sum, a.prob}) f.compute_at(chunk);
+    a.chunk_out.compute_at(chunk);
+    a.v_panel.compute_at(chunk).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    schedule_pv(a, t, tiles.accumulators, false);
 }
 
 }  // namespace hattn::schedules::cpu

@@ -8,7 +8,7 @@ namespace hattn::schedules::cpu {
 
 struct AttentionCpuTiles {
     int keys_per_step;  // keys unrolled in the QK product (prefill: vector(queries) x broadcast(K))
-    int rows_per_step;  // query rows unrolled in the PV product (vectorised over D)
+    int accumulators;   // vector registers a register tile may keep live
 };
 
 // Prefill: parallel over batch, KV heads and query tiles; per tile, the chunks in turn.
@@ -16,6 +16,7 @@ void schedule_prefill(ChunkedAttention &a, Halide::Func out, const Halide::Targe
                       AttentionCpuTiles tiles);
 
 // Decode: the chunks of every KV head in parallel (split-KV), then the merge per sequence.
-void schedule_decode(ChunkedAttention &a, Halide::Func out, const Halide::Target &t);
+void schedule_decode(ChunkedAttention &a, Halide::Func out, const Halide::Target &t,
+                     AttentionCpuTiles tiles);
 
 }  // namespace hattn::schedules::cpu

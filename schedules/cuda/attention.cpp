@@ -6,35 +6,43 @@ namespace hattn::schedules::cuda {
 
 using namespace Halide;
 
-namespace {
-
-// One block per (chunk, query tile, KV head, sequence); one thread per query row of the tile,
-// which keeps its strip of scores for the chunk. The merge runs one thread per query and head.
-void schedule_chunked(ChunkedAttention &a, Func out, Var out_query, Var out_batch) {
-    Var tile("tile"), hb("hb"), io("io"), ii("ii");
-    a.part.compute_root()
-        .reorder(a.x, a.hg, a.qi, a.c, a.qt, a.hk, a.b)
-        .fuse(a.hk, a.b, hb)
-        .fuse(a.qt, hb, tile)
-        .gpu_blocks(a.c, tile)
-        .gpu_threads(a.qi);
-    const LoopLevel row(a.part, a.qi);
-    for (Func f : {a.score, a.chunk_max, a.prob, a.chunk_sum, a.chunk_out}) f.compute_at(row);
-
-    out.split(out_query, io, ii, 32, TailStrategy::GuardWithIf).gpu_blocks(io, out_batch).gpu_threads(ii);
-    const LoopLevel query(out, ii);
-    for (Func f : {a.merged_max, a.weight, a.merged_sum, a.merged_out}) f.compute_at(query);
-}
-
-}  // namespace
-
+// A first, simple mapping (tuning is the CUDA issue's work): one GPU thread per query row, which
+// runs the chunk loop for its row with the chunk's scores in its own memory.
 void schedule(AttentionPrefill &g, const Target &) {
-    schedule_chunked(*g.attention, g.out, g.attention->i, g.attention->b);
+    ChunkedAttention &a = *g.attention;
+    Var io("io"), ii("ii"), hb("hb");
+    g.out.split(a.i, io, ii, a.T, TailStrategy::GuardWithIf)
+        .reorder(a.d, a.hg, ii, io, a.hk, a.b)
+        .fuse(a.hk, a.b, hb)
+        .gpu_blocks(io, hb)
+        .gpu_threads(ii);
+    const LoopLevel row(g.out, ii);
+    a.q_tile.compute_at(row);
+    a.running.compute_at(row);
+    const LoopLevel chunk(a.running, RVar(a.rc));
+    for (Func f : {a.qk, a.score, a.chunk_max, a.prob, a.chunk_sum, a.pv, a.chunk_out}) {
+        f.compute_at(chunk);
+    }
 }
 
+// One block per (chunk, KV head, sequence), one thread per head of the group; then one thread per
+// (head, sequence) merges the chunks.
 void schedule(AttentionDecode &g, const Target &) {
-    const Var h = g.out.args()[1], b = g.out.args()[2];
-    schedule_chunked(*g.attention, g.out, h, b);
+    ChunkedAttention &a = *g.attention;
+    const Var hk = g.out.args()[2], b = g.out.args()[3];
+    Var hb("hb");
+    a.part.compute_root()
+        .reorder(a.x, a.qi, a.hg, a.c, a.qt, a.hk, a.b)
+        .fuse(a.hk, a.b, hb)
+        .gpu_blocks(a.c, hb)
+        .gpu_threads(a.hg);
+    const LoopLevel row(a.part, a.hg);
+    for (Func f : {a.qk, a.score, a.chunk_max, a.prob, a.chunk_sum, a.pv, a.chunk_out}) {
+        f.compute_at(row);
+    }
+    g.out.gpu_blocks(hk, b).gpu_threads(g.out.args()[1]);
+    const LoopLevel head(g.out, g.out.args()[1]);
+    for (Func f : {a.merged_max, a.weight, a.merged_sum, a.merged_out}) f.compute_at(head);
 }
 
 }  // namespace hattn::schedules::cuda

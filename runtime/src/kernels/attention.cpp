@@ -10,6 +10,15 @@ namespace hattn {
 
 namespace {
 
+// [..., H, D] as [..., Hkv, g, D]: the kernels address query heads as (hk, hg), h = hk * g + hg.
+TensorView split_heads(const TensorView &t, int64_t kv_heads, const char *what) {
+    require(t.is_contiguous(), std::string("attention: ") + what + " must be contiguous");
+    Shape shape(t.shape.begin(), t.shape.end() - 2);
+    const int64_t H = t.shape[t.rank() - 2], D = t.shape.back();
+    shape.insert(shape.end(), {kv_heads, H / kv_heads, D});
+    return TensorView(t.data, shape);
+}
+
 // Checks the cache storage against q [B, ..., H, D] and returns Hkv.
 void check_cache(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
                  const std::vector<int32_t> &kv_len, int64_t min_len, const char *kernel) {
@@ -45,8 +54,10 @@ void attention_prefill(const TensorView &q, const TensorView &k_cache, const Ten
 
     Halide::Runtime::Buffer<int32_t> len_b(const_cast<int32_t *>(kv_len.data()),
                                           static_cast<int>(kv_len.size()));
-    auto qb = q.halide_buffer(), kb = k_cache.halide_buffer(), vb = v_cache.halide_buffer();
-    auto ob = out.halide_buffer();
+    const int64_t Hkv = k_cache.dim(1);
+    auto qb = split_heads(q, Hkv, "queries").halide_buffer();
+    auto ob = split_heads(out, Hkv, "output").halide_buffer();
+    auto kb = k_cache.halide_buffer(), vb = v_cache.halide_buffer();
     if (!mask) {
         detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(), qb.raw_buffer(),
                             kb.raw_buffer(), vb.raw_buffer(), len_b.raw_buffer(), scale, causal,
@@ -79,8 +90,10 @@ void attention_decode(const TensorView &q, const TensorView &k_cache, const Tens
     if (q.size() == 0) return;
     Halide::Runtime::Buffer<int32_t> len_b(const_cast<int32_t *>(kv_len.data()),
                                           static_cast<int>(kv_len.size()));
-    auto qb = q.halide_buffer(), kb = k_cache.halide_buffer(), vb = v_cache.halide_buffer();
-    auto ob = out.halide_buffer();
+    const int64_t Hkv = k_cache.dim(1);
+    auto qb = split_heads(q, Hkv, "queries").halide_buffer();
+    auto ob = split_heads(out, Hkv, "output").halide_buffer();
+    auto kb = k_cache.halide_buffer(), vb = v_cache.halide_buffer();
     detail::call_kernel("attention_decode", detail::attention_decode_kernel(), qb.raw_buffer(),
                         kb.raw_buffer(), vb.raw_buffer(), len_b.raw_buffer(), scale, ob.raw_buffer());
 }
