@@ -3,9 +3,11 @@
 //
 //   HATTN_BENCH_THREADS  threads for the kernels and the ceilings (default: every core)
 //   HATTN_BENCH_SMOKE=1  tiny shapes and ceilings: ctest runs this so the suite never rots
+//   --ceilings           print the ceilings as one JSON line and exit (scripts/bench-vs-peers)
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -99,6 +101,11 @@ int main(int argc, char **argv) {
     const int threads = t ? std::atoi(t) : static_cast<int>(std::thread::hardware_concurrency());
     hattn::set_num_threads(threads);
     ceilings = measure_ceilings(threads, smoke ? 16.0 * (1 << 20) : 2.0 * (1 << 30), smoke ? 64 : 2048);
+    if (argc > 1 && std::string(argv[1]) == "--ceilings") {
+        std::printf("{\"threads\": %d, \"read_bw_GBps\": %.3f, \"sgemm_GFLOPs\": %.3f}\n", threads,
+                    ceilings.read_gbs, ceilings.sgemm_gflops);
+        return 0;
+    }
     benchmark::AddCustomContext("threads", std::to_string(threads));
     benchmark::AddCustomContext("read_bw_GBps", std::to_string(ceilings.read_gbs));
     benchmark::AddCustomContext("sgemm_GFLOPs", std::to_string(ceilings.sgemm_gflops));

@@ -10,6 +10,12 @@ namespace hattn {
 
 class Projection : public Halide::Generator<Projection> {
 public:
+    // Schedule for a few rows (decode: one token per sequence). There the cost is reading W once,
+    // so schedules read it as stored instead of packing panels; the runtime picks this variant for
+    // calls with at most `gemv_max_rows` rows.
+    GeneratorParam<bool> gemv{"gemv", false};
+    static constexpr int gemv_max_rows = 4;
+
     Input<Buffer<float>> x{"x", 2};
     Input<Buffer<float>> weight{"weight", 2};
     Input<Buffer<float>> bias{"bias", 1};

@@ -98,9 +98,11 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
 
 // The projection's entry in the forced-variant tests: rows and widths off every tile size, and the
 // generator's estimate sizes for the autoscheduled variant.
-const bool projection_check_registered = testing::register_kernel_check(
-    "projection", {[] { return projection_error(39, 71, 45, 39, 11); }, 1e-5,
-                   [] { return projection_error(512, 2048, 2048, 9, 12); }});
+const bool projection_check_registered =
+    testing::register_kernel_check("projection", {[] { return projection_error(39, 71, 45, 39, 11); }, 1e-5,
+                                                  [] { return projection_error(512, 2048, 2048, 9, 12); }}) &&
+    testing::register_kernel_check("projection_gemv", {[] { return projection_error(3, 71, 45, 3, 13); }, 1e-5,
+                                                       [] { return projection_error(4, 2048, 2048, 4, 14); }});
 
 }  // namespace
 }  // namespace hattn

@@ -16,6 +16,8 @@
 #include "hattn_attention_prefill_masked_x86_auto.h"
 #include "hattn_projection_x86.h"
 #include "hattn_projection_x86_auto.h"
+#include "hattn_projection_gemv_x86.h"
+#include "hattn_projection_gemv_x86_auto.h"
 #include "hattn_rope_x86.h"
 #include "hattn_rope_x86_auto.h"
 #elif defined(__aarch64__)
@@ -23,6 +25,7 @@
 #include "hattn_attention_prefill_arm_plain.h"
 #include "hattn_attention_prefill_masked_arm_plain.h"
 #include "hattn_projection_arm_plain.h"
+#include "hattn_projection_gemv_arm_plain.h"
 #include "hattn_rope_arm_plain.h"
 #endif
 
@@ -83,6 +86,9 @@ namespace detail {
 #endif
 
 ProjectionKernel projection_kernel() { return choose("projection", HATTN_VARIANTS(projection)); }
+ProjectionKernel projection_gemv_kernel() {
+    return choose("projection_gemv", HATTN_VARIANTS(projection_gemv));
+}
 RopeKernel rope_kernel() { return choose("rope", HATTN_VARIANTS(rope)); }
 AttentionPrefillKernel attention_prefill_kernel() {
     return choose("attention_prefill", HATTN_VARIANTS(attention_prefill));

@@ -30,4 +30,16 @@ void schedule_projection_tiled(Projection &g, const Target &t, ProjectionTile ti
     g.acc.bound_extent(g.o, panel).bound_extent(g.r, tile.rows);
 }
 
+void schedule_projection_gemv(Projection &g, const Target &t) {
+    const int vec = t.natural_vector_size<float>();
+    Var oo("oo"), oi("oi"), lane("lane");
+    RVar ko("ko"), ki("ki");
+    g.y.split(g.o, oo, oi, 32, TailStrategy::GuardWithIf).parallel(oo);
+    g.acc.compute_at(g.y, oi);
+    g.acc.update().split(g.k, ko, ki, vec, TailStrategy::GuardWithIf);
+    Func lanes = g.acc.update().rfactor(ki, lane);
+    lanes.compute_at(g.acc, g.r).vectorize(lane);
+    lanes.update().reorder(lane, ko).vectorize(lane);
+}
+
 }  // namespace hattn::schedules::cpu

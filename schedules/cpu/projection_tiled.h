@@ -12,4 +12,8 @@ struct ProjectionTile {
 
 void schedule_projection_tiled(Projection &g, const Halide::Target &t, ProjectionTile tile);
 
+// The few-rows (gemv) variant: W rows streamed as stored, each dot product split across vector
+// lanes and summed at the end; parallel over outputs.
+void schedule_projection_gemv(Projection &g, const Halide::Target &t);
+
 }  // namespace hattn::schedules::cpu

@@ -7,6 +7,7 @@ namespace hattn::schedules::x86 {
 // AVX-512 has 32 vector registers: a 2 x 8 tile keeps 16 accumulators live with room for the W
 // vectors and the broadcast x. AVX2 and SSE have 16: 2 x 4 keeps 8 accumulators.
 void schedule(Projection &g, const Halide::Target &t) {
+    if (g.gemv) return cpu::schedule_projection_gemv(g, t);
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     cpu::schedule_projection_tiled(g, t, avx512 ? cpu::ProjectionTile{2, 8} : cpu::ProjectionTile{2, 4});
 }

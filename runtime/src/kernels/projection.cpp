@@ -50,8 +50,11 @@ void project(const TensorView &x, const TensorView &weight, const TensorView *bi
     auto xb = as_matrix(x, "input");
     auto wb = weight.halide_buffer();
     auto yb = as_matrix(y, "output");
-    detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(), wb.raw_buffer(),
-                        b.raw_buffer(), yb.raw_buffer());
+    // Few rows (decode): the variant that streams W as stored instead of packing it.
+    const bool few_rows = xb.dim(1).extent() <= 4;  // Projection::gemv_max_rows
+    detail::call_kernel(few_rows ? "projection_gemv" : "projection",
+                        few_rows ? detail::projection_gemv_kernel() : detail::projection_kernel(),
+                        xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), yb.raw_buffer());
 }
 
 }  // namespace hattn
