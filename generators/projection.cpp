@@ -22,12 +22,13 @@ void Projection::generate() {
 }
 
 void Projection::schedule() {
-    // Estimates serve the autoscheduler; a decode-sized GEMV and a prefill-sized GEMM sit either
-    // side of them, so they name a middle case: 512 rows of a 2048 -> 2048 projection.
-    set_matrix_estimates(x, 2048, 512);
+    // Estimates serve the autoscheduler: 512 rows of a 2048 -> 2048 projection, or one row (a
+    // decode step) for the gemv variant.
+    const int rows = gemv ? 1 : 512;
+    set_matrix_estimates(x, 2048, rows);
     set_matrix_estimates(weight, 2048, 2048);
     bias.set_estimates({{0, 2048}});
-    y.set_estimates({{0, 2048}, {0, 512}});
+    y.set_estimates({{0, 2048}, {0, rows}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());
 }
