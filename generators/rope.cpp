@@ -1,5 +1,6 @@
 #include "generators/rope.h"
 
+#include "generators/common/rope_expr.h"
 #include "schedules/dispatch.h"
 
 namespace hattn {
@@ -7,16 +8,11 @@ namespace hattn {
 using namespace Halide;
 
 void Rope::generate() {
-    const Expr half = cos_table.dim(0).extent();
     // Clamped only to bound the table reads; the runtime checks that the table covers every position.
     const Expr position = clamp(start(b) + s, 0, cos_table.dim(1).extent() - 1);
-    // Pair (i, i + half): the first half rotates by -sin, the second by +sin of the same angle.
-    const Expr first = d < half;
-    const Expr i = clamp(select(first, d, d - half), 0, max(half - 1, 0));
-    const Expr partner = x(clamp(select(first, d + half, d - half), 0, x.dim(0).extent() - 1), h, s, b);
-    const Expr c = cos_table(i, position), sn = sin_table(i, position);
-    const Expr rotated = x(d, h, s, b) * c + select(first, -partner, partner) * sn;
-    y(d, h, s, b) = select(d < 2 * half, rotated, x(d, h, s, b));
+    const auto element = [&](const Expr &dd) { return x(dd, h, s, b); };
+    y(d, h, s, b) = rope_rotated(element, d, cos_table.dim(0).extent(), x.dim(0).extent(), cos_table,
+                                 sin_table, position);
 }
 
 void Rope::schedule() {

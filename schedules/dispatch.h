@@ -10,6 +10,7 @@ class Projection;
 class AttentionPrefill;
 class AttentionDecode;
 class Rope;
+class CcaQkLatent;
 }
 
 namespace hattn::schedules {
@@ -19,18 +20,21 @@ void schedule(Projection &g, const Halide::Target &t);
 void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
+void schedule(CcaQkLatent &g, const Halide::Target &t);
 }
 namespace arm {
 void schedule(Projection &g, const Halide::Target &t);
 void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
+void schedule(CcaQkLatent &g, const Halide::Target &t);
 }
 namespace cuda {
 void schedule(Projection &g, const Halide::Target &t);
 void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
+void schedule(CcaQkLatent &g, const Halide::Target &t);
 }
 
 template <typename Generator>

@@ -31,9 +31,11 @@ class Cli : public ::testing::Test {
 protected:
     testing::TempDir tmp;
 
-    CliResult hattn(const std::string &args) {
+    // Runs the CLI with `args`, after `env` (e.g. "NAME=value") when given.
+    CliResult hattn(const std::string &args, const std::string &env = "") {
         const std::string out = tmp.file("stdout"), err = tmp.file("stderr");
-        const std::string cmd = std::string(HATTN_CLI) + " " + args + " >" + out + " 2>" + err;
+        const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(HATTN_CLI) + " " +
+                                args + " >" + out + " 2>" + err;
         const int raw = std::system(cmd.c_str());
         return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
     }
@@ -178,6 +180,18 @@ TEST_F(Cli, CrossWithoutContextExits2) {
 TEST_F(Cli, UnknownFlagAndDeviceAreNamed) {
     expect_one_line_naming(hattn("run --frobnicate 3"), "--frobnicate");
     expect_one_line_naming(hattn("run --case x --output y --device tpu"), "tpu");
+}
+
+TEST_F(Cli, MaxIsaCapsTheChosenSubTarget) {
+    const CliResult r = hattn("info", "HATTN_MAX_ISA=sse41");
+    EXPECT_EQ(r.status, 0) << r.err;
+#if defined(__x86_64__)
+    EXPECT_NE(r.out.find("x86-64-linux-sse41-large_buffers"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("avx2-large_buffers"), std::string::npos) << r.out;
+#endif
+    expect_one_line_naming(hattn("run --case " + make_case("c", good_config()) + " --output " + tmp.file("o.npy"),
+                                 "HATTN_MAX_ISA=avx9"),
+                           "HATTN_MAX_ISA");
 }
 
 TEST_F(Cli, InfoNamesEveryKernel) {

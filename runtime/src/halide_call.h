@@ -4,8 +4,9 @@
 
 namespace hattn::detail {
 
-// Installs hattn's Halide error handler (once per process; later calls do nothing).
-void install_halide_error_handler();
+// Prepares the Halide runtime once per process (later calls do nothing): installs hattn's error
+// handler, and the HATTN_MAX_ISA limit when the environment sets one.
+void prepare_halide_runtime();
 
 // Throws hattn::Error (Kind::Internal) naming `kernel` and Halide's last message on this thread
 // when `status` is non-zero.
@@ -14,7 +15,7 @@ void check_halide_status(int status, const char *kernel);
 // Calls a generated kernel with the handler installed and its status checked.
 template <typename Kernel, typename... Args>
 void call_kernel(const char *name, Kernel kernel, Args... args) {
-    install_halide_error_handler();
+    prepare_halide_runtime();
     check_halide_status(kernel(args...), name);
 }
 

@@ -1,5 +1,7 @@
+#include <cstdlib>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "HalideRuntime.h"
 #include "halide_call.h"
@@ -23,11 +25,56 @@ extern "C" void record_halide_error(void *, const char *message) {
     }
 }
 
+// HATTN_MAX_ISA caps the x86 sub-target that multi-target kernels choose, so that every
+// variant's code path can be run (and tested) on a machine that has more.
+constexpr int feature_words = (halide_target_feature_end + 63) / 64;
+uint64_t allowed_isa[feature_words];
+uint64_t known_isa[feature_words];
+
+void set_bit(uint64_t *bits, int feature) { bits[feature / 64] |= uint64_t(1) << (feature % 64); }
+
+extern "C" int limited_can_use_target_features(int count, const uint64_t *features) {
+    for (int i = 0; i < count && i < feature_words; i++) {
+        if (features[i] & known_isa[i] & ~allowed_isa[i]) return 0;
+    }
+    return halide_default_can_use_target_features(count, features);
+}
+
+void install_isa_limit(const std::string &level) {
+    using F = std::vector<halide_target_feature_t>;
+    // Each level adds its features to the ones below it.
+    const std::vector<std::pair<std::string, F>> levels = {
+        {"sse41", {halide_target_feature_sse41}},
+        {"avx2", {halide_target_feature_avx, halide_target_feature_f16c, halide_target_feature_fma,
+                  halide_target_feature_avx2}},
+        {"avx512", {halide_target_feature_avx512, halide_target_feature_avx512_skylake}},
+    };
+    const F every_isa = {halide_target_feature_sse41, halide_target_feature_avx, halide_target_feature_avx2,
+                         halide_target_feature_fma, halide_target_feature_fma4, halide_target_feature_f16c,
+                         halide_target_feature_avx512, halide_target_feature_avx512_knl,
+                         halide_target_feature_avx512_skylake, halide_target_feature_avx512_cannonlake,
+                         halide_target_feature_avx512_sapphirerapids};
+    for (halide_target_feature_t f : every_isa) set_bit(known_isa, f);
+    bool found = false;
+    for (const auto &[name, features] : levels) {
+        for (halide_target_feature_t f : features) set_bit(allowed_isa, f);
+        if (name == level) {
+            found = true;
+            break;
+        }
+    }
+    require(found, "HATTN_MAX_ISA: unknown level '" + level + "' (sse41, avx2, avx512)");
+    halide_set_custom_can_use_target_features(limited_can_use_target_features);
+}
+
 }  // namespace
 
-void install_halide_error_handler() {
+void prepare_halide_runtime() {
     static std::once_flag once;
-    std::call_once(once, [] { halide_set_error_handler(record_halide_error); });
+    std::call_once(once, [] {
+        halide_set_error_handler(record_halide_error);
+        if (const char *level = std::getenv("HATTN_MAX_ISA"); level && *level) install_isa_limit(level);
+    });
 }
 
 void check_halide_status(int status, const char *kernel) {

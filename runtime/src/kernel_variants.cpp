@@ -9,6 +9,8 @@
 
 #if defined(__x86_64__)
 #include "hattn_attention_decode_x86.h"
+#include "hattn_cca_qk_latent_x86.h"
+#include "hattn_cca_qk_latent_x86_auto.h"
 #include "hattn_attention_decode_x86_auto.h"
 #include "hattn_attention_prefill_x86.h"
 #include "hattn_attention_prefill_x86_auto.h"
@@ -22,6 +24,7 @@
 #include "hattn_rope_x86_auto.h"
 #elif defined(__aarch64__)
 #include "hattn_attention_decode_arm_plain.h"
+#include "hattn_cca_qk_latent_arm_plain.h"
 #include "hattn_attention_prefill_arm_plain.h"
 #include "hattn_attention_prefill_masked_arm_plain.h"
 #include "hattn_projection_arm_plain.h"
@@ -99,6 +102,7 @@ AttentionPrefillMaskedKernel attention_prefill_masked_kernel() {
 AttentionDecodeKernel attention_decode_kernel() {
     return choose("attention_decode", HATTN_VARIANTS(attention_decode));
 }
+CcaQkLatentKernel cca_qk_latent_kernel() { return choose("cca_qk_latent", HATTN_VARIANTS(cca_qk_latent)); }
 
 }  // namespace detail
 

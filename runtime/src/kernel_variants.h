@@ -29,4 +29,11 @@ using AttentionDecodeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, hali
                                       halide_buffer_t *, float, halide_buffer_t *);
 AttentionDecodeKernel attention_decode_kernel();
 
+// (qk, conv0_w, conv0_b, conv1_w, conv1_b, key_scale, cos, sin, start, qk_mean, norm_eps, q, k)
+using CcaQkLatentKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                                  halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                                  halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, bool, float,
+                                  halide_buffer_t *, halide_buffer_t *);
+CcaQkLatentKernel cca_qk_latent_kernel();
+
 }  // namespace hattn::detail

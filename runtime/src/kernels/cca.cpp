@@ -1,0 +1,45 @@
+#include "hattn/kernels/cca.h"
+
+#include "halide_call.h"
+#include "hattn/error.h"
+#include "kernel_variants.h"
+
+namespace hattn {
+
+void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const std::vector<float> &key_scale,
+                   const RopeTable &rope, const std::vector<int32_t> &start, bool qk_mean,
+                   float norm_eps, const TensorView &q, const TensorView &k) {
+    require(q.rank() == 4 && k.rank() == 4 && qk.rank() == 3, "cca: q, k must be [B, S, heads, dh], qk [B, rows, P]");
+    const int64_t B = q.dim(0), S = q.dim(1), H = q.dim(2), dh = q.dim(3), Hkv = k.dim(2);
+    const int64_t P = (H + Hkv) * dh;
+    const int64_t k0 = conv.w0.dim(2), k1 = conv.w1.dim(2);
+    require(k.shape == Shape({B, S, Hkv, dh}), "cca: k " + shape_to_string(k.shape) + " does not match q " +
+                                                   shape_to_string(q.shape));
+    require(qk.shape == Shape({B, (k0 - 1) + (k1 - 1) + S, P}),
+            "cca: qk " + shape_to_string(qk.shape) + " must be [B, pad + S, P] = " +
+                shape_to_string({B, (k0 - 1) + (k1 - 1) + S, P}));
+    require(conv.w0.shape() == Shape({P, 1, k0}) && conv.b0.shape() == Shape({P}) &&
+                conv.w1.shape() == Shape({P, dh, k1}) && conv.b1.shape() == Shape({P}),
+            "cca: convolution weights do not match P = " + std::to_string(P) + ", dh = " + std::to_string(dh));
+    require(static_cast<int64_t>(key_scale.size()) == Hkv, "cca: one key scale per KV head");
+    require(static_cast<int64_t>(start.size()) == B, "cca: one start position per sequence");
+    for (int32_t p : start) require(p >= 0 && p + S <= rope.positions(), "cca: positions exceed the RoPE table");
+    if (q.size() == 0) return;
+
+    auto qk_b = qk.halide_buffer();
+    auto w0 = TensorView(const_cast<float *>(conv.w0.data()), {P, k0}).halide_buffer();
+    auto b0 = conv.b0.view().halide_buffer(), b1 = conv.b1.view().halide_buffer();
+    auto w1 = conv.w1.view().halide_buffer();
+    Halide::Runtime::Buffer<float> scale(const_cast<float *>(key_scale.data()), static_cast<int>(Hkv));
+    const int64_t half = rope.rotary_dim() / 2;
+    auto cos_b = TensorView(const_cast<float *>(rope.cos().data()), {rope.positions(), half}).halide_buffer();
+    auto sin_b = TensorView(const_cast<float *>(rope.sin().data()), {rope.positions(), half}).halide_buffer();
+    Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()), static_cast<int>(B));
+    auto qb = q.halide_buffer(), kb = k.halide_buffer();
+    detail::call_kernel("cca_qk_latent", detail::cca_qk_latent_kernel(), qk_b.raw_buffer(), w0.raw_buffer(),
+                        b0.raw_buffer(), w1.raw_buffer(), b1.raw_buffer(), scale.raw_buffer(),
+                        cos_b.raw_buffer(), sin_b.raw_buffer(), start_b.raw_buffer(), qk_mean, norm_eps,
+                        qb.raw_buffer(), kb.raw_buffer());
+}
+
+}  // namespace hattn

@@ -1,0 +1,25 @@
+#include "generators/cca/qk_latent.h"
+#include "schedules/dispatch.h"
+
+namespace hattn::schedules::cuda {
+
+using namespace Halide;
+
+// A first mapping: the grouped conv one thread per (channel, token); the outputs one thread per
+// element of a head, a block per (head, token).
+void schedule(CcaQkLatent &g, const Target &) {
+    Var grp("grp"), gs("gs"), hs("hs");
+    g.conv1_w_t.compute_root().gpu_tile(g.d, grp, Var("bx"), Var("by"), Var("tx"), Var("ty"), 32, 4);
+    g.conv1.compute_root().fuse(grp, g.s, gs).gpu_blocks(gs, g.b).gpu_threads(g.d);
+    g.conv1.update().fuse(grp, g.s, gs).gpu_blocks(gs, g.b).gpu_threads(g.d);
+    g.conv0.compute_root().gpu_tile(g.c, g.e, Var("cb"), Var("eb"), Var("ct"), Var("et"), 32, 4);
+    g.conv0.update().gpu_tile(g.c, g.e, Var("cb"), Var("eb"), Var("ct"), Var("et"), 32, 4);
+    for (Func out : {Func(g.q_out), Func(g.k_out)}) {
+        out.fuse(g.h, g.s, hs).gpu_blocks(hs, g.b).gpu_threads(g.d);
+    }
+    g.q_norm.compute_at(g.q_out, g.d);
+    g.k_norm.compute_at(g.k_out, g.d);
+    g.mean_k.compute_at(g.k_out, g.d);
+}
+
+}  // namespace hattn::schedules::cuda
