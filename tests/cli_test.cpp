@@ -102,11 +102,11 @@ TEST_F(Cli, UnknownKindIsNamed) {
 }
 
 TEST_F(Cli, KindNotBuiltYetExits2) {
-    const std::string config = R"({"kind": "cca", "batch": 1, "seq_len": 3,
-                                   "config": {"hidden_size": 8, "num_heads": 2}})";
+    const std::string config = R"({"kind": "glm_dsa", "batch": 1, "seq_len": 3,
+                                   "config": {"hidden_size": 8, "num_attention_heads": 2}})";
     expect_one_line_naming(
         hattn("run --case " + make_case("c", config) + " --output " + tmp.file("o.npy")),
-        "kind 'cca' is not built yet");
+        "kind 'glm_dsa' is not built yet");
 }
 
 TEST_F(Cli, RunsACachedAttentionCase) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "hattn/error.h"
 #include "hattn/layer_case.h"
 #include "hattn/npy.h"
 
@@ -63,6 +64,12 @@ public:
     void TestBody() override {
         const LayerCase c = load_case_dir(dir_.string());
         if (!c.kind->built) GTEST_SKIP() << "kind " << c.kind->name << " is not built yet";
+        // A built kind may still lack an optional feature the case uses (the runtime says so).
+        try {
+            run_case(c, std::nullopt);
+        } catch (const Error &e) {
+            if (std::string(e.what()).find("not built yet") != std::string::npos) GTEST_SKIP() << e.what();
+        }
         const Tensor y = read_npy_f32((dir_ / "y.npy").string());
         expect_matches(c, y, std::nullopt);
         if (!c.causal()) return;

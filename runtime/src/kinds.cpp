@@ -8,9 +8,9 @@ namespace {
 
 constexpr KindInfo kinds[] = {
     {"cached_attention", "embedding_dimension", true},
-    {"cca", "hidden_size", false},
-    {"ccgqa", "hidden_size", false},
-    {"zaya_cca", "hidden_size", false},
+    {"cca", "hidden_size", true},
+    {"ccgqa", "hidden_size", true},
+    {"zaya_cca", "hidden_size", true},
     {"glm_dsa", "hidden_size", false},
 };
 

@@ -5,6 +5,7 @@
 
 #include "hattn/error.h"
 #include "hattn/layers/cached_attention.h"
+#include "hattn/layers/latent_attention.h"
 
 namespace hattn {
 
@@ -137,6 +138,15 @@ void place_tokens(Tensor &out, const Tensor &part, int64_t begin) {
     }
 }
 
+// The first P tokens as one prefill call, then every later token as a one-token decode step.
+template <typename Prefill, typename Decode>
+Tensor prefill_then_decode(const LayerCase &c, int64_t P, Prefill prefill, Decode decode) {
+    Tensor out({c.batch, c.seq_len, c.hidden});
+    if (P > 0) place_tokens(out, prefill(c.x.tokens(0, P)), 0);
+    for (int64_t t = P; t < c.seq_len; t++) place_tokens(out, decode(c.x.tokens(t, t + 1)), t);
+    return out;
+}
+
 Tensor run_cached_attention(const LayerCase &c, std::optional<int64_t> prefill) {
     CachedAttention layer(CachedAttentionConfig::from(c.config), c.weights);
     std::optional<MaskView> mask;
@@ -148,12 +158,21 @@ Tensor run_cached_attention(const LayerCase &c, std::optional<int64_t> prefill) 
     if (!prefill) return layer.self_attention(c.x, nullptr, mask ? &*mask : nullptr);
     require(!mask, "--prefill with a mask is not supported: decode steps take no mask");
     KVCache cache = layer.make_cache(c.batch, c.seq_len);
-    Tensor out({c.batch, c.seq_len, c.hidden});
-    if (*prefill > 0) place_tokens(out, layer.self_attention(c.x.tokens(0, *prefill), &cache), 0);
-    for (int64_t t = *prefill; t < c.seq_len; t++) {
-        place_tokens(out, layer.decode_step(c.x.tokens(t, t + 1), cache), t);
-    }
-    return out;
+    return prefill_then_decode(
+        c, *prefill, [&](const Tensor &x) { return layer.self_attention(x, &cache); },
+        [&](const Tensor &x) { return layer.decode_step(x, cache); });
+}
+
+Tensor run_latent_attention(const LayerCase &c, std::optional<int64_t> prefill) {
+    const std::string kind = c.kind->name;
+    const LatentAttentionConfig config = kind == "zaya_cca" ? LatentAttentionConfig::zaya(c.config)
+                                                            : LatentAttentionConfig::cca(c.config, kind == "ccgqa");
+    LatentAttention layer(config, c.weights);
+    if (!prefill) return layer.forward(c.x);
+    LatentState state = layer.make_state(c.batch, c.seq_len);
+    return prefill_then_decode(
+        c, *prefill, [&](const Tensor &x) { return layer.prefill(x, state); },
+        [&](const Tensor &x) { return layer.decode_step(x, state); });
 }
 
 }  // namespace
@@ -163,6 +182,7 @@ Tensor run_case(const LayerCase &c, std::optional<int64_t> prefill) {
     require(c.kind->built, std::string("kind '") + c.kind->name + "' is not built yet");
     const std::string kind = c.kind->name;
     if (kind == "cached_attention") return run_cached_attention(c, prefill);
+    if (kind == "cca" || kind == "ccgqa" || kind == "zaya_cca") return run_latent_attention(c, prefill);
     throw Error("kind '" + kind + "' has no layer module", Error::Kind::Internal);
 }
 

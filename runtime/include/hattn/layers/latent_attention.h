@@ -1,0 +1,83 @@
+// Attention in a compressed latent: CCA and CCGQA (spec/attention.md §2, the seed's modules) and
+// ZAYA1's CCA (§3). One implementation; the three differ in configuration and weight names only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hattn/config.h"
+#include "hattn/kernels/cca.h"
+#include "hattn/kernels/rope.h"
+#include "hattn/kv_cache.h"
+#include "hattn/layers/linear.h"
+#include "hattn/safetensors.h"
+#include "hattn/tensor.h"
+
+namespace hattn {
+
+struct LatentAttentionConfig {
+    int64_t hidden = 0;     // E
+    int64_t heads = 0;      // H
+    int64_t kv_heads = 0;   // Hkv
+    int64_t head_dim = 0;   // dh (ZAYA: head_dim)
+    int num_conv_layers = 2;
+    int64_t conv_kernel_seq = 4, conv_kernel_ch = 3;  // k0, k1 of the layers in use
+    bool qk_mean = true, value_shift = true;
+    bool causal = true;     // decoder mode (attention); convolutions and value shift are always causal
+    bool bitnet = false;    // BitLinear projections
+    bool bias = false;      // ZAYA attention_bias: projections carry biases
+    double rope_base = 10000.0;
+    int64_t rotary_dim = 0;   // dims rotated per head (dh, or ZAYA's partial share)
+    float norm_eps = 1e-6f;
+    bool zaya_names = false;  // ZAYA weight names, conv biases, per-head key temperature
+
+    int64_t query_rank() const { return heads * head_dim; }      // Lq
+    int64_t kv_rank() const { return kv_heads * head_dim; }      // Lkv
+    int64_t packed() const { return query_rank() + kv_rank(); }  // P
+    // Rows of raw qk history that decode keeps: (k0 - 1) + (k1 - 1) of the layers in use.
+    int64_t history() const {
+        return (num_conv_layers >= 1 ? conv_kernel_seq - 1 : 0) + (num_conv_layers >= 2 ? conv_kernel_ch - 1 : 0);
+    }
+
+    // The seed's keys (`cca_*` or `ccgqa_*`), defaults and validation; errors name key and values.
+    static LatentAttentionConfig cca(const ConfigReader &config, bool grouped);
+    // ZAYA1's config.json keys.
+    static LatentAttentionConfig zaya(const ConfigReader &config);
+};
+
+// Per batch of sequences: the compressed K/V cache (Lkv floats each per token) and what the
+// causal convolutions and the value shift need from the past.
+struct LatentState {
+    KVCache kv;
+    Tensor qk_history;  // [B, history, P]: the last raw qk rows (zeros before the sequence)
+    Tensor prev_value;  // [B, Lkv / 2]: the previous token's delayed value half (value shift)
+};
+
+class LatentAttention {
+public:
+    LatentAttention(const LatentAttentionConfig &config, const Weights &weights);
+
+    const LatentAttentionConfig &config() const { return config_; }
+
+    // The whole sequence x [B, S, E] at once (either mode). Returns [B, S, E].
+    Tensor forward(const Tensor &x);
+
+    // Decoder mode only. A state for `batch` sequences of up to `capacity` tokens.
+    LatentState make_state(int64_t batch, int64_t capacity) const;
+    // Appends x [B, S, E] to the state's sequences; all or nothing: on error the state is unchanged.
+    Tensor prefill(const Tensor &x, LatentState &state);
+    Tensor decode_step(const Tensor &x_t, LatentState &state);  // x_t [B, 1, E]
+
+private:
+    Tensor run(const Tensor &x, LatentState &state);
+    void require_decoder(const char *call) const;
+
+    LatentAttentionConfig config_;
+    Linear qk_, value_, value_delayed_, out_;  // value_ is val_proj or val_proj1 / v_proj_current
+    CcaConvWeights conv_;
+    std::vector<float> key_scale_;
+    RopeTable rope_;
+};
+
+}  // namespace hattn

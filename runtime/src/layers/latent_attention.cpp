@@ -1,0 +1,299 @@
+#include "hattn/layers/latent_attention.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "hattn/error.h"
+#include "hattn/kernels/attention.h"
+
+namespace hattn {
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// `max(1, E / n)`: the seed's defaults of the form E/n or H/n.
+int64_t share(int64_t total, int64_t n) { return std::max<int64_t>(1, total / n); }
+
+// The rows of b ([N, ...]) after those of a: ZAYA's q_proj and k_proj as one packed projection.
+Tensor concat_rows(const Tensor &a, const Tensor &b) {
+    Shape shape = a.shape();
+    shape[0] += b.dim(0);
+    std::vector<float> values(a.values());
+    values.insert(values.end(), b.values().begin(), b.values().end());
+    return Tensor(shape, std::move(values));
+}
+
+// Depthwise identity (k = 1, w = 1) or grouped identity (w[o, o % dh, 0] = 1): the exact stand-in
+// for a convolution layer the model does not have.
+Tensor identity_depthwise(int64_t P) { return Tensor({P, 1, 1}, std::vector<float>(P, 1.0f)); }
+Tensor identity_grouped(int64_t P, int64_t dh) {
+    Tensor w({P, dh, 1});
+    for (int64_t o = 0; o < P; o++) w.data()[o * dh + o % dh] = 1.0f;
+    return w;
+}
+
+}  // namespace
+
+LatentAttentionConfig LatentAttentionConfig::cca(const ConfigReader &c, bool grouped) {
+    const std::string &src = c.source();
+    const std::string p = grouped ? "ccgqa_" : "cca_";
+    LatentAttentionConfig cfg;
+    cfg.hidden = c.get_int("hidden_size");
+    cfg.heads = c.get_int("num_heads");
+    require(cfg.hidden > 0, src + ": hidden_size must be positive, got " + str(cfg.hidden));
+    require(cfg.heads > 0, src + ": num_heads must be positive, got " + str(cfg.heads));
+    require(cfg.hidden % cfg.heads == 0, src + ": hidden_size (" + str(cfg.hidden) +
+                                             ") must be divisible by num_heads (" + str(cfg.heads) + ")");
+    int64_t Lq, Lkv;
+    if (grouped) {
+        Lq = c.get_int("ccgqa_query_latent_rank", share(cfg.hidden, 2));
+        Lkv = c.get_int("ccgqa_kv_latent_rank", share(cfg.hidden, 8));
+        cfg.kv_heads = c.get_int("ccgqa_num_kv_heads", share(cfg.heads, 4));
+        require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
+                src + ": num_heads (" + str(cfg.heads) + ") must be divisible by ccgqa_num_kv_heads (" +
+                    str(cfg.kv_heads) + ")");
+    } else {
+        Lq = Lkv = c.get_int("cca_latent_rank", share(cfg.hidden, 4));
+        cfg.kv_heads = cfg.heads;
+    }
+    const std::string lq_key = grouped ? "ccgqa_query_latent_rank" : "cca_latent_rank";
+    const std::string lkv_key = grouped ? "ccgqa_kv_latent_rank" : "cca_latent_rank";
+    require(Lq > 0 && Lkv > 0, src + ": " + lq_key + " and " + lkv_key + " must be positive");
+    require(Lq % cfg.heads == 0, src + ": " + lq_key + " (" + str(Lq) + ") must be divisible by num_heads (" +
+                                     str(cfg.heads) + ")");
+    require(Lkv % cfg.kv_heads == 0, src + ": " + lkv_key + " (" + str(Lkv) + ") must be divisible by the KV heads (" +
+                                         str(cfg.kv_heads) + ")");
+    require(Lkv <= Lq, src + ": " + lkv_key + " (" + str(Lkv) + ") must not exceed " + lq_key + " (" + str(Lq) + ")");
+    require(Lq / cfg.heads == Lkv / cfg.kv_heads,
+            src + ": head dims differ: " + lq_key + " / num_heads = " + str(Lq / cfg.heads) + ", " + lkv_key +
+                " / KV heads = " + str(Lkv / cfg.kv_heads));
+    cfg.head_dim = Lq / cfg.heads;
+    require(cfg.head_dim % 2 == 0, src + ": the head dim " + lq_key + " / num_heads = " + str(cfg.head_dim) +
+                                       " must be even (RoPE)");
+    cfg.num_conv_layers = static_cast<int>(c.get_int(p + "num_conv_layers", 2));
+    require(cfg.num_conv_layers >= 0 && cfg.num_conv_layers <= 2,
+            src + ": " + p + "num_conv_layers must be 0, 1 or 2, got " + str(cfg.num_conv_layers));
+    cfg.conv_kernel_seq = c.get_int(p + "conv_kernel_seq", 4);
+    cfg.conv_kernel_ch = c.get_int(p + "conv_kernel_ch", 3);
+    require(cfg.conv_kernel_seq >= 1, src + ": " + p + "conv_kernel_seq must be at least 1, got " + str(cfg.conv_kernel_seq));
+    require(cfg.conv_kernel_ch >= 1, src + ": " + p + "conv_kernel_ch must be at least 1, got " + str(cfg.conv_kernel_ch));
+    cfg.qk_mean = c.get_bool(p + "qk_mean", true);
+    cfg.value_shift = c.get_bool(p + "value_shift", true);
+    if (cfg.value_shift) {
+        require(cfg.kv_heads % 2 == 0, src + ": " + p + "value_shift needs an even number of KV heads, got " +
+                                           str(cfg.kv_heads));
+        require(Lkv % 2 == 0, src + ": " + p + "value_shift needs an even " + lkv_key + ", got " + str(Lkv));
+    }
+    const std::string mode = c.get_string("mode", "encoder");
+    require(mode == "encoder" || mode == "decoder", src + ": mode must be encoder or decoder, got '" + mode + "'");
+    cfg.causal = mode == "decoder";
+    cfg.bitnet = c.get_bool("use_bitnet", false);
+    cfg.rope_base = c.get_number("rope_base", 10000.0);
+    require(cfg.rope_base > 0, src + ": rope_base must be positive");
+    cfg.rotary_dim = cfg.head_dim;
+    return cfg;
+}
+
+LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
+    const std::string &src = c.source();
+    LatentAttentionConfig cfg;
+    cfg.zaya_names = true;
+    if (c.has("layer_types") || c.has("layer_type")) {
+        const std::string type = c.has("layer_type") ? c.get_string("layer_type") : "";
+        require(type != "hybrid_sliding", src + ": layer_type hybrid_sliding (sliding window) is not supported");
+    }
+    cfg.hidden = c.get_int("hidden_size");
+    cfg.heads = c.get_int("num_attention_heads", 8);
+    cfg.kv_heads = c.get_int("num_key_value_heads", 2);
+    cfg.head_dim = c.get_int("head_dim", 128);
+    require(cfg.hidden > 0 && cfg.heads > 0 && cfg.kv_heads > 0 && cfg.head_dim > 0,
+            src + ": hidden_size, num_attention_heads, num_key_value_heads and head_dim must be positive");
+    require(cfg.heads % cfg.kv_heads == 0, src + ": num_attention_heads (" + str(cfg.heads) +
+                                               ") must be divisible by num_key_value_heads (" + str(cfg.kv_heads) + ")");
+    require(cfg.kv_heads * cfg.head_dim % 2 == 0, src + ": the value halves need an even num_key_value_heads * head_dim");
+    cfg.num_conv_layers = 2;
+    cfg.conv_kernel_seq = c.get_int("cca_time0", 2);
+    cfg.conv_kernel_ch = c.get_int("cca_time1", 2);
+    require(cfg.conv_kernel_seq >= 1 && cfg.conv_kernel_ch >= 1, src + ": cca_time0 and cca_time1 must be at least 1");
+    cfg.qk_mean = true;
+    cfg.value_shift = true;
+    cfg.causal = true;
+    cfg.bias = c.get_bool("attention_bias", false);
+    const double factor = c.get_number("partial_rotary_factor", 0.5);
+    cfg.rotary_dim = static_cast<int64_t>(cfg.head_dim * factor);
+    require(cfg.rotary_dim >= 2 && cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= cfg.head_dim,
+            src + ": head_dim * partial_rotary_factor = " + str(cfg.rotary_dim) + " must be even and in 2..head_dim");
+    cfg.rope_base = 5e6;
+    if (c.has("rope_theta")) {
+        cfg.rope_base = c.get_number("rope_theta");
+    } else if (c.has("rope_parameters")) {  // transformers 5 nests it per layer type
+        const auto &rp = c.json()["rope_parameters"];
+        if (rp.contains("hybrid") && rp["hybrid"].contains("rope_theta")) {
+            cfg.rope_base = rp["hybrid"]["rope_theta"].get<double>();
+        }
+    }
+    require(cfg.rope_base > 0, src + ": rope_theta must be positive");
+    cfg.norm_eps = FLT_EPSILON;
+    return cfg;
+}
+
+LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weights &w)
+    : config_(config), rope_(config.rotary_dim, config.rope_base) {
+    require(!config.bitnet, "use_bitnet: BitLinear projections are not built yet");
+    const int64_t E = config.hidden, P = config.packed(), Lq = config.query_rank(), Lkv = config.kv_rank();
+    const int64_t dh = config.head_dim;
+    auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {
+        if (!config.bias) return std::nullopt;
+        return w.get(name, {n});
+    };
+    if (config.zaya_names) {
+        const int64_t half = Lkv / 2;
+        Tensor wq = w.get("qkv_proj.q_proj.weight", {Lq, E}), wk = w.get("qkv_proj.k_proj.weight", {Lkv, E});
+        std::optional<Tensor> bqk;
+        if (config.bias) bqk = concat_rows(w.get("qkv_proj.q_proj.bias", {Lq}), w.get("qkv_proj.k_proj.bias", {Lkv}));
+        qk_ = Linear::dense(concat_rows(wq, wk), bqk);
+        value_ = Linear::dense(w.get("qkv_proj.v_proj_current.weight", {half, E}), bias("qkv_proj.v_proj_current.bias", half));
+        value_delayed_ = Linear::dense(w.get("qkv_proj.v_proj_delayed.weight", {half, E}),
+                                       bias("qkv_proj.v_proj_delayed.bias", half));
+        out_ = Linear::dense(w.get("o_proj.weight", {E, Lq}), bias("o_proj.bias", E));
+        conv_.w0 = w.get("qkv_proj.conv_qk_depthwise.weight", {P, 1, config.conv_kernel_seq});
+        conv_.b0 = w.get("qkv_proj.conv_qk_depthwise.bias", {P});
+        conv_.w1 = w.get("qkv_proj.conv_qk_grouped.weight", {P, dh, config.conv_kernel_ch});
+        conv_.b1 = w.get("qkv_proj.conv_qk_grouped.bias", {P});
+        const Tensor temp = w.get("qk_norm.temp", {config.kv_heads});
+        key_scale_.assign(temp.values().begin(), temp.values().end());
+        return;
+    }
+    qk_ = Linear::dense(w.get("linear_qk.weight", {P, E}));
+    if (config.value_shift) {
+        value_ = Linear::dense(w.get("val_proj1.weight", {Lkv / 2, E}));
+        value_delayed_ = Linear::dense(w.get("val_proj2.weight", {Lkv / 2, E}));
+    } else {
+        value_ = Linear::dense(w.get("val_proj.weight", {Lkv, E}));
+    }
+    out_ = Linear::dense(w.get("out_proj.weight", {E, Lq}));
+    conv_.w0 = config.num_conv_layers >= 1 ? w.get("conv_qk0.weight", {P, 1, config.conv_kernel_seq})
+                                           : identity_depthwise(P);
+    conv_.w1 = config.num_conv_layers >= 2 ? w.get("conv_qk1.weight", {P, dh, config.conv_kernel_ch})
+                                           : identity_grouped(P, dh);
+    conv_.b0 = Tensor({P});
+    conv_.b1 = Tensor({P});
+    const float temp = w.get("temp", {1}).data()[0];
+    key_scale_.assign(config.kv_heads, std::exp(temp));
+}
+
+void LatentAttention::require_decoder(const char *call) const {
+    require(config_.causal, std::string(call) + " needs mode decoder: decode is causal by nature");
+}
+
+LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
+    LatentState s{KVCache(batch, config_.kv_heads, config_.head_dim, capacity),
+                  Tensor({batch, config_.history(), config_.packed()}), Tensor()};
+    if (config_.value_shift) {
+        // Token 0's delayed half is the delayed projection of a zero vector: its bias, or zeros.
+        const int64_t half = config_.kv_rank() / 2;
+        s.prev_value = Tensor({batch, half});
+        if (value_delayed_.bias()) {
+            for (int64_t b = 0; b < batch; b++) {
+                std::copy_n(value_delayed_.bias()->data(), half, s.prev_value.data() + b * half);
+            }
+        }
+    }
+    return s;
+}
+
+Tensor LatentAttention::forward(const Tensor &x) {
+    require(x.rank() == 3, "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, E]");
+    LatentState state = make_state(x.dim(0), std::max<int64_t>(x.dim(1), 1));
+    return run(x, state);
+}
+
+Tensor LatentAttention::prefill(const Tensor &x, LatentState &state) {
+    require_decoder("prefill");
+    return run(x, state);
+}
+
+Tensor LatentAttention::decode_step(const Tensor &x_t, LatentState &state) {
+    require_decoder("decode_step");
+    require(x_t.rank() == 3 && x_t.dim(1) == 1,
+            "latent attention: decode_step takes one token per sequence [B, 1, E], got " + shape_to_string(x_t.shape()));
+    return run(x_t, state);
+}
+
+Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
+    const LatentAttentionConfig &c = config_;
+    require(x.rank() == 3 && x.dim(2) == c.hidden,
+            "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
+    const int64_t B = x.dim(0), S = x.dim(1), P = c.packed(), hist = c.history();
+    const int64_t H = c.heads, Hkv = c.kv_heads, dh = c.head_dim, Lkv = c.kv_rank();
+    require(state.kv.batch() == B && state.kv.kv_heads() == Hkv && state.kv.head_dim() == dh &&
+                state.qk_history.shape() == Shape({B, hist, P}),
+            "latent attention: state for batch " + str(state.kv.batch()) + " does not fit input " +
+                shape_to_string(x.shape()));
+    state.kv.check_room(S);
+
+    // 1. Packed down-projection, after the raw history rows the convolutions need.
+    const Tensor qk = qk_.apply(x);
+    Tensor qk_rows({B, hist + S, P});
+    for (int64_t b = 0; b < B; b++) {
+        std::copy_n(state.qk_history.data() + b * hist * P, hist * P, qk_rows.data() + b * (hist + S) * P);
+        std::copy_n(qk.data() + b * S * P, S * P, qk_rows.data() + (b * (hist + S) + hist) * P);
+    }
+    // 2-6. Convolutions, q-k-mean, norms and RoPE in one kernel.
+    const std::vector<int32_t> start = state.kv.lengths();
+    std::vector<int32_t> lengths = start;
+    for (int32_t &len : lengths) len += static_cast<int32_t>(S);
+    rope_.reserve(*std::max_element(lengths.begin(), lengths.end()));
+    Tensor q({B, S, H, dh}), k({B, S, Hkv, dh});
+    cca_qk_latent(qk_rows.view(), conv_, key_scale_, rope_, start, c.qk_mean, c.norm_eps, q.view(), k.view());
+
+    // Values: [current half | previous token's delayed half] per token with value shift.
+    Tensor v({B, S, Lkv});
+    Tensor delayed;
+    if (c.value_shift) {
+        const Tensor current = value_.apply(x);
+        delayed = value_delayed_.apply(x);
+        const int64_t half = Lkv / 2;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t s = 0; s < S; s++) {
+                float *row = v.data() + (b * S + s) * Lkv;
+                std::copy_n(current.data() + (b * S + s) * half, half, row);
+                const float *prev = s == 0 ? state.prev_value.data() + b * half : delayed.data() + (b * S + s - 1) * half;
+                std::copy_n(prev, half, row + half);
+            }
+    } else {
+        v = value_.apply(x);
+    }
+
+    // 7. Attention in the latent over the cache, then the output projection.
+    const Shape one{1, S, Hkv, dh};
+    for (int64_t b = 0; b < B; b++) {
+        copy_into(TensorView(k.data() + b * S * Hkv * dh, one), state.kv.key_slot(b, S));
+        copy_into(TensorView(v.data() + b * S * Lkv, one), state.kv.value_slot(b, S));
+    }
+    const float scale = static_cast<float>(1.0 / std::sqrt(double(dh)));
+    Tensor attended({B, S, H, dh});
+    if (S == 1 && c.causal) {
+        attention_decode(TensorView(q.data(), {B, H, dh}), state.kv.keys(), state.kv.values(), lengths, scale,
+                         TensorView(attended.data(), {B, H, dh}));
+    } else {
+        attention_prefill(q.view(), state.kv.keys(), state.kv.values(), lengths, scale, c.causal, nullptr,
+                          attended.view());
+    }
+    Tensor y = out_.apply(attended.reshaped({B, S, H * dh}));
+
+    // Everything succeeded: the new tokens become part of the state.
+    state.kv.commit(S);
+    for (int64_t b = 0; b < B; b++) {
+        std::copy_n(qk_rows.data() + (b * (hist + S) + S) * P, hist * P, state.qk_history.data() + b * hist * P);
+        if (c.value_shift) {
+            const int64_t half = Lkv / 2;
+            std::copy_n(delayed.data() + (b * S + S - 1) * half, half, state.prev_value.data() + b * half);
+        }
+    }
+    return y;
+}
+
+}  // namespace hattn

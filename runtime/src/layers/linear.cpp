@@ -1,0 +1,29 @@
+#include "hattn/layers/linear.h"
+
+#include "hattn/error.h"
+#include "hattn/kernels/projection.h"
+
+namespace hattn {
+
+Linear Linear::dense(Tensor weight, std::optional<Tensor> bias) {
+    require(weight.rank() == 2, "linear: weight must be [out, in], got " + shape_to_string(weight.shape()));
+    require(!bias || bias->shape() == Shape{weight.dim(0)},
+            "linear: bias " + shape_to_string(bias ? bias->shape() : Shape{}) + " does not match weight " +
+                shape_to_string(weight.shape()));
+    Linear l;
+    l.weight_ = std::move(weight);
+    l.bias_ = std::move(bias);
+    return l;
+}
+
+Tensor Linear::apply(const Tensor &x) const {
+    Shape shape = x.shape();
+    require(!shape.empty(), "linear: input must have at least one dimension");
+    shape.back() = out();
+    Tensor y(shape);
+    const TensorView b = bias_ ? bias_->view() : TensorView();
+    project(x.view(), weight_.view(), bias_ ? &b : nullptr, y.view());
+    return y;
+}
+
+}  // namespace hattn
