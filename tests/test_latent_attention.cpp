@@ -1,0 +1,247 @@
+// CCA / CCGQA (hattn::LatentAttention) against the float64 reference of the spec: every switch,
+// group sizes, short sequences, prefill + decode through the state, validation, cache size; and
+// the latent q/k kernel on its own.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "hattn/error.h"
+#include "hattn/kernels/cca.h"
+#include "hattn/layers/latent_attention.h"
+#include "hattn/safetensors_writer.h"
+#include "reference/latent_attention.h"
+#include "support/compare.h"
+#include "support/kernel_checks.h"
+#include "support/random.h"
+#include "support/temp_dir.h"
+
+namespace hattn {
+namespace {
+
+Tensor scaled(const Shape &shape, uint32_t seed, float amplitude) {
+    Tensor t = testing::random_tensor(shape, seed);
+    for (float &v : t.values()) v *= amplitude;
+    return t;
+}
+
+// A seed CCA / CCGQA layer with random weights under the seed's names, and its reference twin.
+struct SeedLayer {
+    LatentAttentionConfig config;
+    reference::LatentWeights ref;
+    std::optional<LatentAttention> layer;
+
+    SeedLayer(const nlohmann::json &json, bool grouped, uint32_t seed = 1) {
+        config = LatentAttentionConfig::cca(ConfigReader(json, "config.json"), grouped);
+        const int64_t E = config.hidden, P = config.packed(), Lq = config.query_rank(), Lkv = config.kv_rank();
+        const int64_t dh = config.head_dim;
+        ref = reference::LatentWeights{E, config.heads, config.kv_heads, dh, config.num_conv_layers,
+                                       config.conv_kernel_seq, config.conv_kernel_ch, config.qk_mean,
+                                       config.value_shift, config.causal, dh, config.rope_base, 1e-6, {}, {},
+                                       {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+        const float a = 1.0f / std::sqrt(float(E));
+        std::map<std::string, Tensor> t;
+        t["linear_qk.weight"] = ref.w_qk = scaled({P, E}, seed, a);
+        if (config.value_shift) {
+            t["val_proj1.weight"] = ref.w_v = scaled({Lkv / 2, E}, seed + 1, a);
+            t["val_proj2.weight"] = ref.w_v2 = scaled({Lkv / 2, E}, seed + 2, a);
+        } else {
+            t["val_proj.weight"] = ref.w_v = scaled({Lkv, E}, seed + 1, a);
+        }
+        t["out_proj.weight"] = ref.w_o = scaled({E, Lq}, seed + 3, 1.0f / std::sqrt(float(Lq)));
+        if (config.num_conv_layers >= 1) t["conv_qk0.weight"] = ref.w0 = scaled({P, 1, config.conv_kernel_seq}, seed + 4, 0.6f);
+        if (config.num_conv_layers >= 2) t["conv_qk1.weight"] = ref.w1 = scaled({P, dh, config.conv_kernel_ch}, seed + 5, 0.3f);
+        t["temp"] = scaled({1}, seed + 6, 0.3f);
+        ref.key_scale.assign(config.kv_heads, std::exp(double(t["temp"].data()[0])));
+        t["unused.extra"] = Tensor({2});  // extra tensors in the file are ignored
+        testing::TempDir dir;
+        write_safetensors(dir.file("w.safetensors"), t);
+        layer.emplace(config, Weights::open(dir.file("w.safetensors")));
+    }
+};
+
+// Whole-sequence forward against the reference, then (decoder mode) prefill P + decode steps
+// against the same reference for P = 0, 1 and S/2.
+void check_layer(SeedLayer &l, int64_t B, int64_t S, uint32_t seed) {
+    const Tensor x = testing::random_tensor({B, S, l.config.hidden}, seed);
+    const std::vector<double> expected = reference::latent_attention(l.ref, x);
+    EXPECT_LE(testing::relative_l2(l.layer->forward(x), expected), 1e-5) << "forward";
+    if (!l.config.causal) return;
+    for (int64_t P : {int64_t(0), int64_t(1), S / 2}) {
+        LatentState state = l.layer->make_state(B, S);
+        Tensor out({B, S, l.config.hidden});
+        const int64_t E = l.config.hidden;
+        auto place = [&](const Tensor &part, int64_t begin) {
+            for (int64_t b = 0; b < B; b++)
+                std::copy_n(part.data() + b * part.dim(1) * E, part.dim(1) * E, out.data() + (b * S + begin) * E);
+        };
+        if (P > 0) place(l.layer->prefill(x.tokens(0, P), state), 0);
+        for (int64_t t = P; t < S; t++) place(l.layer->decode_step(x.tokens(t, t + 1), state), t);
+        EXPECT_LE(testing::relative_l2(out, expected), 1e-5) << "prefill " << P << " + decode";
+    }
+}
+
+struct SwitchCase {
+    std::string name;
+    nlohmann::json config;  // over the CCA defaults at E = 64, H = 4
+};
+std::ostream &operator<<(std::ostream &os, const SwitchCase &c) { return os << c.name; }
+
+class LatentSwitches : public ::testing::TestWithParam<SwitchCase> {};
+
+TEST_P(LatentSwitches, MatchReferenceInForwardAndDecode) {
+    nlohmann::json config = {{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}};
+    config.update(GetParam().config);
+    SeedLayer layer(config, false);
+    check_layer(layer, 2, 11, 9);
+}
+
+// Each value of each switch at least once from the defaults, then pairwise mixes (conv layers x
+// kernels x qk-mean x value shift x mode).
+INSTANTIATE_TEST_SUITE_P(
+    Switches, LatentSwitches,
+    ::testing::Values(
+        SwitchCase{"defaults", nlohmann::json::object()}, SwitchCase{"conv0", {{"cca_num_conv_layers", 0}}},
+        SwitchCase{"conv1", {{"cca_num_conv_layers", 1}}}, SwitchCase{"kseq1", {{"cca_conv_kernel_seq", 1}}},
+        SwitchCase{"kseq2", {{"cca_conv_kernel_seq", 2}}}, SwitchCase{"kseq3", {{"cca_conv_kernel_seq", 3}}},
+        SwitchCase{"kseq5", {{"cca_conv_kernel_seq", 5}}}, SwitchCase{"kch1", {{"cca_conv_kernel_ch", 1}}},
+        SwitchCase{"kch2", {{"cca_conv_kernel_ch", 2}}}, SwitchCase{"kch4", {{"cca_conv_kernel_ch", 4}}},
+        SwitchCase{"kch5", {{"cca_conv_kernel_ch", 5}}}, SwitchCase{"no_qk_mean", {{"cca_qk_mean", false}}},
+        SwitchCase{"no_value_shift", {{"cca_value_shift", false}}}, SwitchCase{"encoder", {{"mode", "encoder"}}},
+        SwitchCase{"mix_conv1_noqkmean_encoder", {{"cca_num_conv_layers", 1}, {"cca_qk_mean", false}, {"mode", "encoder"}}},
+        SwitchCase{"mix_conv0_noshift", {{"cca_num_conv_layers", 0}, {"cca_value_shift", false}}},
+        SwitchCase{"mix_k5_1_noshift_encoder", {{"cca_conv_kernel_seq", 5}, {"cca_conv_kernel_ch", 1}, {"cca_value_shift", false}, {"mode", "encoder"}}},
+        SwitchCase{"mix_k1_5_noqkmean", {{"cca_conv_kernel_seq", 1}, {"cca_conv_kernel_ch", 5}, {"cca_qk_mean", false}}},
+        SwitchCase{"mix_conv1_k2_noshift", {{"cca_num_conv_layers", 1}, {"cca_conv_kernel_seq", 2}, {"cca_value_shift", false}}},
+        SwitchCase{"mix_conv0_noqkmean_encoder", {{"cca_num_conv_layers", 0}, {"cca_qk_mean", false}, {"mode", "encoder"}}},
+        SwitchCase{"mix_k3_4_encoder", {{"cca_conv_kernel_seq", 3}, {"cca_conv_kernel_ch", 4}, {"mode", "encoder"}}},
+        SwitchCase{"mix_everything_off", {{"cca_num_conv_layers", 0}, {"cca_qk_mean", false}, {"cca_value_shift", false}}}),
+    [](const auto &info) { return info.param.name; });
+
+// CCGQA with group sizes 1, 2, 4 and 8 (H = 8, dh = 4).
+class LatentGroups : public ::testing::TestWithParam<int> {};
+
+TEST_P(LatentGroups, MatchReference) {
+    const int kv_heads = GetParam();
+    nlohmann::json config = {{"hidden_size", 64}, {"num_heads", 8}, {"mode", "decoder"},
+                             {"ccgqa_num_kv_heads", kv_heads}, {"ccgqa_query_latent_rank", 32},
+                             {"ccgqa_kv_latent_rank", 4 * kv_heads}, {"ccgqa_value_shift", kv_heads % 2 == 0}};
+    SeedLayer layer(config, true, 3);
+    check_layer(layer, 1, 9, 10);
+}
+INSTANTIATE_TEST_SUITE_P(Groups, LatentGroups, ::testing::Values(8, 4, 2, 1),
+                         [](const auto &info) { return "g" + std::to_string(8 / info.param); });
+
+TEST(LatentShort, OneTokenAndShorterThanTheKernels) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}, {"cca_conv_kernel_seq", 5},
+                     {"cca_conv_kernel_ch", 4}},
+                    false, 5);
+    check_layer(layer, 2, 1, 11);
+    check_layer(layer, 1, 3, 12);
+}
+
+TEST(LatentState, CcgqaCachesTwoLkvFloatsPerToken) {
+    SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true);
+    const LatentState s = layer.layer->make_state(1, 100);
+    const int64_t floats_per_token = (s.kv.keys().size() + s.kv.values().size()) / s.kv.capacity();
+    EXPECT_EQ(floats_per_token * 4, 2 * layer.config.kv_rank() * 4);
+    EXPECT_EQ(layer.config.kv_rank(), 16);  // E / 8
+}
+
+TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    LatentState s = layer.layer->make_state(1, 4);
+    layer.layer->prefill(testing::random_tensor({1, 3, 64}, 1), s);
+    const Tensor history = s.qk_history, prev = s.prev_value;
+    EXPECT_THROW(layer.layer->prefill(testing::random_tensor({1, 2, 64}, 2), s), Error);
+    EXPECT_EQ(s.kv.lengths(), std::vector<int32_t>({3}));
+    EXPECT_EQ(s.qk_history.values(), history.values());
+    EXPECT_EQ(s.prev_value.values(), prev.values());
+}
+
+TEST(LatentState, EncoderModeHasNoDecode) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "encoder"}}, false);
+    LatentState s = layer.layer->make_state(1, 4);
+    EXPECT_THROW(layer.layer->prefill(testing::random_tensor({1, 2, 64}, 1), s), Error);
+    EXPECT_THROW(layer.layer->decode_step(testing::random_tensor({1, 1, 64}, 1), s), Error);
+}
+
+// ---------------------------------------------------------------- validation
+
+std::string cca_error(const nlohmann::json &json, bool grouped) {
+    try {
+        LatentAttentionConfig::cca(ConfigReader(json, "config.json"), grouped);
+    } catch (const Error &e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(LatentConfig, EachRuleNamesItsKeys) {
+    auto has = [](const std::string &message, const std::string &what) {
+        return message.find(what) != std::string::npos;
+    };
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 65}, {"num_heads", 4}}, false), "hidden_size (65)"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 8}, {"ccgqa_num_kv_heads", 3}}, true), "ccgqa_num_kv_heads (3)"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_latent_rank", 18}}, false), "cca_latent_rank (18)"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"ccgqa_num_kv_heads", 2}, {"ccgqa_kv_latent_rank", 9}}, true), "ccgqa_kv_latent_rank (9)"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"ccgqa_num_kv_heads", 4}, {"ccgqa_query_latent_rank", 16}, {"ccgqa_kv_latent_rank", 32}}, true), "must not exceed"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"ccgqa_num_kv_heads", 2}, {"ccgqa_query_latent_rank", 32}, {"ccgqa_kv_latent_rank", 8}}, true), "head dims differ"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_latent_rank", 12}}, false), "must be even"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_num_conv_layers", 3}}, false), "cca_num_conv_layers"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_conv_kernel_seq", 0}}, false), "cca_conv_kernel_seq"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_conv_kernel_ch", 0}}, false), "cca_conv_kernel_ch"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 8}, {"ccgqa_num_kv_heads", 1}, {"ccgqa_kv_latent_rank", 4}}, true), "value_shift"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "bidirectional"}}, false), "mode"));
+    EXPECT_EQ(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"dropout", 0.1}, {"whatever", 1}}, false), "");
+}
+
+TEST(LatentConfig, MissingWeightIsNamed) {
+    testing::TempDir dir;
+    write_safetensors(dir.file("w.safetensors"), {{"temp", Tensor({1})}});
+    const auto config = LatentAttentionConfig::cca(ConfigReader({{"hidden_size", 64}, {"num_heads", 4}}, "c"), false);
+    try {
+        LatentAttention layer(config, Weights::open(dir.file("w.safetensors")));
+        FAIL() << "expected an error";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("linear_qk.weight"), std::string::npos) << e.what();
+    }
+}
+
+// ---------------------------------------------------------------- the kernel on its own
+
+double qk_latent_error(int64_t H, int64_t Hkv, int64_t dh, int64_t k0, int64_t k1, int64_t S, uint32_t seed) {
+    reference::LatentWeights w{};
+    w.H = H, w.Hkv = Hkv, w.dh = dh, w.conv_layers = 2, w.k0 = k0, w.k1 = k1, w.qk_mean = true;
+    w.rotary_dim = dh, w.rope_base = 10000.0, w.eps = 1e-6;
+    const int64_t P = (H + Hkv) * dh, pad = (k0 - 1) + (k1 - 1);
+    w.w0 = scaled({P, 1, k0}, seed, 0.6f);
+    w.w1 = scaled({P, dh, k1}, seed + 1, 0.3f);
+    w.b0 = scaled({P}, seed + 2, 0.1f);
+    w.b1 = scaled({P}, seed + 3, 0.1f);
+    w.key_scale.assign(Hkv, 1.3);
+    const Tensor qk = testing::random_tensor({S, P}, seed + 4);
+    Tensor rows({1, pad + S, P});  // zero history, then the sequence
+    std::copy_n(qk.data(), S * P, rows.data() + pad * P);
+    RopeTable rope(dh, 10000.0);
+    rope.reserve(S);
+    Tensor q({1, S, H, dh}), k({1, S, Hkv, dh});
+    cca_qk_latent(rows.view(), {w.w0, *w.b0, w.w1, *w.b1}, std::vector<float>(Hkv, 1.3f), rope, {0}, true, 1e-6f,
+                  q.view(), k.view());
+    std::vector<double> rq, rk;
+    latent_qk(w, {qk.values().begin(), qk.values().end()}, S, rq, rk);
+    rq.insert(rq.end(), rk.begin(), rk.end());
+    Tensor both({q.size() + k.size()});
+    std::copy_n(q.data(), q.size(), both.data());
+    std::copy_n(k.data(), k.size(), both.data() + q.size());
+    return testing::relative_l2(both, rq);
+}
+
+TEST(CcaQkLatent, MatchesReference) { EXPECT_LE(qk_latent_error(8, 2, 16, 4, 3, 13, 40), 1e-5); }
+
+const bool cca_check_registered = testing::register_kernel_check(
+    "cca_qk_latent", {[] { return qk_latent_error(6, 2, 8, 3, 2, 19, 41); }, 1e-5,
+                      [] { return qk_latent_error(16, 4, 64, 4, 3, 2048, 42); }});
+
+}  // namespace
+}  // namespace hattn
