@@ -111,10 +111,34 @@ function(_hattn_record_variant KERNEL FUNCTION FAMILY TARGETS)
     set_property(GLOBAL APPEND PROPERTY HATTN_VARIANTS "${KERNEL}|${FUNCTION}|${FAMILY}|${targets}")
 endfunction()
 
+# Records an assembly check for tests/asm: FILE must hold a line matching REGEX.
+function(_hattn_asm_check NAME FILE REGEX)
+    set_property(GLOBAL APPEND PROPERTY HATTN_ASM_CHECKS "${NAME}|${FILE}|${REGEX}")
+endfunction()
+
+# hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [X86_TARGETS t ...] [ARM_VARIANTS v ...]
+#              [ASM_CHECKS where regex ...])
+#   X86_TARGETS   the multi-target list (default HATTN_X86_TARGETS), most specific first
+#   ARM_VARIANTS  AArch64 variants to build (default HATTN_ARM_VARIANTS; `none` for none); the
+#                 runtime chooses among them
+#   ASM_CHECKS    pairs of (x86 | arm_<variant>) and a regex its assembly must match; x86 checks
+#                 compile the first X86 target once more, single-target, to read its assembly.
+#                 Default: `fmla v*.4s` in arm_plain. The CUDA PTX is always checked for sm_80.
 function(hattn_kernel NAME)
-    cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS" ${ARGN})
+    cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS" ${ARGN})
     if (NOT ARG_GENERATOR)
         set(ARG_GENERATOR ${NAME})
+    endif ()
+    if (NOT ARG_X86_TARGETS)
+        set(ARG_X86_TARGETS ${HATTN_X86_TARGETS})
+    endif ()
+    if (NOT ARG_ARM_VARIANTS)
+        set(ARG_ARM_VARIANTS ${HATTN_ARM_VARIANTS})
+    elseif (ARG_ARM_VARIANTS STREQUAL "none")
+        set(ARG_ARM_VARIANTS "")
+    endif ()
+    if (NOT ARG_ASM_CHECKS)
+        set(ARG_ASM_CHECKS arm_plain "fmla[ \t]+v[0-9]+\\.4s")
     endif ()
     set(common FROM hattn_generators GENERATOR ${ARG_GENERATOR} FEATURES ${HATTN_FEATURES}
                PARAMS ${ARG_PARAMS})
@@ -122,9 +146,9 @@ function(hattn_kernel NAME)
 
     if (NOT HATTN_TARGET_IS_ARM)
         set(lib hattn_${NAME}_x86)
-        _hattn_library(${lib} ${common} TARGETS ${HATTN_X86_TARGETS}
+        _hattn_library(${lib} ${common} TARGETS ${ARG_X86_TARGETS}
                        USE_RUNTIME hattn_halide_runtime_x86)
-        _hattn_record_variant(${NAME} ${lib} x86 "${HATTN_X86_TARGETS}")
+        _hattn_record_variant(${NAME} ${lib} x86 "${ARG_X86_TARGETS}")
         list(APPEND libs ${lib})
 
         set(lib hattn_${NAME}_x86_auto)
@@ -135,28 +159,40 @@ function(hattn_kernel NAME)
         list(APPEND libs ${lib})
     endif ()
 
-    foreach (variant IN LISTS HATTN_ARM_VARIANTS)
+    foreach (variant IN LISTS ARG_ARM_VARIANTS)
         set(lib hattn_${NAME}_arm_${variant})
         if (HATTN_PREBUILT_KERNELS AND NOT HATTN_TARGET_IS_ARM)
             continue()  # the default build compiled and checked it
         endif ()
         _hattn_library(${lib} ${common} TARGETS ${HATTN_ARM_TARGET_${variant}}
                        ASSEMBLY asm USE_RUNTIME hattn_halide_runtime_arm)
-        if (NOT HATTN_PREBUILT_KERNELS)
-            set_property(GLOBAL APPEND PROPERTY HATTN_ARM_ASSEMBLY "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s")
-        endif ()
         if (HATTN_TARGET_IS_ARM)
             _hattn_record_variant(${NAME} ${lib} arm_${variant} "${HATTN_ARM_TARGET_${variant}}")
             list(APPEND libs ${lib})
         endif ()
     endforeach ()
 
+    if (NOT HATTN_PREBUILT_KERNELS AND NOT HATTN_TARGET_IS_ARM)
+        while (ARG_ASM_CHECKS)
+            list(POP_FRONT ARG_ASM_CHECKS where regex)
+            if (where STREQUAL "x86")
+                list(GET ARG_X86_TARGETS 0 first)
+                set(lib hattn_${NAME}_x86_asm)
+                add_halide_library(${lib} ${common} TARGETS ${first} ASSEMBLY asm
+                                   USE_RUNTIME hattn_halide_runtime_x86)
+            else ()
+                set(lib hattn_${NAME}_${where})
+            endif ()
+            _hattn_asm_check(${lib} "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s" "${regex}")
+        endwhile ()
+    endif ()
+
     if (HATTN_BUILD_CUDA AND NOT HATTN_TARGET_IS_ARM AND NOT HATTN_PREBUILT_KERNELS)
         # Compile-only until the CUDA runtime path exists: the library is built, not linked.
         set(lib hattn_${NAME}_cuda)
         add_halide_library(${lib} ${common} TARGETS ${HATTN_CUDA_TARGET}
                            ASSEMBLY asm STMT stmt USE_RUNTIME hattn_halide_runtime_cuda)
-        set_property(GLOBAL APPEND PROPERTY HATTN_CUDA_ASSEMBLY "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s")
+        _hattn_asm_check(${lib} "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s" "\\.target sm_80")
     endif ()
 
     add_library(hattn_kernel_${NAME} INTERFACE)

@@ -15,8 +15,15 @@ set(HATTN_X86_AUTOSCHEDULE_TARGET x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-av
 
 # AArch64: one library per variant, chosen in C++ from getauxval(AT_HWCAP), because Halide 14's
 # AArch64 runtime detects no CPU features and would let any multi-target entry through.
+# Kernels build `plain` unless they ask for more (hattn_kernel ARM_VARIANTS).
 set(HATTN_ARM_VARIANTS plain)
 set(HATTN_ARM_TARGET_plain arm-64-linux)
+set(HATTN_ARM_TARGET_dotprod arm-64-linux-arm_dot_prod)
+
+# With AVX-512 VNNI: Halide 14 emits vpdpbusd only for u8 x s8 dot products, and only for this
+# feature; kernels that use it put this target first in their X86_TARGETS.
+set(HATTN_X86_VNNI_TARGET
+    x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake-avx512_cannonlake-avx512_sapphirerapids)
 
 # CUDA (Ampere and newer, so the H200 too); the host side keeps the x86 baseline.
 set(HATTN_CUDA_TARGET x86-64-linux-sse41-cuda-cuda_capability_80)

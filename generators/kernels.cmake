@@ -6,3 +6,8 @@ hattn_kernel(attention_prefill)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true)
 hattn_kernel(attention_decode)
 hattn_kernel(cca_qk_latent)
+# BitLinear's integer products: s8 x s8 (vpmaddwd; sdot on AArch64 dotprod) and u8 x s8 (VNNI).
+hattn_kernel(bitlinear_s8s8 GENERATOR bitlinear PARAMS dot_form=s8s8 ARM_VARIANTS plain dotprod
+             ASM_CHECKS x86 "vpmaddwd" arm_dotprod "sdot[ \t]+v")
+hattn_kernel(bitlinear_u8s8 GENERATOR bitlinear PARAMS dot_form=u8s8 ARM_VARIANTS none
+             X86_TARGETS ${HATTN_X86_VNNI_TARGET} ${HATTN_X86_TARGETS} ASM_CHECKS x86 "vpdpbusd")

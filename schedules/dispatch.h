@@ -11,6 +11,7 @@ class AttentionPrefill;
 class AttentionDecode;
 class Rope;
 class CcaQkLatent;
+class BitLinear;
 }
 
 namespace hattn::schedules {
@@ -21,6 +22,7 @@ void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
 void schedule(CcaQkLatent &g, const Halide::Target &t);
+void schedule(BitLinear &g, const Halide::Target &t);
 }
 namespace arm {
 void schedule(Projection &g, const Halide::Target &t);
@@ -28,6 +30,7 @@ void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
 void schedule(CcaQkLatent &g, const Halide::Target &t);
+void schedule(BitLinear &g, const Halide::Target &t);
 }
 namespace cuda {
 void schedule(Projection &g, const Halide::Target &t);
@@ -35,6 +38,7 @@ void schedule(AttentionPrefill &g, const Halide::Target &t);
 void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
 void schedule(CcaQkLatent &g, const Halide::Target &t);
+void schedule(BitLinear &g, const Halide::Target &t);
 }
 
 template <typename Generator>

@@ -9,6 +9,10 @@
 
 #if defined(__x86_64__)
 #include "hattn_attention_decode_x86.h"
+#include "hattn_bitlinear_s8s8_x86.h"
+#include "hattn_bitlinear_s8s8_x86_auto.h"
+#include "hattn_bitlinear_u8s8_x86.h"
+#include "hattn_bitlinear_u8s8_x86_auto.h"
 #include "hattn_cca_qk_latent_x86.h"
 #include "hattn_cca_qk_latent_x86_auto.h"
 #include "hattn_attention_decode_x86_auto.h"
@@ -24,6 +28,9 @@
 #include "hattn_rope_x86_auto.h"
 #elif defined(__aarch64__)
 #include "hattn_attention_decode_arm_plain.h"
+#include "hattn_bitlinear_s8s8_arm_dotprod.h"
+#include "hattn_bitlinear_s8s8_arm_plain.h"
+#include <sys/auxv.h>
 #include "hattn_cca_qk_latent_arm_plain.h"
 #include "hattn_attention_prefill_arm_plain.h"
 #include "hattn_attention_prefill_masked_arm_plain.h"
@@ -37,6 +44,7 @@ namespace hattn {
 namespace {
 
 std::atomic<ScheduleChoice> choice{ScheduleChoice::Manual};
+std::atomic<IntegerDotForm> dot_form{IntegerDotForm::Auto};
 std::mutex last_run_mutex;
 std::map<std::string, std::string> last_run;  // kernel -> family
 
@@ -69,6 +77,9 @@ Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autosched
 
 void set_schedule_choice(ScheduleChoice c) { choice = c; }
 ScheduleChoice schedule_choice() { return choice; }
+
+void set_integer_dot_form(IntegerDotForm f) { dot_form = f; }
+IntegerDotForm integer_dot_form() { return dot_form; }
 
 std::string last_variant_run(const std::string &kernel) {
     std::lock_guard<std::mutex> lock(last_run_mutex);
@@ -103,6 +114,26 @@ AttentionDecodeKernel attention_decode_kernel() {
     return choose("attention_decode", HATTN_VARIANTS(attention_decode));
 }
 CcaQkLatentKernel cca_qk_latent_kernel() { return choose("cca_qk_latent", HATTN_VARIANTS(cca_qk_latent)); }
+
+BitLinearChoice bitlinear_kernel() {
+#if defined(__x86_64__)
+    const KernelVariant *vnni = find_variant("bitlinear_u8s8", "x86");
+    const IntegerDotForm form = integer_dot_form();
+    const bool u8s8 = form == IntegerDotForm::U8S8 ||
+                      (form == IntegerDotForm::Auto && vnni && can_use_target(vnni->targets.front()));
+    if (u8s8) return {"bitlinear_u8s8", choose("bitlinear_u8s8", HATTN_VARIANTS(bitlinear_u8s8)), true};
+    return {"bitlinear_s8s8", choose("bitlinear_s8s8", HATTN_VARIANTS(bitlinear_s8s8)), false};
+#elif defined(__aarch64__)
+    // sdot needs the dotprod extension; Halide 14's AArch64 runtime cannot tell, getauxval can.
+    if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) {
+        return {"bitlinear_s8s8",
+                choose("bitlinear_s8s8", hattn_bitlinear_s8s8_arm_dotprod, "arm_dotprod",
+                       decltype(&hattn_bitlinear_s8s8_arm_dotprod)(nullptr), ""),
+                false};
+    }
+    return {"bitlinear_s8s8", choose("bitlinear_s8s8", HATTN_VARIANTS(bitlinear_s8s8)), false};
+#endif
+}
 
 }  // namespace detail
 

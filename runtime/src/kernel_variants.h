@@ -36,4 +36,15 @@ using CcaQkLatentKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_b
                                   halide_buffer_t *, halide_buffer_t *);
 CcaQkLatentKernel cca_qk_latent_kernel();
 
+// (xq, packed, correction, row_scale, y)
+using BitLinearKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                                halide_buffer_t *);
+struct BitLinearChoice {
+    const char *name;
+    BitLinearKernel kernel;
+    bool u8s8;  // the u8 x s8 form: the caller passes sum_k xq as the correction
+};
+// u8 x s8 where its VNNI sub-target can run (x86), else s8 x s8; integer_dot_form() overrides.
+BitLinearChoice bitlinear_kernel();
+
 }  // namespace hattn::detail

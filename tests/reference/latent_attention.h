@@ -2,6 +2,7 @@
 // written from the spec, independent of the runtime.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -15,6 +16,7 @@ struct LatentWeights {
     int conv_layers;  // 0, 1 or 2
     int64_t k0, k1;
     bool qk_mean, value_shift, causal;
+    bool bitnet = false;  // every projection is a BitLinear
     int64_t rotary_dim;
     double rope_base, eps;
     std::vector<double> key_scale;  // per KV head
@@ -35,6 +37,34 @@ inline std::vector<double> linear(const std::vector<double> &x, int64_t rows, co
             for (int64_t k = 0; k < in; k++) s += x[r * in + k] * w.data()[o * in + k];
             y[r * out + o] = s;
         }
+    return y;
+}
+// BitLinear as the spec states it: float32 quantisation, round half to even, exact integer dots.
+inline std::vector<double> bitlinear(const std::vector<double> &x, int64_t rows, const Tensor &w) {
+    const int64_t out = w.dim(0), in = w.dim(1);
+    double total = 0;
+    for (float v : w.values()) total += std::fabs(v);
+    const float a_w = 1.0f / std::max(static_cast<float>(total / double(w.size())), 1e-5f);
+    std::vector<int> wq(w.size());
+    for (size_t n = 0; n < wq.size(); n++) {
+        wq[n] = static_cast<int>(std::clamp(std::nearbyint(w.data()[n] * a_w), -1.0f, 1.0f));
+    }
+    std::vector<double> y(rows * out);
+    for (int64_t r = 0; r < rows; r++) {
+        std::vector<float> xr(x.begin() + r * in, x.begin() + (r + 1) * in);  // activations are float32
+        float peak = 0;
+        for (float v : xr) peak = std::max(peak, std::fabs(v));
+        const float a_x = 127.0f / std::max(peak, 1e-5f);
+        std::vector<int> xq(in);
+        for (int64_t k = 0; k < in; k++) {
+            xq[k] = static_cast<int>(std::clamp(std::nearbyint(xr[k] * a_x), -128.0f, 127.0f));
+        }
+        for (int64_t o = 0; o < out; o++) {
+            int64_t dot = 0;
+            for (int64_t k = 0; k < in; k++) dot += int64_t(xq[k]) * wq[o * in + k];
+            y[r * out + o] = double(dot) / (double(a_x) * double(a_w));
+        }
+    }
     return y;
 }
 }  // namespace latent_detail
@@ -94,7 +124,10 @@ inline void latent_qk(const LatentWeights &w, const std::vector<double> &qk, int
 
 // The layer on x [B, S, E]; returns [B, S, E].
 inline std::vector<double> latent_attention(const LatentWeights &w, const Tensor &x) {
-    using latent_detail::linear;
+    const auto linear = [&w](const std::vector<double> &in, int64_t rows, const Tensor &weight,
+                             const std::optional<Tensor> &b) {
+        return w.bitnet ? latent_detail::bitlinear(in, rows, weight) : latent_detail::linear(in, rows, weight, b);
+    };
     const int64_t B = x.dim(0), S = x.dim(1), E = w.E, H = w.H, Hkv = w.Hkv, dh = w.dh, g = H / Hkv;
     const int64_t Lkv = Hkv * dh;
     std::vector<double> out;

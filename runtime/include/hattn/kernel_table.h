@@ -43,6 +43,12 @@ enum class ScheduleChoice { Manual, Autoscheduled };
 void set_schedule_choice(ScheduleChoice choice);
 ScheduleChoice schedule_choice();
 
+// Which integer dot-product form BitLinear uses: by default u8 x s8 where AVX-512 VNNI can run it,
+// else s8 x s8. Process-wide; tests and benchmarks force one to run each kernel.
+enum class IntegerDotForm { Auto, S8S8, U8S8 };
+void set_integer_dot_form(IntegerDotForm form);
+IntegerDotForm integer_dot_form();
+
 // The family ("x86", "x86_auto", "arm_plain", ...) of the variant that last ran `kernel` in this
 // process, or "" if it has not run. Lets tests assert which variant actually ran.
 std::string last_variant_run(const std::string &kernel);

@@ -141,7 +141,6 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
 
 LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weights &w)
     : config_(config), rope_(config.rotary_dim, config.rope_base) {
-    require(!config.bitnet, "use_bitnet: BitLinear projections are not built yet");
     const int64_t E = config.hidden, P = config.packed(), Lq = config.query_rank(), Lkv = config.kv_rank();
     const int64_t dh = config.head_dim;
     auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {
@@ -166,14 +165,18 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
         key_scale_.assign(temp.values().begin(), temp.values().end());
         return;
     }
-    qk_ = Linear::dense(w.get("linear_qk.weight", {P, E}));
+    // With use_bitnet every projection (not the convolutions) is a BitLinear.
+    const auto linear = [&](const std::string &name, const Shape &shape) {
+        return config.bitnet ? Linear::bitnet(w.get(name, shape)) : Linear::dense(w.get(name, shape));
+    };
+    qk_ = linear("linear_qk.weight", {P, E});
     if (config.value_shift) {
-        value_ = Linear::dense(w.get("val_proj1.weight", {Lkv / 2, E}));
-        value_delayed_ = Linear::dense(w.get("val_proj2.weight", {Lkv / 2, E}));
+        value_ = linear("val_proj1.weight", {Lkv / 2, E});
+        value_delayed_ = linear("val_proj2.weight", {Lkv / 2, E});
     } else {
-        value_ = Linear::dense(w.get("val_proj.weight", {Lkv, E}));
+        value_ = linear("val_proj.weight", {Lkv, E});
     }
-    out_ = Linear::dense(w.get("out_proj.weight", {E, Lq}));
+    out_ = linear("out_proj.weight", {E, Lq});
     conv_.w0 = config.num_conv_layers >= 1 ? w.get("conv_qk0.weight", {P, 1, config.conv_kernel_seq})
                                            : identity_depthwise(P);
     conv_.w1 = config.num_conv_layers >= 2 ? w.get("conv_qk1.weight", {P, dh, config.conv_kernel_ch})

@@ -16,11 +16,21 @@ Linear Linear::dense(Tensor weight, std::optional<Tensor> bias) {
     return l;
 }
 
+Linear Linear::bitnet(const Tensor &weight) {
+    Linear l;
+    l.ternary_ = pack_ternary(weight);
+    return l;
+}
+
 Tensor Linear::apply(const Tensor &x) const {
     Shape shape = x.shape();
     require(!shape.empty(), "linear: input must have at least one dimension");
     shape.back() = out();
     Tensor y(shape);
+    if (ternary_) {
+        bitlinear(x.view(), *ternary_, y.view());
+        return y;
+    }
     const TensorView b = bias_ ? bias_->view() : TensorView();
     project(x.view(), weight_.view(), bias_ ? &b : nullptr, y.view());
     return y;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "hattn/kernels/bitlinear.h"
 #include "hattn/tensor.h"
 
 namespace hattn {
@@ -14,10 +15,13 @@ public:
     Linear() = default;
     // W [out, in] as stored, b [out] or none.
     static Linear dense(Tensor weight, std::optional<Tensor> bias = std::nullopt);
+    // W [out, in] quantised to packed ternary weights now; the float weights are not kept.
+    static Linear bitnet(const Tensor &weight);
 
-    int64_t in() const { return weight_.dim(1); }
-    int64_t out() const { return weight_.dim(0); }
+    int64_t in() const { return ternary_ ? ternary_->in : weight_.dim(1); }
+    int64_t out() const { return ternary_ ? ternary_->out : weight_.dim(0); }
     const std::optional<Tensor> &bias() const { return bias_; }
+    const std::optional<PackedTernary> &ternary() const { return ternary_; }
 
     // x [..., in] -> [..., out].
     Tensor apply(const Tensor &x) const;
@@ -25,6 +29,7 @@ public:
 private:
     Tensor weight_;
     std::optional<Tensor> bias_;
+    std::optional<PackedTernary> ternary_;  // BitLinear
 };
 
 }  // namespace hattn

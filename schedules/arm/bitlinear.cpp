@@ -1,0 +1,9 @@
+#include "generators/bitlinear.h"
+#include "schedules/cpu/bitlinear.h"
+#include "schedules/dispatch.h"
+
+namespace hattn::schedules::arm {
+
+void schedule(BitLinear &g, const Halide::Target &t) { cpu::schedule_bitlinear(g, t); }
+
+}  // namespace hattn::schedules::arm

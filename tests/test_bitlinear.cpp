@@ -1,0 +1,64 @@
+// BitLinear: ternary packing, and the integer kernels (both dot forms) against the spec.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hattn/error.h"
+#include "hattn/kernel_table.h"
+#include "hattn/kernels/bitlinear.h"
+#include "reference/latent_attention.h"
+#include "support/compare.h"
+#include "support/kernel_checks.h"
+#include "support/random.h"
+
+namespace hattn {
+namespace {
+
+TEST(PackTernary, RoundsHalfToEvenAndClamps) {
+    // mean |W| = 1, so a_w = 1 and Wq = clamp(round(W), -1, 1).
+    const Tensor w({1, 8}, {0.5f, 1.5f, -0.5f, -1.5f, 2.5f, 0.49f, -3.0f, 1.0f});
+    const PackedTernary p = pack_ternary(w);
+    const int expected[] = {0, 1, 0, -1, 1, 0, -1, 1};  // round(0.5) = 0, round(1.5) = 2 -> 1
+    for (int k = 0; k < 8; k++) EXPECT_EQ(p.weight(0, k), expected[k]) << "k = " << k;
+}
+
+TEST(PackTernary, UsesTwoBitsPerWeight) {
+    const PackedTernary p = pack_ternary(testing::random_tensor({48, 256}, 1));
+    EXPECT_EQ(p.bytes(), 48 * 256 / 4);
+    const PackedTernary odd = pack_ternary(testing::random_tensor({5, 70}, 2));
+    EXPECT_EQ(odd.bytes(), 5 * 128 / 4);  // rows padded to a multiple of 64 inputs, padding weighs 0
+    for (int64_t k = 70; k < 128; k++) EXPECT_EQ(odd.weight(4, k), 0);
+}
+
+double bitlinear_error(int64_t rows, int64_t in, int64_t out, IntegerDotForm form, uint32_t seed) {
+    set_integer_dot_form(form);
+    const Tensor x = testing::random_tensor({rows, in}, seed);
+    const Tensor w = testing::random_tensor({out, in}, seed + 1);
+    Tensor y({rows, out});
+    bitlinear(x.view(), pack_ternary(w), y.view());
+    set_integer_dot_form(IntegerDotForm::Auto);
+    return testing::relative_l2(y, reference::latent_detail::bitlinear({x.values().begin(), x.values().end()}, rows, w));
+}
+
+TEST(BitLinear, BothDotFormsMatchTheSpec) {
+    EXPECT_LE(bitlinear_error(5, 130, 33, IntegerDotForm::S8S8, 3), 1e-6);
+    EXPECT_LE(bitlinear_error(5, 130, 33, IntegerDotForm::U8S8, 3), 1e-6);
+    EXPECT_LE(bitlinear_error(1, 64, 1, IntegerDotForm::Auto, 4), 1e-6);
+}
+
+TEST(BitLinear, RejectsWrongShapes) {
+    const PackedTernary p = pack_ternary(testing::random_tensor({4, 8}, 5));
+    Tensor x({2, 9}), y({2, 4});
+    EXPECT_THROW(bitlinear(x.view(), p, y.view()), Error);
+}
+
+const bool checks_registered =
+    testing::register_kernel_check(
+        "bitlinear_s8s8", {[] { return bitlinear_error(3, 200, 45, IntegerDotForm::S8S8, 6); }, 1e-6,
+                           [] { return bitlinear_error(1, 2048, 2048, IntegerDotForm::S8S8, 7); }}) &&
+    testing::register_kernel_check(
+        "bitlinear_u8s8", {[] { return bitlinear_error(3, 200, 45, IntegerDotForm::U8S8, 8); }, 1e-6,
+                           [] { return bitlinear_error(1, 2048, 2048, IntegerDotForm::U8S8, 9); }});
+
+}  // namespace
+}  // namespace hattn
