@@ -9,9 +9,11 @@
 
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
+#include "hattn/kernels/bitlinear.h"
 #include "hattn/kernels/projection.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/layers/cached_attention.h"
+#include "hattn/layers/latent_attention.h"
 #include "hattn/safetensors_writer.h"
 
 namespace hattn::bench {
@@ -130,7 +132,22 @@ Workload projection_workload(int64_t rows, int64_t in, int64_t out) {
         project(st->x.view(), st->w.view(), &bias, st->y.view());
     });
     w.flops = 2.0 * rows * in * out;
-    w.bytes = 4.0 * (rows * in + in * out + rows * out);
+    w.bytes = 4.0 * in * out;  // the weights dominate
+    return w;
+}
+
+Workload bitlinear_workload(int64_t rows, int64_t in, int64_t out) {
+    struct State {
+        Tensor x, y;
+        PackedTernary w;
+    };
+    auto st = std::make_shared<State>();
+    st->x = random({rows, in}, 1);
+    st->w = pack_ternary(random({out, in}, 2));
+    st->y = Tensor({rows, out});
+    Workload w = make(st, [st] { bitlinear(st->x.view(), st->w, st->y.view()); });
+    w.flops = 2.0 * rows * in * out;
+    w.bytes = double(st->w.bytes());
     return w;
 }
 
@@ -151,15 +168,86 @@ Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_d
     return w;
 }
 
+namespace {
+
+// A seed CCA / CCGQA layer (decoder mode, the seed's defaults) with random weights.
+std::unique_ptr<LatentAttention> random_latent_attention(const LayerShape &s) {
+    const bool grouped = s.layer == "ccgqa";
+    const LatentAttentionConfig c = LatentAttentionConfig::cca(
+        ConfigReader({{"hidden_size", s.hidden}, {"num_heads", s.heads}, {"mode", "decoder"}}, "bench"), grouped);
+    const int64_t E = c.hidden, P = c.packed(), Lq = c.query_rank(), Lkv = c.kv_rank();
+    const float a = 1.0f / std::sqrt(float(E));
+    std::map<std::string, Tensor> w{{"linear_qk.weight", random({P, E}, 1, a)},
+                                    {"val_proj1.weight", random({Lkv / 2, E}, 2, a)},
+                                    {"val_proj2.weight", random({Lkv / 2, E}, 3, a)},
+                                    {"out_proj.weight", random({E, Lq}, 4, a)},
+                                    {"conv_qk0.weight", random({P, 1, c.conv_kernel_seq}, 5, 0.5f)},
+                                    {"conv_qk1.weight", random({P, c.head_dim, c.conv_kernel_ch}, 6, 0.2f)},
+                                    {"temp", random({1}, 7, 0.1f)}};
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("hattn-bench-" + std::to_string(std::random_device{}()) + ".safetensors");
+    write_safetensors(path.string(), w);
+    auto layer = std::make_unique<LatentAttention>(c, Weights::open(path.string()));
+    std::filesystem::remove(path);
+    return layer;
+}
+
+bool is_latent(const std::string &layer) { return layer == "cca" || layer == "ccgqa"; }
+
+}  // namespace
+
+double kv_bytes_per_token(const LayerShape &s);
+
+namespace {
+
+Workload latent_layer_workload(const LayerShape &s) {
+    struct State {
+        std::unique_ptr<LatentAttention> layer;
+        std::unique_ptr<LatentState> state;
+        Tensor x;
+    };
+    auto st = std::make_shared<State>();
+    st->layer = random_latent_attention(s);
+    const LatentAttentionConfig &c = st->layer->config();
+    if (!s.decode) {
+        st->x = random({s.batch, s.seq, s.hidden}, 9);
+        Workload w = make(st, [st] { st->layer->forward(st->x); });
+        w.tokens = double(s.batch) * s.seq;
+        return w;
+    }
+    require(s.kv_len > 0, "bench layer --decode: --kv-len must be positive");
+    st->state = std::make_unique<LatentState>(st->layer->make_state(s.batch, s.kv_len + 1));
+    const Tensor k = random({s.batch, s.kv_len, c.kv_heads, c.head_dim}, 10);
+    const Tensor v = random({s.batch, s.kv_len, c.kv_heads, c.head_dim}, 11);
+    st->state->kv.append(k.view(), v.view());
+    st->x = random({s.batch, 1, s.hidden}, 12);
+    const int64_t kv_len = s.kv_len;
+    Workload w = make(st, [st, kv_len] {
+        st->layer->decode_step(st->x, *st->state);
+        st->state->kv.truncate_to(kv_len);
+    });
+    w.tokens = double(s.batch);
+    w.bytes = kv_bytes_per_token(s) * s.batch * s.kv_len;
+    return w;
+}
+
+}  // namespace
+
 double kv_bytes_per_token(const LayerShape &s) {
+    if (is_latent(s.layer)) {
+        const bool grouped = s.layer == "ccgqa";
+        const int64_t Lkv = std::max<int64_t>(1, s.hidden / (grouped ? 8 : 4));
+        return 2.0 * Lkv * sizeof(float);
+    }
     const int64_t D = s.hidden / s.heads;
     const int64_t Hkv = s.layer == "gqa" ? std::max<int64_t>(1, s.heads / 4) : s.heads;
     return 2.0 * Hkv * D * sizeof(float);
 }
 
 Workload layer_workload(const LayerShape &s) {
+    if (is_latent(s.layer)) return latent_layer_workload(s);
     require(s.layer == "mha" || s.layer == "gqa",
-            "bench layer: layer '" + s.layer + "' is not built yet (built: mha, gqa)");
+            "bench layer: layer '" + s.layer + "' is not built yet (built: mha, gqa, cca, ccgqa)");
     struct State {
         std::unique_ptr<CachedAttention> layer;
         std::unique_ptr<KVCache> cache;

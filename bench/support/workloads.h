@@ -28,6 +28,8 @@ struct AttentionShape {
 Workload prefill_workload(const AttentionShape &shape);
 Workload decode_workload(const AttentionShape &shape);
 Workload projection_workload(int64_t rows, int64_t in, int64_t out);
+// BitLinear of the same shape; `bytes` is the packed weight size.
+Workload bitlinear_workload(int64_t rows, int64_t in, int64_t out);
 Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim);
 
 struct LayerShape {

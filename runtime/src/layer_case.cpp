@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 
 #include "hattn/error.h"
 #include "hattn/layers/cached_attention.h"
@@ -165,9 +166,15 @@ Tensor run_cached_attention(const LayerCase &c, std::optional<int64_t> prefill) 
 
 Tensor run_latent_attention(const LayerCase &c, std::optional<int64_t> prefill) {
     const std::string kind = c.kind->name;
-    const LatentAttentionConfig config = kind == "zaya_cca" ? LatentAttentionConfig::zaya(c.config)
-                                                            : LatentAttentionConfig::cca(c.config, kind == "ccgqa");
-    LatentAttention layer(config, c.weights);
+    std::unique_ptr<LatentAttention> made;
+    if (kind == "zaya_cca") {
+        made = std::make_unique<ZayaAttention>(c.config, c.weights);
+    } else if (kind == "ccgqa") {
+        made = std::make_unique<CCGQAAttention>(c.config, c.weights);
+    } else {
+        made = std::make_unique<CCAAttention>(c.config, c.weights);
+    }
+    LatentAttention &layer = *made;
     if (!prefill) return layer.forward(c.x);
     LatentState state = layer.make_state(c.batch, c.seq_len);
     return prefill_then_decode(

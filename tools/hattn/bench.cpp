@@ -41,18 +41,26 @@ bench::AttentionShape attention_shape(const Args &args, bool decode) {
 int bench_command(const std::vector<std::string> &argv) {
     const Args args(argv,
                     {"--heads", "--kv-heads", "--seq", "--head-dim", "--batch", "--threads",
-                     "--device", "--kv-len", "--layer", "--hidden", "--reps"},
-                    {"--causal", "--decode"});
-    require(args.positional().size() == 1, "bench: expected one of prefill, decode, layer");
+                     "--device", "--kv-len", "--layer", "--hidden", "--reps", "--in", "--out", "--rows"},
+                    {"--causal", "--decode", "--bitnet"});
+    require(args.positional().size() == 1, "bench: expected one of prefill, decode, layer, projection");
     const std::string what = args.positional()[0];
-    require(what == "prefill" || what == "decode" || what == "layer",
-            "bench: unknown benchmark '" + what + "' (prefill, decode, layer)");
+    require(what == "prefill" || what == "decode" || what == "layer" || what == "projection",
+            "bench: unknown benchmark '" + what + "' (prefill, decode, layer, projection)");
     require_device_built(parse_device(args));
     apply_threads(args);
     const int reps = static_cast<int>(positive(args, "--reps", what == "decode" ? 20 : 5));
 
     nlohmann::json r{{"what", what}, {"threads", args.integer("--threads").value_or(0)}};
-    if (what == "prefill" || what == "decode") {
+    if (what == "projection") {
+        const int64_t in = positive(args, "--in", 2048), out = positive(args, "--out", 2048);
+        const int64_t rows = positive(args, "--rows", 1);
+        const bool bitnet = args.has("--bitnet");
+        const bench::Workload w = bitnet ? bench::bitlinear_workload(rows, in, out) : bench::projection_workload(rows, in, out);
+        const double ms = bench::median_ms(w.run, std::max(reps, 20));
+        r.update({{"ms", ms}, {"rows", rows}, {"in", in}, {"out", out}, {"bitnet", bitnet},
+                  {"gflops", 2.0 * rows * in * out / ms / 1e6}, {"weight_bytes", w.bytes}});
+    } else if (what == "prefill" || what == "decode") {
         const bench::AttentionShape s = attention_shape(args, what == "decode");
         const bench::Workload w = what == "prefill" ? bench::prefill_workload(s) : bench::decode_workload(s);
         const double ms = bench::median_ms(w.run, reps);

@@ -100,10 +100,8 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     const std::string &src = c.source();
     LatentAttentionConfig cfg;
     cfg.zaya_names = true;
-    if (c.has("layer_types") || c.has("layer_type")) {
-        const std::string type = c.has("layer_type") ? c.get_string("layer_type") : "";
-        require(type != "hybrid_sliding", src + ": layer_type hybrid_sliding (sliding window) is not supported");
-    }
+    require(c.get_string("layer_type", "") != "hybrid_sliding",
+            src + ": layer_type hybrid_sliding (sliding-window attention) is not supported");
     cfg.hidden = c.get_int("hidden_size");
     cfg.heads = c.get_int("num_attention_heads", 8);
     cfg.kv_heads = c.get_int("num_key_value_heads", 2);

@@ -81,3 +81,26 @@ private:
 };
 
 }  // namespace hattn
+
+namespace hattn {
+
+// The seed's modules and ZAYA1's layer by name: configuration keys and weight names of each.
+class CCAAttention : public LatentAttention {
+public:
+    CCAAttention(const ConfigReader &config, const Weights &weights)
+        : LatentAttention(LatentAttentionConfig::cca(config, false), weights) {}
+};
+
+class CCGQAAttention : public LatentAttention {
+public:
+    CCGQAAttention(const ConfigReader &config, const Weights &weights)
+        : LatentAttention(LatentAttentionConfig::cca(config, true), weights) {}
+};
+
+class ZayaAttention : public LatentAttention {
+public:
+    ZayaAttention(const ConfigReader &config, const Weights &weights)
+        : LatentAttention(LatentAttentionConfig::zaya(config), weights) {}
+};
+
+}  // namespace hattn
