@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "support/errors.h"
+
 #include <fstream>
 #include <functional>
 #include <string>
@@ -13,20 +15,8 @@ namespace {
 using hattn::ConfigReader;
 using nlohmann::json;
 
-std::string error_message(const std::function<void()> &action) {
-    try {
-        action();
-    } catch (const hattn::Error &e) {
-        EXPECT_TRUE(e.is_invalid_input());
-        return e.what();
-    }
-    ADD_FAILURE() << "expected hattn::Error";
-    return "";
-}
-
-void expect_contains(const std::string &text, const std::string &part) {
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
-}
+using hattn::testing::error_message;
+using hattn::testing::expect_contains;
 
 ConfigReader reader() {
     return ConfigReader(json::parse(R"({

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "support/errors.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -15,20 +17,8 @@ using hattn::Shape;
 using hattn::Tensor;
 using hattn::TensorView;
 
-std::string error_message(void (*action)()) {
-    try {
-        action();
-    } catch (const hattn::Error &e) {
-        EXPECT_TRUE(e.is_invalid_input());
-        return e.what();
-    }
-    ADD_FAILURE() << "expected hattn::Error";
-    return "";
-}
-
-void expect_contains(const std::string &text, const std::string &part) {
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
-}
+using hattn::testing::error_message;
+using hattn::testing::expect_contains;
 
 Tensor iota_tensor(Shape shape) {
     Tensor t(std::move(shape));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hattn/tensor.h"
+#include "reference/linear.h"
 
 namespace hattn::reference {
 
@@ -18,18 +19,6 @@ struct CachedAttentionWeights {
 };
 
 namespace detail {
-inline std::vector<double> linear(const std::vector<double> &x, int64_t rows, const Tensor &w,
-                                  const std::optional<Tensor> &b) {
-    const int64_t out = w.dim(0), in = w.dim(1);
-    std::vector<double> y(rows * out);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t o = 0; o < out; o++) {
-            double s = b ? b->data()[o] : 0.0;
-            for (int64_t k = 0; k < in; k++) s += x[r * in + k] * w.data()[o * in + k];
-            y[r * out + o] = s;
-        }
-    return y;
-}
 inline void rotate(double *head, int64_t D, double position, double base) {
     for (int64_t i = 0; i < D / 2; i++) {
         const double a = position * std::pow(base, -2.0 * i / D);
@@ -47,9 +36,9 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                                             const std::vector<double> &prior_v, int64_t prior) {
     const int64_t B = x.dim(0), S = x.dim(1), H = w.H, Hkv = w.Hkv, D = w.D, g = H / Hkv;
     const std::vector<double> xd(x.values().begin(), x.values().end());
-    std::vector<double> q = detail::linear(xd, B * S, w.wq, w.bq);
-    std::vector<double> k = detail::linear(xd, B * S, w.wk, w.bk);
-    const std::vector<double> v = detail::linear(xd, B * S, w.wv, w.bv);
+    std::vector<double> q = linear(xd, B * S, w.wq, w.bq);
+    std::vector<double> k = linear(xd, B * S, w.wk, w.bk);
+    const std::vector<double> v = linear(xd, B * S, w.wv, w.bv);
     if (w.rope_base) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++) {
@@ -86,7 +75,7 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                 }
                 for (int64_t d = 0; d < D; d++) out[d] /= sum;
             }
-    return detail::linear(attended, B * S, w.wo, w.bo);
+    return linear(attended, B * S, w.wo, w.bo);
 }
 
 }  // namespace hattn::reference

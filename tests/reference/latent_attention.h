@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hattn/tensor.h"
+#include "reference/linear.h"
 
 namespace hattn::reference {
 
@@ -27,18 +28,6 @@ struct LatentWeights {
 };
 
 namespace latent_detail {
-inline std::vector<double> linear(const std::vector<double> &x, int64_t rows, const Tensor &w,
-                                  const std::optional<Tensor> &b) {
-    const int64_t out = w.dim(0), in = w.dim(1);
-    std::vector<double> y(rows * out);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t o = 0; o < out; o++) {
-            double s = b ? b->data()[o] : 0.0;
-            for (int64_t k = 0; k < in; k++) s += x[r * in + k] * w.data()[o * in + k];
-            y[r * out + o] = s;
-        }
-    return y;
-}
 // BitLinear as the spec states it: float32 quantisation, round half to even, exact integer dots.
 inline std::vector<double> bitlinear(const std::vector<double> &x, int64_t rows, const Tensor &w) {
     const int64_t out = w.dim(0), in = w.dim(1);
@@ -124,9 +113,9 @@ inline void latent_qk(const LatentWeights &w, const std::vector<double> &qk, int
 
 // The layer on x [B, S, E]; returns [B, S, E].
 inline std::vector<double> latent_attention(const LatentWeights &w, const Tensor &x) {
-    const auto linear = [&w](const std::vector<double> &in, int64_t rows, const Tensor &weight,
-                             const std::optional<Tensor> &b) {
-        return w.bitnet ? latent_detail::bitlinear(in, rows, weight) : latent_detail::linear(in, rows, weight, b);
+    const auto project = [&w](const std::vector<double> &in, int64_t rows, const Tensor &weight,
+                              const std::optional<Tensor> &b) {
+        return w.bitnet ? latent_detail::bitlinear(in, rows, weight) : reference::linear(in, rows, weight, b);
     };
     const int64_t B = x.dim(0), S = x.dim(1), E = w.E, H = w.H, Hkv = w.Hkv, dh = w.dh, g = H / Hkv;
     const int64_t Lkv = Hkv * dh;
@@ -134,20 +123,20 @@ inline std::vector<double> latent_attention(const LatentWeights &w, const Tensor
     for (int64_t b = 0; b < B; b++) {
         const std::vector<double> xb(x.data() + b * S * E, x.data() + (b + 1) * S * E);
         std::vector<double> q, k;
-        latent_qk(w, linear(xb, S, w.w_qk, w.b_qk), S, q, k);
+        latent_qk(w, project(xb, S, w.w_qk, w.b_qk), S, q, k);
         std::vector<double> v(S * Lkv);
         if (w.value_shift) {
-            const std::vector<double> cur = linear(xb, S, w.w_v, w.b_v);
+            const std::vector<double> cur = project(xb, S, w.w_v, w.b_v);
             std::vector<double> shifted(S * E, 0.0);  // x_{t-1}, zero for t = 0
             std::copy(xb.begin(), xb.end() - E, shifted.begin() + E);
-            const std::vector<double> del = linear(shifted, S, w.w_v2, w.b_v2);
+            const std::vector<double> del = project(shifted, S, w.w_v2, w.b_v2);
             for (int64_t t = 0; t < S; t++)
                 for (int64_t n = 0; n < Lkv / 2; n++) {
                     v[t * Lkv + n] = cur[t * Lkv / 2 + n];
                     v[t * Lkv + Lkv / 2 + n] = del[t * Lkv / 2 + n];
                 }
         } else {
-            v = linear(xb, S, w.w_v, w.b_v);
+            v = project(xb, S, w.w_v, w.b_v);
         }
         std::vector<double> att(S * H * dh, 0.0);
         for (int64_t t = 0; t < S; t++)
@@ -169,7 +158,7 @@ inline std::vector<double> latent_attention(const LatentWeights &w, const Tensor
                 }
                 for (int64_t d = 0; d < dh; d++) att[(t * H + h) * dh + d] /= sum;
             }
-        const std::vector<double> y = linear(att, S, w.w_o, w.b_o);
+        const std::vector<double> y = project(att, S, w.w_o, w.b_o);
         out.insert(out.end(), y.begin(), y.end());
     }
     return out;

@@ -40,6 +40,21 @@ void check_cache(const TensorView &q, const TensorView &k_cache, const TensorVie
     }
 }
 
+// The Halide buffers of one attention call: queries and output with heads split as (hk, hg), the
+// cache storage as it is, and the KV lengths.
+struct AttentionBuffers {
+    Halide::Runtime::Buffer<float> q, out, k, v;
+    Halide::Runtime::Buffer<int32_t> len;
+
+    AttentionBuffers(const TensorView &queries, const TensorView &k_cache, const TensorView &v_cache,
+                     const std::vector<int32_t> &kv_len, const TensorView &output)
+        : q(split_heads(queries, k_cache.dim(1), "queries").halide_buffer()),
+          out(split_heads(output, k_cache.dim(1), "output").halide_buffer()),
+          k(k_cache.halide_buffer()),
+          v(v_cache.halide_buffer()),
+          len(const_cast<int32_t *>(kv_len.data()), static_cast<int>(kv_len.size())) {}
+};
+
 }  // namespace
 
 void attention_prefill(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
@@ -52,16 +67,11 @@ void attention_prefill(const TensorView &q, const TensorView &k_cache, const Ten
     check_cache(q, k_cache, v_cache, kv_len, causal ? Sq : 0, "attention");
     if (q.size() == 0) return;
 
-    Halide::Runtime::Buffer<int32_t> len_b(const_cast<int32_t *>(kv_len.data()),
-                                          static_cast<int>(kv_len.size()));
-    const int64_t Hkv = k_cache.dim(1);
-    auto qb = split_heads(q, Hkv, "queries").halide_buffer();
-    auto ob = split_heads(out, Hkv, "output").halide_buffer();
-    auto kb = k_cache.halide_buffer(), vb = v_cache.halide_buffer();
+    AttentionBuffers b(q, k_cache, v_cache, kv_len, out);
     if (!mask) {
-        detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(), qb.raw_buffer(),
-                            kb.raw_buffer(), vb.raw_buffer(), len_b.raw_buffer(), scale, causal,
-                            ob.raw_buffer());
+        detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(), b.q.raw_buffer(),
+                            b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale, causal,
+                            b.out.raw_buffer());
         return;
     }
     const int64_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
@@ -77,8 +87,8 @@ void attention_prefill(const TensorView &q, const TensorView &k_cache, const Ten
         {0, static_cast<int32_t>(q.dim(0)), static_cast<int32_t>(Sq * mask->shape[3]), 0}};
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(),
-                        qb.raw_buffer(), kb.raw_buffer(), vb.raw_buffer(), len_b.raw_buffer(), scale,
-                        causal, mask_b.raw_buffer(), ob.raw_buffer());
+                        b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale,
+                        causal, mask_b.raw_buffer(), b.out.raw_buffer());
 }
 
 void attention_decode(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
@@ -88,14 +98,9 @@ void attention_decode(const TensorView &q, const TensorView &k_cache, const Tens
                                       " differs from queries " + shape_to_string(q.shape));
     check_cache(q, k_cache, v_cache, kv_len, 0, "attention decode");
     if (q.size() == 0) return;
-    Halide::Runtime::Buffer<int32_t> len_b(const_cast<int32_t *>(kv_len.data()),
-                                          static_cast<int>(kv_len.size()));
-    const int64_t Hkv = k_cache.dim(1);
-    auto qb = split_heads(q, Hkv, "queries").halide_buffer();
-    auto ob = split_heads(out, Hkv, "output").halide_buffer();
-    auto kb = k_cache.halide_buffer(), vb = v_cache.halide_buffer();
-    detail::call_kernel("attention_decode", detail::attention_decode_kernel(), qb.raw_buffer(),
-                        kb.raw_buffer(), vb.raw_buffer(), len_b.raw_buffer(), scale, ob.raw_buffer());
+    AttentionBuffers b(q, k_cache, v_cache, kv_len, out);
+    detail::call_kernel("attention_decode", detail::attention_decode_kernel(), b.q.raw_buffer(),
+                        b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale, b.out.raw_buffer());
 }
 
 }  // namespace hattn
