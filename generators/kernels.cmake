@@ -2,6 +2,7 @@
 hattn_kernel(projection)
 hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true)
 hattn_kernel(rope)
+hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 hattn_kernel(attention_prefill)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true)
 hattn_kernel(attention_decode)

@@ -10,9 +10,16 @@ using namespace Halide;
 void Rope::generate() {
     // Clamped only to bound the table reads; the runtime checks that the table covers every position.
     const Expr position = clamp(start(b) + s, 0, cos_table.dim(1).extent() - 1);
-    const auto element = [&](const Expr &dd) { return x(dd, h, s, b); };
-    y(d, h, s, b) = rope_rotated(element, d, cos_table.dim(0).extent(), x.dim(0).extent(), cos_table,
-                                 sin_table, position);
+    const Expr half = cos_table.dim(0).extent();
+    // De-interleaving reads element 2i for the first half and 2(i - half) + 1 for the second.
+    // (Clamped so that bounds inference, which cannot see which branch applies, stays in the head.)
+    const auto source = [&](const Expr &dd) {
+        if (!interleaved) return dd;
+        const Expr from = select(dd < half, 2 * dd, select(dd < 2 * half, 2 * (dd - half) + 1, dd));
+        return clamp(from, 0, x.dim(0).extent() - 1);
+    };
+    const auto element = [&](const Expr &dd) { return x(source(dd), h, s, b); };
+    y(d, h, s, b) = rope_rotated(element, d, half, x.dim(0).extent(), cos_table, sin_table, position);
 }
 
 void Rope::schedule() {

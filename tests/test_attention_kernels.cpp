@@ -17,19 +17,24 @@ namespace {
 
 // ---------------------------------------------------------------- RoPE
 
-double rope_error(Shape shape, int64_t rotary_dim, std::vector<int32_t> start, uint32_t seed) {
+double rope_error(Shape shape, int64_t rotary_dim, std::vector<int32_t> start, uint32_t seed,
+                  RopeLayout layout = RopeLayout::NeoX) {
     const Tensor x = testing::random_tensor(shape, seed);
     Tensor y(shape);
     RopeTable table(rotary_dim, 10000.0);
     int32_t last = 0;
     for (int32_t s : start) last = std::max<int32_t>(last, s + static_cast<int32_t>(shape[1]));
     table.reserve(last);
-    apply_rope(x.view(), table, start, y.view());
-    return testing::relative_l2(y, reference::rope(x, rotary_dim, 10000.0, start));
+    apply_rope(x.view(), table, start, y.view(), layout);
+    return testing::relative_l2(y, reference::rope(x, rotary_dim, 10000.0, start, layout == RopeLayout::Interleaved));
 }
 
 TEST(Rope, FullHeadMatchesReference) { EXPECT_LE(rope_error({2, 9, 3, 64}, 64, {0, 5}, 1), 1e-6); }
 TEST(Rope, PartialRotaryLeavesTheRest) { EXPECT_LE(rope_error({1, 7, 2, 32}, 16, {3}, 2), 1e-6); }
+TEST(Rope, InterleavedFullAndPartial) {
+    EXPECT_LE(rope_error({2, 5, 3, 16}, 16, {0, 7}, 5, RopeLayout::Interleaved), 1e-6);
+    EXPECT_LE(rope_error({1, 6, 2, 24}, 8, {2}, 6, RopeLayout::Interleaved), 1e-6);
+}
 TEST(Rope, LargePositionsStayPrecise) { EXPECT_LE(rope_error({1, 4, 2, 128}, 128, {32760}, 3), 1e-6); }
 
 TEST(Rope, WritesIntoAStridedView) {
@@ -177,6 +182,10 @@ const bool checks_registered =
     testing::register_kernel_check(
         "rope", {[] { return rope_error({2, 5, 3, 40}, 32, {0, 9}, 21); }, 1e-6,
                  [] { return rope_error({1, 2048, 32, 128}, 128, {0}, 25); }}) &&
+    testing::register_kernel_check(
+        "rope_interleaved",
+        {[] { return rope_error({2, 5, 3, 40}, 32, {0, 9}, 29, RopeLayout::Interleaved); }, 1e-6,
+         [] { return rope_error({1, 2048, 32, 128}, 128, {0}, 30, RopeLayout::Interleaved); }}) &&
     testing::register_kernel_check(
         "attention_prefill",
         {[] { return prefill_error({"check", 2, 19, 4, 2, 24, {19, 30}, true, false}, 22); }, 1e-5,

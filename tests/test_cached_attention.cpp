@@ -209,6 +209,17 @@ TEST(CachedAttentionErrors, BadShapesAreNamed) {
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({0}));
 }
 
+TEST(CachedAttentionForward, SeedFormMatchesSelfAttentionAndCrossAttention) {
+    TestLayer t({64, 4, 2, 16, true, 10000.0});
+    const Tensor x = testing::random_tensor({2, 5, 64}, 90), context = testing::random_tensor({2, 7, 64}, 91);
+    const Tensor self = t.layer->self_attention(x);
+    EXPECT_EQ(t.layer->forward(x, &x, &x).values(), self.values());
+    const ConditioningCache cond = t.layer->conditioning_cache(context, context);
+    EXPECT_EQ(t.layer->forward(x, nullptr, nullptr, nullptr, nullptr, &cond).values(),
+              t.layer->cross_attention(x, cond).values());
+    EXPECT_THROW(t.layer->forward(x, nullptr, nullptr), Error);
+}
+
 TEST(CachedAttentionCross, FullyMaskedRowOutputsTheBias) {
     TestLayer t({64, 4, 2, 16, true, std::nullopt});
     const Tensor x = testing::random_tensor({1, 3, 64}, 80), context = testing::random_tensor({1, 5, 64}, 81);

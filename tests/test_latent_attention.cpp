@@ -214,6 +214,30 @@ TEST(LatentConfig, MissingWeightIsNamed) {
     }
 }
 
+TEST(ZayaConfig, KeysDefaultsAndRejections) {
+    const auto zaya = [](const nlohmann::json &json) { return LatentAttentionConfig::zaya(ConfigReader(json, "config.json")); };
+    const LatentAttentionConfig c = zaya({{"hidden_size", 1024}, {"rope_parameters", {{"hybrid", {{"rope_theta", 1e6}}}}}});
+    EXPECT_EQ(c.heads, 8);
+    EXPECT_EQ(c.kv_heads, 2);
+    EXPECT_EQ(c.head_dim, 128);
+    EXPECT_EQ(c.rotary_dim, 64);  // partial_rotary_factor 0.5
+    EXPECT_EQ(c.rope_base, 1e6);  // transformers 5 nests it
+    EXPECT_EQ(zaya({{"hidden_size", 64}, {"rope_theta", 7.0}}).rope_base, 7.0);
+    auto error = [&](const nlohmann::json &json) {
+        try {
+            zaya(json);
+        } catch (const Error &e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(error({{"hidden_size", 64}, {"layer_type", "hybrid_sliding"}}).find("hybrid_sliding"), std::string::npos);
+    EXPECT_NE(error({{"hidden_size", 64}, {"num_attention_heads", 6}, {"num_key_value_heads", 4}}).find("divisible"),
+              std::string::npos);
+    EXPECT_NE(error({{"hidden_size", 64}, {"head_dim", 16}, {"partial_rotary_factor", 0.1}}).find("partial_rotary_factor"),
+              std::string::npos);
+}
+
 // ---------------------------------------------------------------- the kernel on its own
 
 double qk_latent_error(int64_t H, int64_t Hkv, int64_t dh, int64_t k0, int64_t k1, int64_t S, uint32_t seed) {

@@ -26,6 +26,8 @@
 #include "hattn_projection_gemv_x86_auto.h"
 #include "hattn_rope_x86.h"
 #include "hattn_rope_x86_auto.h"
+#include "hattn_rope_interleaved_x86.h"
+#include "hattn_rope_interleaved_x86_auto.h"
 #elif defined(__aarch64__)
 #include "hattn_attention_decode_arm_plain.h"
 #include "hattn_bitlinear_s8s8_arm_dotprod.h"
@@ -37,6 +39,7 @@
 #include "hattn_projection_arm_plain.h"
 #include "hattn_projection_gemv_arm_plain.h"
 #include "hattn_rope_arm_plain.h"
+#include "hattn_rope_interleaved_arm_plain.h"
 #endif
 
 namespace hattn {
@@ -104,6 +107,7 @@ ProjectionKernel projection_gemv_kernel() {
     return choose("projection_gemv", HATTN_VARIANTS(projection_gemv));
 }
 RopeKernel rope_kernel() { return choose("rope", HATTN_VARIANTS(rope)); }
+RopeKernel rope_interleaved_kernel() { return choose("rope_interleaved", HATTN_VARIANTS(rope_interleaved)); }
 AttentionPrefillKernel attention_prefill_kernel() {
     return choose("attention_prefill", HATTN_VARIANTS(attention_prefill));
 }

@@ -14,6 +14,7 @@ ProjectionKernel projection_gemv_kernel();  // for calls with at most Projection
 using RopeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                            halide_buffer_t *, halide_buffer_t *);
 RopeKernel rope_kernel();
+RopeKernel rope_interleaved_kernel();
 
 // (q, k_cache, v_cache, kv_len, scale, causal, out)
 using AttentionPrefillKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,

@@ -10,14 +10,22 @@
 namespace hattn::reference {
 
 // NeoX rotate-half on the first rotary_dim dims of x [B, S, H, D]; position of (b, s) = start[b] + s.
+// `interleaved`: GLM's layout, the rotated dims de-interleaved first (output stays de-interleaved).
 inline std::vector<double> rope(const Tensor &x, int64_t rotary_dim, double base,
-                                const std::vector<int32_t> &start) {
+                                const std::vector<int32_t> &start, bool interleaved = false) {
     const int64_t B = x.dim(0), S = x.dim(1), H = x.dim(2), D = x.dim(3), half = rotary_dim / 2;
     std::vector<double> y(x.values().begin(), x.values().end());
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++)
             for (int64_t h = 0; h < H; h++) {
-                const float *row = x.data() + ((b * S + s) * H + h) * D;
+                const float *in = x.data() + ((b * S + s) * H + h) * D;
+                std::vector<float> row(in, in + D);
+                if (interleaved) {
+                    for (int64_t i = 0; i < half; i++) {
+                        row[i] = in[2 * i];
+                        row[i + half] = in[2 * i + 1];
+                    }
+                }
                 double *out = y.data() + ((b * S + s) * H + h) * D;
                 for (int64_t i = 0; i < half; i++) {
                     const double angle = double(start[b] + s) * std::pow(base, -2.0 * i / rotary_dim);

@@ -31,7 +31,7 @@ void RopeTable::reserve(int64_t positions) {
 }
 
 void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
-                const TensorView &y) {
+                const TensorView &y, RopeLayout layout) {
     require(x.rank() == 4, "RoPE: input must be [B, S, H, D], got " + shape_to_string(x.shape));
     require(y.shape == x.shape, "RoPE: output " + shape_to_string(y.shape) + " differs from input " +
                                     shape_to_string(x.shape));
@@ -52,8 +52,10 @@ void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<i
     Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()),
                                             static_cast<int>(start.size()));
     auto xb = x.halide_buffer(), yb = y.halide_buffer();
-    detail::call_kernel("rope", detail::rope_kernel(), xb.raw_buffer(), cos_b.raw_buffer(),
-                        sin_b.raw_buffer(), start_b.raw_buffer(), yb.raw_buffer());
+    const bool neox = layout == RopeLayout::NeoX;
+    detail::call_kernel(neox ? "rope" : "rope_interleaved",
+                        neox ? detail::rope_kernel() : detail::rope_interleaved_kernel(), xb.raw_buffer(),
+                        cos_b.raw_buffer(), sin_b.raw_buffer(), start_b.raw_buffer(), yb.raw_buffer());
 }
 
 }  // namespace hattn

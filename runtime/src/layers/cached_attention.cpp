@@ -104,8 +104,24 @@ Tensor CachedAttention::output(const Tensor &attended) const {
     return y;
 }
 
+Tensor CachedAttention::forward(const Tensor &query_input, const Tensor *key_input, const Tensor *value_input,
+                                const MaskView *mask, KVCache *generation_cache,
+                                const ConditioningCache *conditioning_cache) {
+    if (conditioning_cache) return cross_attention(query_input, *conditioning_cache, mask);
+    require(key_input && value_input, "cached_attention: key and value inputs are required without a conditioning cache");
+    return attend_new_tokens(query_input, *key_input, *value_input, generation_cache, mask);
+}
+
 Tensor CachedAttention::self_attention(const Tensor &x, KVCache *cache, const MaskView *mask) {
+    return attend_new_tokens(x, x, x, cache, mask);
+}
+
+Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input,
+                                          KVCache *cache, const MaskView *mask) {
     check_input(x, "input");
+    require(key_input.shape() == x.shape() && value_input.shape() == x.shape(),
+            "cached_attention: key input " + shape_to_string(key_input.shape()) + " and value input " +
+                shape_to_string(value_input.shape()) + " must match the query input " + shape_to_string(x.shape()));
     const int64_t B = x.dim(0), S = x.dim(1);
     std::optional<KVCache> local;
     if (!cache) {
@@ -120,8 +136,8 @@ Tensor CachedAttention::self_attention(const Tensor &x, KVCache *cache, const Ma
     cache->check_room(S);
 
     Tensor q = project_heads(x, wq_, bq_, config_.heads);
-    const Tensor k = project_heads(x, wk_, bk_, config_.kv_heads);
-    const Tensor v = project_heads(x, wv_, bv_, config_.kv_heads);
+    const Tensor k = project_heads(key_input, wk_, bk_, config_.kv_heads);
+    const Tensor v = project_heads(value_input, wv_, bv_, config_.kv_heads);
     const std::vector<int32_t> start = cache->lengths();
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);

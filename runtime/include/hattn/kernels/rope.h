@@ -29,9 +29,14 @@ private:
     std::vector<float> cos_, sin_;
 };
 
+enum class RopeLayout {
+    NeoX,         // pairs (i, i + rotary_dim / 2)
+    Interleaved,  // GLM: de-interleave (x0, x2, .., x1, x3, ..), then NeoX; output de-interleaved
+};
+
 // y = rope(x): x and y are [B, S, H, D] (y may be a strided view, e.g. into a KV cache); token s
 // of sequence b has position start[b] + s. The table must cover every position (call reserve).
 void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
-                const TensorView &y);
+                const TensorView &y, RopeLayout layout = RopeLayout::NeoX);
 
 }  // namespace hattn

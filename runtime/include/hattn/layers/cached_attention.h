@@ -35,6 +35,14 @@ public:
     // A generation cache for `batch` sequences of up to `capacity` tokens.
     KVCache make_cache(int64_t batch, int64_t capacity) const;
 
+    // The seed's forward: queries from query_input [B, S, E]; with a conditioning cache, keys and
+    // values from it (cross-attention: no causal mask, no RoPE); otherwise from key_input and
+    // value_input [B, S, E] (pass x for all three for self-attention), causal, appended to the
+    // generation cache when one is given. mask [B, 1, S, Sk] (True = masked) is optional.
+    Tensor forward(const Tensor &query_input, const Tensor *key_input, const Tensor *value_input,
+                   const MaskView *mask = nullptr, KVCache *generation_cache = nullptr,
+                   const ConditioningCache *conditioning_cache = nullptr);
+
     // Causal self-attention of x [B, S, E]. With a cache, the S tokens are appended after what
     // it holds (positions continue from each sequence's length) and attend to all of it; without,
     // x attends to itself. mask [B, 1, S, Sk] (True = masked) is optional. Returns [B, S, E]. On
@@ -52,6 +60,10 @@ public:
                            const MaskView *mask = nullptr) const;
 
 private:
+    // Causal attention of the new tokens (queries from x, keys and values from their inputs),
+    // appended to `cache` (or to a temporary one).
+    Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
+                             const MaskView *mask);
     // q, k or v projected: [B, S, heads, D].
     Tensor project_heads(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
                          int64_t heads) const;
