@@ -51,6 +51,8 @@ std::string run_forced(const KernelVariant &v, size_t index, const testing::Kern
     const KernelTarget &target = v.targets[index];
     const bool autoscheduled = v.family.find("_auto") != std::string::npos;
     set_schedule_choice(autoscheduled ? ScheduleChoice::Autoscheduled : ScheduleChoice::Manual);
+    // AArch64 chooses in C++: the plain variant runs where dotprod is disabled.
+    set_arm_dotprod_enabled(v.family != "arm_plain");
     if (autoscheduled && !check.at_estimates) return "kernel " + v.kernel + " has no check at its estimates";
     double error;
     {
@@ -58,6 +60,7 @@ std::string run_forced(const KernelVariant &v, size_t index, const testing::Kern
         error = autoscheduled ? check.at_estimates() : check.relative_error();
     }
     set_schedule_choice(ScheduleChoice::Manual);
+    set_arm_dotprod_enabled(true);
     if (last_variant_run(v.kernel) != v.family) {
         return "variant " + last_variant_run(v.kernel) + " ran instead of " + v.family;
     }

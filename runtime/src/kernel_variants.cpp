@@ -32,7 +32,6 @@
 #include "hattn_attention_decode_arm_plain.h"
 #include "hattn_bitlinear_s8s8_arm_dotprod.h"
 #include "hattn_bitlinear_s8s8_arm_plain.h"
-#include <sys/auxv.h>
 #include "hattn_cca_qk_latent_arm_plain.h"
 #include "hattn_attention_prefill_arm_plain.h"
 #include "hattn_attention_prefill_masked_arm_plain.h"
@@ -92,8 +91,8 @@ std::string last_variant_run(const std::string &kernel) {
 
 namespace detail {
 
-// AArch64 has one variant ("plain") until a kernel needs arm_dot_prod; then getauxval(AT_HWCAP)
-// chooses here, because Halide 14's AArch64 runtime detects no CPU features.
+// AArch64: "plain" for every kernel; a kernel that also has an arm_dot_prod variant chooses it by
+// arm_dotprod_allowed() (getauxval), because Halide 14's AArch64 runtime detects no CPU features.
 #if defined(__x86_64__)
 #define HATTN_VARIANTS(kernel) \
     hattn_##kernel##_x86, "x86", hattn_##kernel##_x86_auto, "x86_auto"
@@ -129,7 +128,7 @@ BitLinearChoice bitlinear_kernel() {
     return {"bitlinear_s8s8", choose("bitlinear_s8s8", HATTN_VARIANTS(bitlinear_s8s8)), false};
 #elif defined(__aarch64__)
     // sdot needs the dotprod extension; Halide 14's AArch64 runtime cannot tell, getauxval can.
-    if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) {
+    if (arm_dotprod_allowed()) {
         return {"bitlinear_s8s8",
                 choose("bitlinear_s8s8", hattn_bitlinear_s8s8_arm_dotprod, "arm_dotprod",
                        decltype(&hattn_bitlinear_s8s8_arm_dotprod)(nullptr), ""),

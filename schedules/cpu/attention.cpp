@@ -15,15 +15,19 @@ constexpr int fast_head_dims[] = {32, 64, 128};
 void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool rows_are_queries) {
     const int vec = t.natural_vector_size<float>();
     const Var row = rows_are_queries ? a.qi : a.hg;  // decode: the heads of a group share V rows
-    Var ro("ro"), ri("ri"), dv("dv"), di("di");
+    Var ro("ro"), ri("ri"), dt("dt"), dv("dv"), di("di");
     for (int D : fast_head_dims) {
-        const int rows = std::max(1, std::min(8, accumulators / std::max(D / vec, 1)));
+        // A register tile spans at most 4 vectors of D (more D loops outside the chunk), so that
+        // each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
+        const int vectors = std::min(std::max(D / vec, 1), 4);
+        const int rows = std::max(1, std::min(8, accumulators / vectors));
         a.chunk_out.specialize(a.head_dim == D).split(row, ro, ri, rows, TailStrategy::GuardWithIf)
             .reorder(a.d, ri, ro).vectorize(a.d, vec);
         a.pv.specialize(a.head_dim == D).vectorize(a.d, vec);
         a.pv.update(0).specialize(a.head_dim == D)
-            .split(a.d, dv, di, vec)
-            .reorder(di, dv, row, a.rj)
+            .split(a.d, dt, dv, vectors * vec)
+            .split(dv, dv, di, vec)
+            .reorder(di, dv, row, a.rj, dt)
             .vectorize(di)
             .unroll(dv)
             .unroll(row);

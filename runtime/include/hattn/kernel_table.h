@@ -43,6 +43,11 @@ enum class ScheduleChoice { Manual, Autoscheduled };
 void set_schedule_choice(ScheduleChoice choice);
 ScheduleChoice schedule_choice();
 
+// AArch64 variants that need the dot-product extension run when getauxval(AT_HWCAP) reports it
+// (Halide 14 cannot tell) and it is not disabled here; tests disable it to run the plain variant.
+bool arm_dotprod_allowed();
+void set_arm_dotprod_enabled(bool enabled);
+
 // Which integer dot-product form BitLinear uses: by default u8 x s8 where AVX-512 VNNI can run it,
 // else s8 x s8. Process-wide; tests and benchmarks force one to run each kernel.
 enum class IntegerDotForm { Auto, S8S8, U8S8 };
