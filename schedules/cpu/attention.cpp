@@ -80,7 +80,6 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionC
     }
     a.prob.compute_at(chunk).reorder(a.qi, a.j, a.hg).vectorize(a.qi, vec);
 
-    a.v_panel.compute_at(chunk).vectorize(a.d, vec, TailStrategy::GuardWithIf);
     a.chunk_out.compute_at(chunk);
     schedule_pv(a, t, tiles.accumulators, true);
 }
@@ -117,7 +116,6 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
 
     for (Func f : {a.chunk_max, a.chunk_sum, a.prob}) f.compute_at(chunk);
     a.chunk_out.compute_at(chunk);
-    a.v_panel.compute_at(chunk).vectorize(a.d, vec, TailStrategy::GuardWithIf);
     schedule_pv(a, t, tiles.accumulators, false);
 }
 
