@@ -101,12 +101,8 @@ TEST_F(Cli, UnknownKindIsNamed) {
                            "unknown kind 'flash_magic'");
 }
 
-TEST_F(Cli, KindNotBuiltYetExits2) {
-    const std::string config = R"({"kind": "glm_dsa", "batch": 1, "seq_len": 3,
-                                   "config": {"hidden_size": 8, "num_attention_heads": 2}})";
-    expect_one_line_naming(
-        hattn("run --case " + make_case("c", config) + " --output " + tmp.file("o.npy")),
-        "kind 'glm_dsa' is not built yet");
+TEST_F(Cli, BenchOfALayerNotBuiltYetExits2) {
+    expect_one_line_naming(hattn("bench layer --layer dsa --hidden 64 --heads 4 --seq 8"), "'dsa' is not built yet");
 }
 
 TEST_F(Cli, RunsACachedAttentionCase) {

@@ -11,7 +11,7 @@ constexpr KindInfo kinds[] = {
     {"cca", "hidden_size", true},
     {"ccgqa", "hidden_size", true},
     {"zaya_cca", "hidden_size", true},
-    {"glm_dsa", "hidden_size", false},
+    {"glm_dsa", "hidden_size", true},
 };
 
 }  // namespace

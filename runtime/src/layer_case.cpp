@@ -6,6 +6,7 @@
 
 #include "hattn/error.h"
 #include "hattn/layers/cached_attention.h"
+#include "hattn/layers/dsa_attention.h"
 #include "hattn/layers/latent_attention.h"
 
 namespace hattn {
@@ -182,6 +183,15 @@ Tensor run_latent_attention(const LayerCase &c, std::optional<int64_t> prefill) 
         [&](const Tensor &x) { return layer.decode_step(x, state); });
 }
 
+Tensor run_dsa(const LayerCase &c, std::optional<int64_t> prefill) {
+    DsaAttention layer(DsaConfig::from(c.config), c.weights);
+    if (!prefill) return layer.forward(c.x);
+    DsaState state = layer.make_state(c.batch, c.seq_len);
+    return prefill_then_decode(
+        c, *prefill, [&](const Tensor &x) { return layer.prefill(x, state); },
+        [&](const Tensor &x) { return layer.decode_step(x, state); });
+}
+
 }  // namespace
 
 Tensor run_case(const LayerCase &c, std::optional<int64_t> prefill) {
@@ -190,6 +200,7 @@ Tensor run_case(const LayerCase &c, std::optional<int64_t> prefill) {
     const std::string kind = c.kind->name;
     if (kind == "cached_attention") return run_cached_attention(c, prefill);
     if (kind == "cca" || kind == "ccgqa" || kind == "zaya_cca") return run_latent_attention(c, prefill);
+    if (kind == "glm_dsa") return run_dsa(c, prefill);
     throw Error("kind '" + kind + "' has no layer module", Error::Kind::Internal);
 }
 

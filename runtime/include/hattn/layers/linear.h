@@ -21,6 +21,7 @@ public:
     int64_t in() const { return ternary_ ? ternary_->in : weight_.dim(1); }
     int64_t out() const { return ternary_ ? ternary_->out : weight_.dim(0); }
     const std::optional<Tensor> &bias() const { return bias_; }
+    const Tensor &weight() const { return weight_; }  // [out, in]; empty for BitLinear
     const std::optional<PackedTernary> &ternary() const { return ternary_; }
 
     // x [..., in] -> [..., out].

@@ -1,0 +1,76 @@
+// GLM-5 sparse attention (spec/attention.md §4, HF `glm_moe_dsa`): multi-head latent attention
+// whose queries each attend only to the index_topk keys a lightning indexer selects.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "hattn/config.h"
+#include "hattn/kernels/rope.h"
+#include "hattn/layers/linear.h"
+#include "hattn/safetensors.h"
+#include "hattn/tensor.h"
+
+namespace hattn {
+
+struct DsaConfig {
+    int64_t hidden = 0, heads = 0;                 // E, H
+    int64_t q_lora_rank = 0, kv_lora_rank = 0;     // q_lora_rank, R
+    int64_t nope_dim = 0, rope_dim = 0, v_dim = 0; // N, Rd, V
+    int64_t index_heads = 0, index_dim = 0;        // IH, ID
+    int64_t index_topk = 0;                        // K
+    double rope_theta = 10000.0;
+    bool bias = false;
+    float rms_eps = 1e-6f;
+
+    // HF config.json keys; errors name the key and values. Unknown keys are ignored.
+    static DsaConfig from(const ConfigReader &config);
+};
+
+// Top-k key indices per query: [B, S, K], ascending within a row, -1 where a query has fewer than
+// K visible keys. A shared-indexer layer receives the previous layer's.
+struct TopK {
+    int64_t batch = 0, queries = 0, k = 0;
+    std::vector<int32_t> indices;
+    const int32_t *row(int64_t b, int64_t s) const { return indices.data() + (b * queries + s) * k; }
+};
+
+// Per batch: the latent cache (kv R + k_rot Rd floats per token, shared by all heads) and the
+// indexer's key cache (ID floats per token).
+struct DsaState {
+    int64_t capacity = 0;
+    std::vector<int32_t> lengths;
+    Tensor latent;     // [B, capacity, R + Rd]
+    Tensor index_keys; // [B, capacity, ID]
+};
+
+class DsaAttention {
+public:
+    // Weights under HF names (q_a_proj, ..., indexer.*); `weights` may carry a name prefix.
+    DsaAttention(const DsaConfig &config, const Weights &weights);
+
+    const DsaConfig &config() const { return config_; }
+
+    // x [B, S, E] -> [B, S, E], causal. `selected` receives the indexer's choice; `shared` (from a
+    // previous layer) replaces it on layers without an indexer of their own.
+    Tensor forward(const Tensor &x, TopK *selected = nullptr, const TopK *shared = nullptr);
+
+    DsaState make_state(int64_t batch, int64_t capacity) const;
+    // Appends x [B, S, E] (prefill) or one token (decode); all or nothing.
+    Tensor prefill(const Tensor &x, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr);
+    Tensor decode_step(const Tensor &x_t, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr);
+
+private:
+    // The whole pipeline over new tokens appended to `state`. `absorbed` attends in the latent
+    // (W_kvb folded into the query and applied after), the decode form; otherwise keys and values
+    // are expanded per head.
+    Tensor run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared);
+
+    DsaConfig config_;
+    Linear q_a_, q_b_, kv_a_, kv_b_, o_, index_q_, index_k_, index_w_;
+    Tensor q_a_norm_, kv_a_norm_, index_norm_w_, index_norm_b_;
+    RopeTable rope_;        // on the Rd rotary dims (interleaved layout)
+};
+
+}  // namespace hattn

@@ -1,0 +1,295 @@
+#include "hattn/layers/dsa_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "hattn/error.h"
+#include "hattn/kernels/projection.h"
+
+namespace hattn {
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// RMSNorm(x) = w * x / sqrt(mean(x^2) + eps) over the last `n` of each row of `width`, in place.
+void rms_norm(float *rows, int64_t count, int64_t width, int64_t n, const Tensor &w, float eps) {
+    for (int64_t r = 0; r < count; r++) {
+        float *x = rows + r * width;
+        double sq = 0;
+        for (int64_t i = 0; i < n; i++) sq += double(x[i]) * x[i];
+        const double inv = 1.0 / std::sqrt(sq / double(n) + eps);
+        for (int64_t i = 0; i < n; i++) x[i] = static_cast<float>(w.data()[i] * (x[i] * inv));
+    }
+}
+
+// LayerNorm with weight and bias, eps 1e-6, per row, in place.
+void layer_norm(float *rows, int64_t count, int64_t n, const Tensor &w, const Tensor &b) {
+    for (int64_t r = 0; r < count; r++) {
+        float *x = rows + r * n;
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < n; i++) mean += x[i];
+        mean /= double(n);
+        for (int64_t i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+        const double inv = 1.0 / std::sqrt(var / double(n) + 1e-6);
+        for (int64_t i = 0; i < n; i++) x[i] = static_cast<float>((x[i] - mean) * inv * w.data()[i] + b.data()[i]);
+    }
+}
+
+// The sub-tensor [B, S, heads, width] of a [B, S, heads * stride] tensor starting at `offset`.
+TensorView slice(const Tensor &t, int64_t heads, int64_t stride, int64_t offset, int64_t width) {
+    const int64_t B = t.dim(0), S = t.dim(1);
+    return TensorView(const_cast<float *>(t.data()) + offset, {B, S, heads, width},
+                      {S * heads * stride, heads * stride, stride, 1});
+}
+
+}  // namespace
+
+DsaConfig DsaConfig::from(const ConfigReader &c) {
+    const std::string &src = c.source();
+    DsaConfig cfg;
+    const auto positive = [&](const std::string &key) {
+        const int64_t v = c.get_int(key);
+        require(v > 0, src + ": " + key + " must be positive, got " + str(v));
+        return v;
+    };
+    cfg.hidden = positive("hidden_size");
+    cfg.heads = positive("num_attention_heads");
+    cfg.q_lora_rank = positive("q_lora_rank");
+    cfg.kv_lora_rank = positive("kv_lora_rank");
+    cfg.nope_dim = positive("qk_nope_head_dim");
+    cfg.rope_dim = positive("qk_rope_head_dim");
+    cfg.v_dim = positive("v_head_dim");
+    cfg.index_heads = positive("index_n_heads");
+    cfg.index_dim = positive("index_head_dim");
+    cfg.index_topk = positive("index_topk");
+    require(cfg.rope_dim % 2 == 0, src + ": qk_rope_head_dim must be even, got " + str(cfg.rope_dim));
+    require(cfg.rope_dim <= cfg.index_dim, src + ": qk_rope_head_dim (" + str(cfg.rope_dim) +
+                                               ") must not exceed index_head_dim (" + str(cfg.index_dim) + ")");
+    cfg.rope_theta = c.get_number("rope_theta", 10000.0);
+    require(cfg.rope_theta > 0, src + ": rope_theta must be positive");
+    if (c.has("rope_parameters") && c.json()["rope_parameters"].is_object()) {
+        const auto &rp = c.json()["rope_parameters"];
+        const std::string type = rp.value("rope_type", rp.value("type", std::string("default")));
+        require(type == "default", src + ": rope_parameters rope_type '" + type + "' is not supported (default only)");
+        if (rp.contains("rope_theta")) cfg.rope_theta = rp["rope_theta"].get<double>();
+    }
+    cfg.bias = c.get_bool("attention_bias", false);
+    cfg.rms_eps = static_cast<float>(c.get_number("rms_norm_eps", 1e-6));
+    return cfg;
+}
+
+DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), rope_(c.rope_dim, c.rope_theta) {
+    const int64_t E = c.hidden, H = c.heads, R = c.kv_lora_rank;
+    const auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {
+        if (!c.bias) return std::nullopt;
+        return w.get(name, {n});
+    };
+    q_a_ = Linear::dense(w.get("q_a_proj.weight", {c.q_lora_rank, E}), bias("q_a_proj.bias", c.q_lora_rank));
+    q_a_norm_ = w.get("q_a_layernorm.weight", {c.q_lora_rank});
+    q_b_ = Linear::dense(w.get("q_b_proj.weight", {H * (c.nope_dim + c.rope_dim), c.q_lora_rank}));
+    kv_a_ = Linear::dense(w.get("kv_a_proj_with_mqa.weight", {R + c.rope_dim, E}),
+                          bias("kv_a_proj_with_mqa.bias", R + c.rope_dim));
+    kv_a_norm_ = w.get("kv_a_layernorm.weight", {R});
+    kv_b_ = Linear::dense(w.get("kv_b_proj.weight", {H * (c.nope_dim + c.v_dim), R}));
+    o_ = Linear::dense(w.get("o_proj.weight", {E, H * c.v_dim}), bias("o_proj.bias", E));
+    index_q_ = Linear::dense(w.get("indexer.wq_b.weight", {c.index_heads * c.index_dim, c.q_lora_rank}));
+    index_k_ = Linear::dense(w.get("indexer.wk.weight", {c.index_dim, E}));
+    index_norm_w_ = w.get("indexer.k_norm.weight", {c.index_dim});
+    index_norm_b_ = w.get("indexer.k_norm.bias", {c.index_dim});
+    index_w_ = Linear::dense(w.get("indexer.weights_proj.weight", {c.index_heads, E}));
+}
+
+DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
+    require(batch > 0 && capacity > 0, "glm_dsa: state batch and capacity must be positive");
+    DsaState s;
+    s.capacity = capacity;
+    s.lengths.assign(batch, 0);
+    s.latent = Tensor({batch, capacity, config_.kv_lora_rank + config_.rope_dim});
+    s.index_keys = Tensor({batch, capacity, config_.index_dim});
+    return s;
+}
+
+Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) {
+    require(x.rank() == 3, "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, E]");
+    DsaState state = make_state(x.dim(0), std::max<int64_t>(x.dim(1), 1));
+    return run(x, state, false, selected, shared);
+}
+
+Tensor DsaAttention::prefill(const Tensor &x, DsaState &state, TopK *selected, const TopK *shared) {
+    return run(x, state, false, selected, shared);
+}
+
+Tensor DsaAttention::decode_step(const Tensor &x_t, DsaState &state, TopK *selected, const TopK *shared) {
+    require(x_t.rank() == 3 && x_t.dim(1) == 1,
+            "glm_dsa: decode_step takes one token per sequence [B, 1, E], got " + shape_to_string(x_t.shape()));
+    return run(x_t, state, true, selected, shared);
+}
+
+Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared) {
+    const DsaConfig &c = config_;
+    require(x.rank() == 3 && x.dim(2) == c.hidden,
+            "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
+    const int64_t B = x.dim(0), S = x.dim(1), H = c.heads, N = c.nope_dim, Rd = c.rope_dim, V = c.v_dim;
+    const int64_t R = c.kv_lora_rank, L = R + Rd, IH = c.index_heads, ID = c.index_dim;
+    require(static_cast<int64_t>(state.lengths.size()) == B, "glm_dsa: state batch " +
+                                                                 str(state.lengths.size()) + " does not fit input " +
+                                                                 shape_to_string(x.shape()));
+    for (int64_t b = 0; b < B; b++) {
+        require(state.lengths[b] + S <= state.capacity,
+                "glm_dsa: cache full: sequence " + str(b) + " holds " + str(state.lengths[b]) + " of " +
+                    str(state.capacity) + " tokens, cannot append " + str(S));
+    }
+    if (shared) {
+        require(shared->batch == B && shared->queries == S && shared->k > 0,
+                "glm_dsa: shared top-k indices must be [" + str(B) + ", " + str(S) + ", K]");
+    }
+    const std::vector<int32_t> start = state.lengths;
+    int32_t longest = 0;
+    for (int64_t b = 0; b < B; b++) longest = std::max<int32_t>(longest, start[b] + static_cast<int32_t>(S));
+    rope_.reserve(longest);
+
+    // Queries: q_resid = RMSNorm(x W_qa^T), q = q_resid W_qb^T -> [H, N + Rd], the last Rd rotated.
+    Tensor q_resid = q_a_.apply(x);
+    rms_norm(q_resid.data(), B * S, c.q_lora_rank, c.q_lora_rank, q_a_norm_, c.rms_eps);
+    const Tensor q = q_b_.apply(q_resid);
+    Tensor q_rot({B, S, H, Rd});
+    apply_rope(slice(q, H, N + Rd, N, Rd), rope_, start, q_rot.view(), RopeLayout::Interleaved);
+
+    // The latent: kv = RMSNorm(first R of x W_kva^T), k_rot = the last Rd, rotated (one head).
+    Tensor ckv = kv_a_.apply(x);
+    rms_norm(ckv.data(), B * S, L, R, kv_a_norm_, c.rms_eps);
+    Tensor k_rot({B, S, 1, Rd});
+    apply_rope(slice(ckv, 1, L, R, Rd), rope_, start, k_rot.view(), RopeLayout::Interleaved);
+
+    // Indexer: iq = q_resid W_iq^T, ik = LayerNorm(x W_ik^T), both rotated on their first Rd dims;
+    // head weights w = x W_w^T / sqrt(IH).
+    Tensor iq = index_q_.apply(q_resid).reshaped({B, S, IH, ID});
+    Tensor iq_rot(iq.shape());
+    apply_rope(iq.view(), rope_, start, iq_rot.view(), RopeLayout::Interleaved);
+    Tensor ik = index_k_.apply(x);
+    layer_norm(ik.data(), B * S, ID, index_norm_w_, index_norm_b_);
+    Tensor ik_rot({B, S, 1, ID});
+    apply_rope(ik.reshaped({B, S, 1, ID}).view(), rope_, start, ik_rot.view(), RopeLayout::Interleaved);
+    Tensor head_w = index_w_.apply(x);
+    for (float &v : head_w.values()) v *= static_cast<float>(1.0 / std::sqrt(double(IH)));
+
+    // Stage the new tokens past each sequence's end; they join it only at the end.
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++) {
+            float *lat = state.latent.data() + (b * state.capacity + start[b] + s) * L;
+            std::copy_n(ckv.data() + (b * S + s) * L, R, lat);
+            std::copy_n(k_rot.data() + (b * S + s) * Rd, Rd, lat + R);
+            std::copy_n(ik_rot.data() + (b * S + s) * ID, ID,
+                        state.index_keys.data() + (b * state.capacity + start[b] + s) * ID);
+        }
+
+    const int64_t K = shared ? shared->k : c.index_topk;
+    TopK chosen{B, S, K, std::vector<int32_t>(B * S * K, -1)};
+    const float index_scale = static_cast<float>(1.0 / std::sqrt(double(ID)));
+    const double scale = 1.0 / std::sqrt(double(N + Rd));
+    const Tensor &w_kvb = kv_b_.weight();
+    Tensor attended({B, S, H * V});
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t len = start[b] + S;
+        // Expanded keys and values of every cached token (prefill): [len, H, N + V].
+        Tensor expanded;
+        if (!absorbed) {
+            Tensor lat({len, R});
+            for (int64_t t = 0; t < len; t++) {
+                std::copy_n(state.latent.data() + (b * state.capacity + t) * L, R, lat.data() + t * R);
+            }
+            expanded = kv_b_.apply(lat);
+        }
+        for (int64_t s = 0; s < S; s++) {
+            const int64_t pos = start[b] + s;
+            int32_t *sel = chosen.indices.data() + (b * S + s) * K;
+            if (shared) {
+                for (int64_t n = 0; n < K; n++) {
+                    const int32_t t = shared->row(b, s)[n];
+                    require(t >= -1 && t <= pos, "glm_dsa: shared top-k index " + str(t) + " of query " + str(s) +
+                                                     " is outside its visible keys 0.." + str(pos));
+                    sel[n] = t;
+                }
+            } else {
+                // score[t] = sum_h w[h] relu(iq_h . ik[t] / sqrt(ID)), the same order for one query or many.
+                std::vector<float> score(pos + 1);
+                for (int64_t t = 0; t <= pos; t++) {
+                    const float *kt = state.index_keys.data() + (b * state.capacity + t) * ID;
+                    float total = 0;
+                    for (int64_t h = 0; h < IH; h++) {
+                        const float *qh = iq_rot.data() + ((b * S + s) * IH + h) * ID;
+                        float dot = 0;
+                        for (int64_t d = 0; d < ID; d++) dot += qh[d] * kt[d];
+                        total += head_w.data()[(b * S + s) * IH + h] * std::max(dot * index_scale, 0.0f);
+                    }
+                    score[t] = total;
+                }
+                // The min(K, pos + 1) best, ties to the larger (more recent) position.
+                std::vector<int32_t> order(pos + 1);
+                std::iota(order.begin(), order.end(), 0);
+                const int64_t n = std::min<int64_t>(K, pos + 1);
+                const auto better = [&](int32_t a, int32_t c2) {
+                    return score[a] != score[c2] ? score[a] > score[c2] : a > c2;
+                };
+                std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
+                std::sort(order.begin(), order.begin() + n);
+                std::copy_n(order.begin(), n, sel);
+            }
+            // Attention over the selected keys, per head.
+            for (int64_t h = 0; h < H; h++) {
+                const float *qn = q.data() + ((b * S + s) * H + h) * (N + Rd);
+                const float *qr = q_rot.data() + ((b * S + s) * H + h) * Rd;
+                std::vector<double> q_lat;  // absorbed: q_nope W_kvb_k,h -> [R]
+                if (absorbed) {
+                    q_lat.assign(R, 0.0);
+                    for (int64_t i = 0; i < N; i++)
+                        for (int64_t r = 0; r < R; r++) q_lat[r] += double(qn[i]) * w_kvb.data()[(h * (N + V) + i) * R + r];
+                }
+                std::vector<std::pair<int32_t, double>> logits;
+                double m = -1e300;
+                for (int64_t n = 0; n < K; n++) {
+                    const int32_t t = sel[n];
+                    if (t < 0) continue;
+                    const float *lat = state.latent.data() + (b * state.capacity + t) * L;
+                    double dot = 0;
+                    if (absorbed) {
+                        for (int64_t r = 0; r < R; r++) dot += q_lat[r] * lat[r];
+                    } else {
+                        const float *kn = expanded.data() + (t * H + h) * (N + V);
+                        for (int64_t i = 0; i < N; i++) dot += double(qn[i]) * kn[i];
+                    }
+                    for (int64_t i = 0; i < Rd; i++) dot += double(qr[i]) * lat[R + i];
+                    logits.push_back({t, dot * scale});
+                    m = std::max(m, dot * scale);
+                }
+                double sum = 0;
+                std::vector<double> acc(absorbed ? R : V, 0.0);
+                for (const auto &[t, logit] : logits) {
+                    const double p = std::exp(logit - m);
+                    sum += p;
+                    const float *src = absorbed ? state.latent.data() + (b * state.capacity + t) * L
+                                                : expanded.data() + (t * H + h) * (N + V) + N;
+                    for (size_t i = 0; i < acc.size(); i++) acc[i] += p * src[i];
+                }
+                float *out = attended.data() + (b * S + s) * H * V + h * V;
+                for (int64_t v = 0; v < V; v++) {
+                    double o = 0;
+                    if (absorbed) {  // the latent output times W_kvb_v,h
+                        for (int64_t r = 0; r < R; r++) o += acc[r] * w_kvb.data()[(h * (N + V) + N + v) * R + r];
+                    } else {
+                        o = acc[v];
+                    }
+                    out[v] = sum > 0 ? static_cast<float>(o / sum) : 0.0f;
+                }
+            }
+        }
+    }
+    Tensor y = o_.apply(attended);
+    for (int64_t b = 0; b < B; b++) state.lengths[b] += static_cast<int32_t>(S);
+    if (selected) *selected = std::move(chosen);
+    return y;
+}
+
+}  // namespace hattn
