@@ -7,6 +7,8 @@ hattn_kernel(attention_prefill)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true)
 hattn_kernel(attention_decode)
 hattn_kernel(cca_qk_latent)
+hattn_kernel(dsa_index_scores)
+hattn_kernel(dsa_sparse_attention)
 # BitLinear's integer products: s8 x s8 (vpmaddwd; sdot on AArch64 dotprod) and u8 x s8 (VNNI).
 hattn_kernel(bitlinear_s8s8 GENERATOR bitlinear PARAMS dot_form=s8s8 ARM_VARIANTS plain dotprod
              ASM_CHECKS x86 "vpmaddwd" arm_dotprod "sdot[ \t]+v")

@@ -12,6 +12,8 @@ class AttentionDecode;
 class Rope;
 class CcaQkLatent;
 class BitLinear;
+class DsaIndexScores;
+class DsaSparseAttention;
 }
 
 namespace hattn::schedules {
@@ -23,6 +25,8 @@ void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
 void schedule(CcaQkLatent &g, const Halide::Target &t);
 void schedule(BitLinear &g, const Halide::Target &t);
+void schedule(DsaIndexScores &g, const Halide::Target &t);
+void schedule(DsaSparseAttention &g, const Halide::Target &t);
 }
 namespace arm {
 void schedule(Projection &g, const Halide::Target &t);
@@ -31,6 +35,8 @@ void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
 void schedule(CcaQkLatent &g, const Halide::Target &t);
 void schedule(BitLinear &g, const Halide::Target &t);
+void schedule(DsaIndexScores &g, const Halide::Target &t);
+void schedule(DsaSparseAttention &g, const Halide::Target &t);
 }
 namespace cuda {
 void schedule(Projection &g, const Halide::Target &t);
@@ -39,6 +45,8 @@ void schedule(AttentionDecode &g, const Halide::Target &t);
 void schedule(Rope &g, const Halide::Target &t);
 void schedule(CcaQkLatent &g, const Halide::Target &t);
 void schedule(BitLinear &g, const Halide::Target &t);
+void schedule(DsaIndexScores &g, const Halide::Target &t);
+void schedule(DsaSparseAttention &g, const Halide::Target &t);
 }
 
 template <typename Generator>

@@ -3,12 +3,19 @@
 // cases compare the layer with an independent float64 implementation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <numeric>
+#include <random>
 
 #include "hattn/error.h"
+#include "hattn/kernels/attention.h"
+#include "hattn/kernels/dsa.h"
 #include "hattn/layers/dsa_attention.h"
 #include "hattn/safetensors_writer.h"
 #include "support/compare.h"
+#include "support/kernel_checks.h"
 #include "support/random.h"
 #include "support/temp_dir.h"
 
@@ -115,6 +122,81 @@ TEST(DsaAttention, FullCacheThrowsAndKeepsTheState) {
     EXPECT_THROW(layer.prefill(testing::random_tensor({1, 2, 64}, 24), state), Error);
     EXPECT_EQ(state.lengths, std::vector<int32_t>({2}));
 }
+
+// ---------------------------------------------------------------- the kernels on their own
+
+double index_scores_error(int64_t B, int64_t S, int64_t IH, int64_t ID, int64_t len, uint32_t seed) {
+    const Tensor iq = testing::random_tensor({B, S, IH, ID}, seed), ik = testing::random_tensor({B, len + 2, ID}, seed + 1);
+    const Tensor w = testing::random_tensor({B, S, IH}, seed + 2);
+    Tensor scores({B, S, len + 2});
+    const std::vector<int32_t> lengths(B, static_cast<int32_t>(len));
+    const double scale = 1.0 / std::sqrt(double(ID));
+    dsa_index_scores(iq.view(), ik.view(), w.view(), lengths, static_cast<float>(scale), scores.view());
+    std::vector<double> ref(scores.size(), 0.0);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++)
+            for (int64_t t = 0; t <= len - S + s; t++) {
+                double total = 0;
+                for (int64_t h = 0; h < IH; h++) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < ID; d++)
+                        dot += double(iq.data()[((b * S + s) * IH + h) * ID + d]) * ik.data()[(b * (len + 2) + t) * ID + d];
+                    total += w.data()[(b * S + s) * IH + h] * std::max(dot * scale, 0.0);
+                }
+                ref[(b * S + s) * (len + 2) + t] = total;
+            }
+    return testing::relative_l2(scores, ref);
+}
+
+// Sparse attention against the dense kernel with everything but the selection masked: the same
+// result, at O(S * K) instead of O(S * T).
+double sparse_vs_dense(int64_t B, int64_t S, int64_t H, int64_t D, int64_t K, uint32_t seed) {
+    const int64_t T = S;
+    const Tensor q = testing::random_tensor({B, S, H, D}, seed);
+    const Tensor k = testing::random_tensor({B, T, H, D}, seed + 1), v = testing::random_tensor({B, T, H, D}, seed + 2);
+    std::mt19937 rng(seed + 3);
+    std::vector<int32_t> idx(B * S * K, -1);
+    std::vector<uint8_t> mask(B * S * T, 1);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++) {
+            std::vector<int32_t> visible(s + 1);
+            std::iota(visible.begin(), visible.end(), 0);
+            std::shuffle(visible.begin(), visible.end(), rng);
+            for (int64_t n = 0; n < std::min<int64_t>(K, s + 1); n++) {
+                idx[(b * S + s) * K + n] = visible[n];
+                mask[(b * S + s) * T + visible[n]] = 0;
+            }
+        }
+    const float scale = 1.0f / std::sqrt(float(D));
+    Tensor sparse({B, S, H, D}), dense({B, S, H, D});
+    dsa_sparse_attention(q.view(), k.view(), v.view(), idx, K, scale, sparse.view());
+    // The dense kernel wants [B, Hkv, T, D] storage.
+    Tensor kc({B, H, T, D}), vc({B, H, T, D});
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < H; h++) {
+                std::copy_n(k.data() + ((b * T + t) * H + h) * D, D, kc.data() + ((b * H + h) * T + t) * D);
+                std::copy_n(v.data() + ((b * T + t) * H + h) * D, D, vc.data() + ((b * H + h) * T + t) * D);
+            }
+    const MaskView m{mask.data(), {B, 1, S, T}};
+    attention_prefill(q.view(), kc.view(), vc.view(), std::vector<int32_t>(B, static_cast<int32_t>(T)), scale, true, &m,
+                      dense.view());
+    return testing::relative_l2(sparse, {dense.values().begin(), dense.values().end()});
+}
+
+TEST(DsaKernels, IndexScoresMatchReference) { EXPECT_LE(index_scores_error(2, 5, 3, 16, 19, 40), 1e-5); }
+TEST(DsaKernels, SparseEqualsDenseWithMask) { EXPECT_LE(sparse_vs_dense(2, 23, 3, 24, 5, 41), 1e-5); }
+
+TEST(DsaKernels, SparseRejectsIndicesOutsideTheCache) {
+    Tensor q({1, 1, 1, 4}), k({1, 3, 1, 4}), out({1, 1, 1, 4});
+    EXPECT_THROW(dsa_sparse_attention(q.view(), k.view(), k.view(), {3}, 1, 1.0f, out.view()), Error);
+}
+
+const bool checks_registered =
+    testing::register_kernel_check("dsa_index_scores", {[] { return index_scores_error(1, 7, 4, 16, 30, 42); }, 1e-5,
+                                                        [] { return index_scores_error(1, 512, 32, 128, 512, 43); }}) &&
+    testing::register_kernel_check("dsa_sparse_attention", {[] { return sparse_vs_dense(1, 17, 2, 8, 4, 44); }, 1e-5,
+                                                            [] { return sparse_vs_dense(1, 512, 16, 24, 64, 45); }});
 
 TEST(DsaConfig, RejectsWhatIsOutOfScope) {
     nlohmann::json yarn = small_config(4);

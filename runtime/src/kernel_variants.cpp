@@ -9,6 +9,10 @@
 
 #if defined(__x86_64__)
 #include "hattn_attention_decode_x86.h"
+#include "hattn_dsa_index_scores_x86.h"
+#include "hattn_dsa_index_scores_x86_auto.h"
+#include "hattn_dsa_sparse_attention_x86.h"
+#include "hattn_dsa_sparse_attention_x86_auto.h"
 #include "hattn_bitlinear_s8s8_x86.h"
 #include "hattn_bitlinear_s8s8_x86_auto.h"
 #include "hattn_bitlinear_u8s8_x86.h"
@@ -30,6 +34,8 @@
 #include "hattn_rope_interleaved_x86_auto.h"
 #elif defined(__aarch64__)
 #include "hattn_attention_decode_arm_plain.h"
+#include "hattn_dsa_index_scores_arm_plain.h"
+#include "hattn_dsa_sparse_attention_arm_plain.h"
 #include "hattn_bitlinear_s8s8_arm_dotprod.h"
 #include "hattn_bitlinear_s8s8_arm_plain.h"
 #include "hattn_cca_qk_latent_arm_plain.h"
@@ -117,6 +123,12 @@ AttentionDecodeKernel attention_decode_kernel() {
     return choose("attention_decode", HATTN_VARIANTS(attention_decode));
 }
 CcaQkLatentKernel cca_qk_latent_kernel() { return choose("cca_qk_latent", HATTN_VARIANTS(cca_qk_latent)); }
+DsaIndexScoresKernel dsa_index_scores_kernel() {
+    return choose("dsa_index_scores", HATTN_VARIANTS(dsa_index_scores));
+}
+DsaSparseAttentionKernel dsa_sparse_attention_kernel() {
+    return choose("dsa_sparse_attention", HATTN_VARIANTS(dsa_sparse_attention));
+}
 
 BitLinearChoice bitlinear_kernel() {
 #if defined(__x86_64__)

@@ -40,6 +40,15 @@ CcaQkLatentKernel cca_qk_latent_kernel();
 // (xq, packed, correction, row_scale, y)
 using BitLinearKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                 halide_buffer_t *);
+// (iq, ik, head_w, kv_len, scale, scores)
+using DsaIndexScoresKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                                     float, halide_buffer_t *);
+DsaIndexScoresKernel dsa_index_scores_kernel();
+// (q, keys, values, indices, scale, out)
+using DsaSparseAttentionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                                         halide_buffer_t *, float, halide_buffer_t *);
+DsaSparseAttentionKernel dsa_sparse_attention_kernel();
+
 struct BitLinearChoice {
     const char *name;
     BitLinearKernel kernel;

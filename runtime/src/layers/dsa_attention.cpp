@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "hattn/error.h"
+#include "hattn/kernels/dsa.h"
 #include "hattn/kernels/projection.h"
 
 namespace hattn {
@@ -99,6 +100,14 @@ DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), r
     index_norm_w_ = w.get("indexer.k_norm.weight", {c.index_dim});
     index_norm_b_ = w.get("indexer.k_norm.bias", {c.index_dim});
     index_w_ = Linear::dense(w.get("indexer.weights_proj.weight", {c.index_heads, E}));
+    // Per head, W_kvb's key rows transposed ([R, N]): the absorbed query is q_nope_h times them.
+    const Tensor &kvb = kv_b_.weight();
+    for (int64_t h = 0; h < H; h++) {
+        Tensor t({R, c.nope_dim});
+        for (int64_t i = 0; i < c.nope_dim; i++)
+            for (int64_t r = 0; r < R; r++) t.data()[r * c.nope_dim + i] = kvb.data()[(h * (c.nope_dim + c.v_dim) + i) * R + r];
+        key_absorb_.push_back(std::move(t));
+    }
 }
 
 DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
@@ -185,108 +194,99 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                         state.index_keys.data() + (b * state.capacity + start[b] + s) * ID);
         }
 
+    std::vector<int32_t> lengths = start;
+    for (int32_t &len : lengths) len += static_cast<int32_t>(S);
     const int64_t K = shared ? shared->k : c.index_topk;
     TopK chosen{B, S, K, std::vector<int32_t>(B * S * K, -1)};
-    const float index_scale = static_cast<float>(1.0 / std::sqrt(double(ID)));
-    const double scale = 1.0 / std::sqrt(double(N + Rd));
+    if (shared) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t n = 0; n < K; n++) {
+                    const int32_t t = shared->row(b, s)[n];
+                    const int64_t pos = start[b] + s;
+                    require(t >= -1 && t <= pos, "glm_dsa: shared top-k index " + str(t) + " of query " + str(s) +
+                                                     " is outside its visible keys 0.." + str(pos));
+                    chosen.indices[(b * S + s) * K + n] = t;
+                }
+    } else {
+        // One kernel scores every key for forward and decode alike, so both select the same keys.
+        Tensor scores({B, S, state.capacity});
+        dsa_index_scores(iq_rot.view(), state.index_keys.view(), head_w.reshaped({B, S, IH}).view(), lengths,
+                         static_cast<float>(1.0 / std::sqrt(double(ID))), scores.view());
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t s = 0; s < S; s++) {
+                const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
+                const float *score = scores.data() + (b * S + s) * state.capacity;
+                // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
+                std::vector<int32_t> order(pos + 1);
+                std::iota(order.begin(), order.end(), 0);
+                const auto better = [&](int32_t x1, int32_t x2) {
+                    return score[x1] != score[x2] ? score[x1] > score[x2] : x1 > x2;
+                };
+                std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
+                std::sort(order.begin(), order.begin() + n);
+                std::copy_n(order.begin(), n, chosen.indices.data() + (b * S + s) * K);
+            }
+    }
+
+    const float scale = static_cast<float>(1.0 / std::sqrt(double(N + Rd)));
     const Tensor &w_kvb = kv_b_.weight();
-    Tensor attended({B, S, H * V});
-    for (int64_t b = 0; b < B; b++) {
-        const int64_t len = start[b] + S;
-        // Expanded keys and values of every cached token (prefill): [len, H, N + V].
-        Tensor expanded;
-        if (!absorbed) {
+    Tensor attended({B, S, H, V});
+    if (!absorbed) {
+        // Expanded: per-head keys [k_nope_h | k_rot] and values of every cached token.
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t len = lengths[b];
             Tensor lat({len, R});
             for (int64_t t = 0; t < len; t++) {
                 std::copy_n(state.latent.data() + (b * state.capacity + t) * L, R, lat.data() + t * R);
             }
-            expanded = kv_b_.apply(lat);
+            const Tensor expanded = kv_b_.apply(lat);  // [len, H * (N + V)]
+            Tensor keys({1, len, H, N + Rd}), q_b({1, S, H, N + Rd});
+            for (int64_t t = 0; t < len; t++)
+                for (int64_t h = 0; h < H; h++) {
+                    float *key = keys.data() + (t * H + h) * (N + Rd);
+                    std::copy_n(expanded.data() + (t * H + h) * (N + V), N, key);
+                    std::copy_n(state.latent.data() + (b * state.capacity + t) * L + R, Rd, key + N);
+                }
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t h = 0; h < H; h++) {
+                    float *row = q_b.data() + (s * H + h) * (N + Rd);
+                    std::copy_n(q.data() + ((b * S + s) * H + h) * (N + Rd), N, row);
+                    std::copy_n(q_rot.data() + ((b * S + s) * H + h) * Rd, Rd, row + N);
+                }
+            const TensorView values(const_cast<float *>(expanded.data()) + N, {1, len, H, V},
+                                    {len * H * (N + V), H * (N + V), N + V, 1});
+            const std::vector<int32_t> idx(chosen.indices.begin() + b * S * K, chosen.indices.begin() + (b + 1) * S * K);
+            dsa_sparse_attention(q_b.view(), keys.view(), values, idx, K, scale,
+                                 TensorView(attended.data() + b * S * H * V, {1, S, H, V}));
         }
-        for (int64_t s = 0; s < S; s++) {
-            const int64_t pos = start[b] + s;
-            int32_t *sel = chosen.indices.data() + (b * S + s) * K;
-            if (shared) {
-                for (int64_t n = 0; n < K; n++) {
-                    const int32_t t = shared->row(b, s)[n];
-                    require(t >= -1 && t <= pos, "glm_dsa: shared top-k index " + str(t) + " of query " + str(s) +
-                                                     " is outside its visible keys 0.." + str(pos));
-                    sel[n] = t;
-                }
-            } else {
-                // score[t] = sum_h w[h] relu(iq_h . ik[t] / sqrt(ID)), the same order for one query or many.
-                std::vector<float> score(pos + 1);
-                for (int64_t t = 0; t <= pos; t++) {
-                    const float *kt = state.index_keys.data() + (b * state.capacity + t) * ID;
-                    float total = 0;
-                    for (int64_t h = 0; h < IH; h++) {
-                        const float *qh = iq_rot.data() + ((b * S + s) * IH + h) * ID;
-                        float dot = 0;
-                        for (int64_t d = 0; d < ID; d++) dot += qh[d] * kt[d];
-                        total += head_w.data()[(b * S + s) * IH + h] * std::max(dot * index_scale, 0.0f);
-                    }
-                    score[t] = total;
-                }
-                // The min(K, pos + 1) best, ties to the larger (more recent) position.
-                std::vector<int32_t> order(pos + 1);
-                std::iota(order.begin(), order.end(), 0);
-                const int64_t n = std::min<int64_t>(K, pos + 1);
-                const auto better = [&](int32_t a, int32_t c2) {
-                    return score[a] != score[c2] ? score[a] > score[c2] : a > c2;
-                };
-                std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
-                std::sort(order.begin(), order.begin() + n);
-                std::copy_n(order.begin(), n, sel);
+    } else {
+        // Absorbed: W_kvb's key part folded into the query, attention over the latent rows shared
+        // by all heads, W_kvb's value part applied after.
+        Tensor q_abs({B, S, H, L});
+        for (int64_t h = 0; h < H; h++) {
+            Tensor q_nope({B * S, N}), q_lat({B * S, R});
+            for (int64_t r = 0; r < B * S; r++) std::copy_n(q.data() + (r * H + h) * (N + Rd), N, q_nope.data() + r * N);
+            project(q_nope.view(), key_absorb_[h].view(), nullptr, q_lat.view());
+            for (int64_t r = 0; r < B * S; r++) {
+                std::copy_n(q_lat.data() + r * R, R, q_abs.data() + (r * H + h) * L);
+                std::copy_n(q_rot.data() + (r * H + h) * Rd, Rd, q_abs.data() + (r * H + h) * L + R);
             }
-            // Attention over the selected keys, per head.
-            for (int64_t h = 0; h < H; h++) {
-                const float *qn = q.data() + ((b * S + s) * H + h) * (N + Rd);
-                const float *qr = q_rot.data() + ((b * S + s) * H + h) * Rd;
-                std::vector<double> q_lat;  // absorbed: q_nope W_kvb_k,h -> [R]
-                if (absorbed) {
-                    q_lat.assign(R, 0.0);
-                    for (int64_t i = 0; i < N; i++)
-                        for (int64_t r = 0; r < R; r++) q_lat[r] += double(qn[i]) * w_kvb.data()[(h * (N + V) + i) * R + r];
-                }
-                std::vector<std::pair<int32_t, double>> logits;
-                double m = -1e300;
-                for (int64_t n = 0; n < K; n++) {
-                    const int32_t t = sel[n];
-                    if (t < 0) continue;
-                    const float *lat = state.latent.data() + (b * state.capacity + t) * L;
-                    double dot = 0;
-                    if (absorbed) {
-                        for (int64_t r = 0; r < R; r++) dot += q_lat[r] * lat[r];
-                    } else {
-                        const float *kn = expanded.data() + (t * H + h) * (N + V);
-                        for (int64_t i = 0; i < N; i++) dot += double(qn[i]) * kn[i];
-                    }
-                    for (int64_t i = 0; i < Rd; i++) dot += double(qr[i]) * lat[R + i];
-                    logits.push_back({t, dot * scale});
-                    m = std::max(m, dot * scale);
-                }
-                double sum = 0;
-                std::vector<double> acc(absorbed ? R : V, 0.0);
-                for (const auto &[t, logit] : logits) {
-                    const double p = std::exp(logit - m);
-                    sum += p;
-                    const float *src = absorbed ? state.latent.data() + (b * state.capacity + t) * L
-                                                : expanded.data() + (t * H + h) * (N + V) + N;
-                    for (size_t i = 0; i < acc.size(); i++) acc[i] += p * src[i];
-                }
-                float *out = attended.data() + (b * S + s) * H * V + h * V;
-                for (int64_t v = 0; v < V; v++) {
-                    double o = 0;
-                    if (absorbed) {  // the latent output times W_kvb_v,h
-                        for (int64_t r = 0; r < R; r++) o += acc[r] * w_kvb.data()[(h * (N + V) + N + v) * R + r];
-                    } else {
-                        o = acc[v];
-                    }
-                    out[v] = sum > 0 ? static_cast<float>(o / sum) : 0.0f;
-                }
-            }
+        }
+        Tensor out_lat({B, S, H, R});
+        const int64_t cap = state.capacity;
+        dsa_sparse_attention(q_abs.view(), TensorView(state.latent.data(), {B, cap, 1, L}),
+                             TensorView(state.latent.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
+                             scale, out_lat.view());
+        for (int64_t h = 0; h < H; h++) {
+            Tensor lat_h({B * S, R}), out_h({B * S, V});
+            for (int64_t r = 0; r < B * S; r++) std::copy_n(out_lat.data() + (r * H + h) * R, R, lat_h.data() + r * R);
+            project(lat_h.view(), TensorView(const_cast<float *>(w_kvb.data()) + (h * (N + V) + N) * R, {V, R}),
+                    nullptr, out_h.view());
+            for (int64_t r = 0; r < B * S; r++) std::copy_n(out_h.data() + r * V, V, attended.data() + (r * H + h) * V);
         }
     }
-    Tensor y = o_.apply(attended);
+    Tensor y = o_.apply(attended.reshaped({B, S, H * V}));
     for (int64_t b = 0; b < B; b++) state.lengths[b] += static_cast<int32_t>(S);
     if (selected) *selected = std::move(chosen);
     return y;

@@ -1,0 +1,37 @@
+#include "generators/dsa/index_scores.h"
+
+#include "schedules/dispatch.h"
+
+namespace hattn {
+
+using namespace Halide;
+
+void DsaIndexScores::generate() {
+    rd = RDom(0, iq.dim(0).extent(), "rd");
+    rh = RDom(0, iq.dim(1).extent(), "rh");
+    dot(t, h, s, b) = 0.0f;
+    // t clamped so that schedules may compute whole vectors of keys (the same arithmetic in every
+    // lane, whatever the length) without reading past the cache.
+    dot(t, h, s, b) += iq(rd, h, s, b) * ik(rd, clamp(t, 0, ik.dim(1).extent() - 1), b);
+    total(t, s, b) = 0.0f;
+    total(t, s, b) += head_w(rh, s, b) * max(dot(t, rh, s, b) * scale, 0.0f);
+    // Query s is the (S - s)-th newest of its sequence's kv_len keys.
+    const Expr position = kv_len(b) - iq.dim(2).extent() + s;
+    score(t, s, b) = select(t <= position, total(t, s, b), 0.0f);
+}
+
+void DsaIndexScores::schedule() {
+    // GLM-5's indexer (32 heads of 128) at a 512-token prefill.
+    iq.set_estimates({{0, 128}, {0, 32}, {0, 512}, {0, 1}});
+    ik.set_estimates({{0, 128}, {0, 512}, {0, 1}});
+    head_w.set_estimates({{0, 32}, {0, 512}, {0, 1}});
+    kv_len.set_estimates({{0, 1}});
+    scale.set_estimate(0.088f);
+    score.set_estimates({{0, 512}, {0, 512}, {0, 1}});
+    if (auto_schedule) return;
+    schedules::apply(*this, get_target());
+}
+
+}  // namespace hattn
+
+HALIDE_REGISTER_GENERATOR(hattn::DsaIndexScores, dsa_index_scores)

@@ -1,0 +1,30 @@
+// The DSA lightning indexer's scores (spec/attention.md §4):
+//   score[s, t] = sum_h w[s, h] * relu(iq[s, h] . ik[t] * scale)   for t <= position(s)
+// for the new queries s of each sequence against every cached key t; positions past a query's
+// are 0 and never read. Forward and decode call this same kernel (decode with one query), and each
+// score's reduction order is fixed by the algorithm (d, then h), so both select the same keys.
+#pragma once
+
+#include "Halide.h"
+
+namespace hattn {
+
+class DsaIndexScores : public Halide::Generator<DsaIndexScores> {
+public:
+    Input<Buffer<float>> iq{"iq", 4};          // (ID, IH, S, B): rotated index queries
+    Input<Buffer<float>> ik{"ik", 3};          // (ID, capacity, B): rotated index keys, cached
+    Input<Buffer<float>> head_w{"head_w", 3};  // (IH, S, B): per-head weights, already / sqrt(IH)
+    Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B): keys of each sequence, new ones included
+    Input<float> scale{"scale"};               // 1 / sqrt(ID)
+    Output<Buffer<float>> score{"score", 3};   // (capacity, S, B)
+
+    Halide::Var t{"t"}, s{"s"}, b{"b"}, h{"h"};
+    Halide::RDom rd, rh;
+    Halide::Func dot{"dot"};    // (t, h, s, b): iq . ik
+    Halide::Func total{"total"};  // (t, s, b)
+
+    void generate();
+    void schedule();
+};
+
+}  // namespace hattn

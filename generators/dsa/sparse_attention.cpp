@@ -1,0 +1,49 @@
+#include "generators/dsa/sparse_attention.h"
+
+#include "schedules/dispatch.h"
+
+namespace hattn {
+
+using namespace Halide;
+
+void DsaSparseAttention::generate() {
+    const Expr H = q.dim(1).extent(), kv_heads = keys.dim(1).extent();
+    const Expr kh = h * kv_heads / H;
+    const Expr index = indices(n, s, b);
+    const Expr valid = index >= 0;
+    const Expr t = clamp(index, 0, keys.dim(2).extent() - 1);
+    const float masked = -1e30f;  // finite: Halide's fast-math codegen assumes no inf
+
+    rd = RDom(0, q.dim(0).extent(), "rd");
+    logit(n, h, s, b) = 0.0f;
+    logit(n, h, s, b) += q(rd, h, s, b) * keys(rd, kh, t, b);
+    const Expr l = select(valid, logit(n, h, s, b) * scale, masked);
+
+    rn = RDom(0, indices.dim(0).extent(), "rn");
+    row_max(h, s, b) = masked;
+    row_max(h, s, b) = max(row_max(h, s, b), substitute(n, rn.x, l));
+    prob(n, h, s, b) = select(valid, exp(l - row_max(h, s, b)), 0.0f);
+    row_sum(h, s, b) = 0.0f;
+    row_sum(h, s, b) += prob(rn, h, s, b);
+    const Expr t_r = clamp(indices(rn, s, b), 0, keys.dim(2).extent() - 1);
+    acc(d, h, s, b) = 0.0f;
+    acc(d, h, s, b) += prob(rn, h, s, b) * values(d, kh, t_r, b);
+    // A query with no selected key (none visible) outputs zeros.
+    out(d, h, s, b) = select(row_sum(h, s, b) > 0.0f, acc(d, h, s, b) / row_sum(h, s, b), 0.0f);
+}
+
+void DsaSparseAttention::schedule() {
+    // The expanded form at 16 heads, a 512-token prefill, 64 selected keys per query.
+    q.set_estimates({{0, 24}, {0, 16}, {0, 512}, {0, 1}});
+    keys.set_estimates({{0, 24}, {0, 16}, {0, 512}, {0, 1}});
+    values.set_estimates({{0, 16}, {0, 16}, {0, 512}, {0, 1}});
+    indices.set_estimates({{0, 64}, {0, 512}, {0, 1}});
+    scale.set_estimate(0.2f);
+    out.set_estimates({{0, 16}, {0, 16}, {0, 512}, {0, 1}});
+    if (auto_schedule) return;
+    schedules::apply(*this, get_target());
+}
+
+}  // namespace hattn
+
+HALIDE_REGISTER_GENERATOR(hattn::DsaSparseAttention, dsa_sparse_attention)

@@ -1,0 +1,49 @@
+#include "hattn/kernels/dsa.h"
+
+#include "halide_call.h"
+#include "hattn/error.h"
+#include "kernel_variants.h"
+
+namespace hattn {
+
+void dsa_index_scores(const TensorView &iq, const TensorView &ik, const TensorView &head_w,
+                      const std::vector<int32_t> &kv_len, float scale, const TensorView &scores) {
+    require(iq.rank() == 4 && ik.rank() == 3 && head_w.rank() == 3 && scores.rank() == 3,
+            "dsa index scores: iq [B, S, IH, ID], ik [B, capacity, ID], head_w [B, S, IH], scores [B, S, capacity]");
+    const int64_t B = iq.dim(0), S = iq.dim(1), IH = iq.dim(2), ID = iq.dim(3), cap = ik.dim(1);
+    require(ik.shape == Shape({B, cap, ID}) && head_w.shape == Shape({B, S, IH}) &&
+                scores.shape == Shape({B, S, cap}) && static_cast<int64_t>(kv_len.size()) == B,
+            "dsa index scores: shapes " + shape_to_string(iq.shape) + ", " + shape_to_string(ik.shape) + ", " +
+                shape_to_string(head_w.shape) + ", " + shape_to_string(scores.shape) + " do not fit");
+    for (int32_t len : kv_len) require(len >= S && len <= cap, "dsa index scores: KV length outside the cache");
+    if (scores.size() == 0) return;
+    auto qb = iq.halide_buffer(), kb = ik.halide_buffer(), wb = head_w.halide_buffer(), sb = scores.halide_buffer();
+    Halide::Runtime::Buffer<int32_t> lb(const_cast<int32_t *>(kv_len.data()), static_cast<int>(B));
+    detail::call_kernel("dsa_index_scores", detail::dsa_index_scores_kernel(), qb.raw_buffer(), kb.raw_buffer(),
+                        wb.raw_buffer(), lb.raw_buffer(), scale, sb.raw_buffer());
+}
+
+void dsa_sparse_attention(const TensorView &q, const TensorView &keys, const TensorView &values,
+                          const std::vector<int32_t> &indices, int64_t k, float scale, const TensorView &out) {
+    require(q.rank() == 4 && keys.rank() == 4 && values.rank() == 4 && out.rank() == 4,
+            "dsa sparse attention: q, keys, values and out must be rank 4");
+    const int64_t B = q.dim(0), S = q.dim(1), H = q.dim(2), Dk = q.dim(3);
+    const int64_t cap = keys.dim(1), Hk = keys.dim(2), Dv = values.dim(3);
+    require(keys.dim(0) == B && keys.dim(3) == Dk && values.shape == Shape({B, cap, Hk, Dv}) && Hk > 0 &&
+                H % Hk == 0 && out.shape == Shape({B, S, H, Dv}),
+            "dsa sparse attention: q " + shape_to_string(q.shape) + ", keys " + shape_to_string(keys.shape) +
+                ", values " + shape_to_string(values.shape) + ", out " + shape_to_string(out.shape) + " do not fit");
+    require(k > 0 && static_cast<int64_t>(indices.size()) == B * S * k, "dsa sparse attention: indices must be [B, S, K]");
+    for (int32_t t : indices) {
+        require(t >= -1 && t < cap, "dsa sparse attention: key index " + std::to_string(t) + " outside the cache of " +
+                                        std::to_string(cap) + " tokens");
+    }
+    if (out.size() == 0) return;
+    auto qb = q.halide_buffer(), kb = keys.halide_buffer(), vb = values.halide_buffer(), ob = out.halide_buffer();
+    Halide::Runtime::Buffer<int32_t> ib(const_cast<int32_t *>(indices.data()), static_cast<int>(k),
+                                        static_cast<int>(S), static_cast<int>(B));
+    detail::call_kernel("dsa_sparse_attention", detail::dsa_sparse_attention_kernel(), qb.raw_buffer(),
+                        kb.raw_buffer(), vb.raw_buffer(), ib.raw_buffer(), scale, ob.raw_buffer());
+}
+
+}  // namespace hattn
