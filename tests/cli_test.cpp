@@ -101,8 +101,15 @@ TEST_F(Cli, UnknownKindIsNamed) {
                            "unknown kind 'flash_magic'");
 }
 
-TEST_F(Cli, BenchOfALayerNotBuiltYetExits2) {
-    expect_one_line_naming(hattn("bench layer --layer dsa --hidden 64 --heads 4 --seq 8"), "'dsa' is not built yet");
+TEST_F(Cli, BenchOfAnUnknownLayerExits2) {
+    expect_one_line_naming(hattn("bench layer --layer linformer --hidden 64 --heads 4 --seq 8"), "'linformer'");
+}
+
+TEST_F(Cli, BenchPrintsOneJsonLine) {
+    const CliResult r = hattn("bench layer --layer dsa --hidden 64 --heads 4 --seq 8 --reps 1");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("\"tokens_per_s\""), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
 TEST_F(Cli, RunsACachedAttentionCase) {

@@ -13,6 +13,7 @@
 #include "hattn/kernels/projection.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/layers/cached_attention.h"
+#include "hattn/layers/dsa_attention.h"
 #include "hattn/layers/latent_attention.h"
 #include "hattn/safetensors_writer.h"
 
@@ -194,6 +195,41 @@ std::unique_ptr<LatentAttention> random_latent_attention(const LayerShape &s) {
 
 bool is_latent(const std::string &layer) { return layer == "cca" || layer == "ccgqa"; }
 
+// A GLM-5-shaped sparse attention layer scaled to E and H, with random weights: q_lora E/3, latent
+// 512, head dims 128 + 64 (rope) and 128 (values), 32 index heads of 128, top-2048.
+DsaConfig dsa_config(const LayerShape &s) {
+    return DsaConfig::from(ConfigReader({{"hidden_size", s.hidden}, {"num_attention_heads", s.heads},
+                                         {"q_lora_rank", std::max<int64_t>(64, s.hidden / 3)}, {"kv_lora_rank", 512},
+                                         {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128},
+                                         {"index_n_heads", 32}, {"index_head_dim", 128}, {"index_topk", 2048}},
+                                        "bench"));
+}
+
+std::unique_ptr<DsaAttention> random_dsa_attention(const LayerShape &s) {
+    const DsaConfig c = dsa_config(s);
+    const int64_t E = c.hidden, H = c.heads, QL = c.q_lora_rank, R = c.kv_lora_rank;
+    const float a = 1.0f / std::sqrt(float(E));
+    std::map<std::string, Tensor> w{
+        {"q_a_proj.weight", random({QL, E}, 1, a)},
+        {"q_a_layernorm.weight", random({QL}, 2, 1.0f)},
+        {"q_b_proj.weight", random({H * (c.nope_dim + c.rope_dim), QL}, 3, 1.0f / std::sqrt(float(QL)))},
+        {"kv_a_proj_with_mqa.weight", random({R + c.rope_dim, E}, 4, a)},
+        {"kv_a_layernorm.weight", random({R}, 5, 1.0f)},
+        {"kv_b_proj.weight", random({H * (c.nope_dim + c.v_dim), R}, 6, 1.0f / std::sqrt(float(R)))},
+        {"o_proj.weight", random({E, H * c.v_dim}, 7, a)},
+        {"indexer.wq_b.weight", random({c.index_heads * c.index_dim, QL}, 8, 1.0f / std::sqrt(float(QL)))},
+        {"indexer.wk.weight", random({c.index_dim, E}, 9, a)},
+        {"indexer.k_norm.weight", random({c.index_dim}, 10, 1.0f)},
+        {"indexer.k_norm.bias", random({c.index_dim}, 11, 0.1f)},
+        {"indexer.weights_proj.weight", random({c.index_heads, E}, 12, a)}};
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("hattn-bench-" + std::to_string(std::random_device{}()) + ".safetensors");
+    write_safetensors(path.string(), w);
+    auto layer = std::make_unique<DsaAttention>(c, Weights::open(path.string()));
+    std::filesystem::remove(path);
+    return layer;
+}
+
 }  // namespace
 
 double kv_bytes_per_token(const LayerShape &s);
@@ -234,6 +270,10 @@ Workload latent_layer_workload(const LayerShape &s) {
 }  // namespace
 
 double kv_bytes_per_token(const LayerShape &s) {
+    if (s.layer == "dsa") {  // the latent (R + Rd) and the indexer key (ID), shared by all heads
+        const DsaConfig c = dsa_config(s);
+        return double(c.kv_lora_rank + c.rope_dim + c.index_dim) * sizeof(float);
+    }
     if (is_latent(s.layer)) {
         const bool grouped = s.layer == "ccgqa";
         const int64_t Lkv = std::max<int64_t>(1, s.hidden / (grouped ? 8 : 4));
@@ -244,10 +284,44 @@ double kv_bytes_per_token(const LayerShape &s) {
     return 2.0 * Hkv * D * sizeof(float);
 }
 
+namespace {
+
+Workload dsa_layer_workload(const LayerShape &s) {
+    struct State {
+        std::unique_ptr<DsaAttention> layer;
+        std::unique_ptr<DsaState> state;
+        Tensor x;
+    };
+    auto st = std::make_shared<State>();
+    st->layer = random_dsa_attention(s);
+    if (!s.decode) {
+        st->x = random({s.batch, s.seq, s.hidden}, 9);
+        Workload w = make(st, [st] { st->layer->forward(st->x); });
+        w.tokens = double(s.batch) * s.seq;
+        return w;
+    }
+    // The cache is filled by a prefill of kv_len random tokens (the indexer needs real keys).
+    require(s.kv_len > 0, "bench layer --decode: --kv-len must be positive");
+    st->state = std::make_unique<DsaState>(st->layer->make_state(s.batch, s.kv_len + 1));
+    st->layer->prefill(random({s.batch, s.kv_len, s.hidden}, 10), *st->state);
+    st->x = random({s.batch, 1, s.hidden}, 12);
+    const int32_t kv_len = static_cast<int32_t>(s.kv_len);
+    Workload w = make(st, [st, kv_len] {
+        st->layer->decode_step(st->x, *st->state);
+        for (int32_t &len : st->state->lengths) len = kv_len;
+    });
+    w.tokens = double(s.batch);
+    w.bytes = kv_bytes_per_token(s) * s.batch * s.kv_len;
+    return w;
+}
+
+}  // namespace
+
 Workload layer_workload(const LayerShape &s) {
     if (is_latent(s.layer)) return latent_layer_workload(s);
+    if (s.layer == "dsa") return dsa_layer_workload(s);
     require(s.layer == "mha" || s.layer == "gqa",
-            "bench layer: layer '" + s.layer + "' is not built yet (built: mha, gqa, cca, ccgqa)");
+            "bench layer: unknown layer '" + s.layer + "' (mha, gqa, cca, ccgqa, dsa)");
     struct State {
         std::unique_ptr<CachedAttention> layer;
         std::unique_ptr<KVCache> cache;
