@@ -29,7 +29,7 @@ nlohmann::json small_config(int64_t topk) {
             {"index_topk", topk},     {"rope_theta", 10000.0},    {"num_hidden_layers", 78}};
 }
 
-DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = "") {
+DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = "", bool zero_index_weights = false) {
     const DsaConfig c = DsaConfig::from(ConfigReader(json, "config.json"));
     const int64_t E = c.hidden, H = c.heads;
     auto t = [](Shape s, uint32_t seed) {
@@ -50,6 +50,7 @@ DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = 
         {"indexer.k_norm.weight", t({c.index_dim}, 10)},
         {"indexer.k_norm.bias", t({c.index_dim}, 11)},
         {"indexer.weights_proj.weight", t({c.index_heads, E}, 12)}};
+    if (zero_index_weights) w["indexer.weights_proj.weight"] = Tensor({c.index_heads, E});  // every score 0
     std::map<std::string, Tensor> named;
     for (auto &[name, tensor] : w) named[prefix + name] = tensor;
     testing::TempDir dir;
@@ -79,6 +80,39 @@ TEST(DsaAttention, DecodeInTheLatentEqualsTheExpandedForward) {
         }
         EXPECT_LE(testing::relative_l2(out, {expected.values().begin(), expected.values().end()}), 1e-5)
             << "topk " << topk;
+    }
+}
+
+TEST(DsaAttention, TiesGoToTheMostRecentKeys) {
+    // With zero head weights every score is exactly 0: a tie everywhere, so each query must keep
+    // its min(K, s + 1) most recent keys.
+    DsaAttention layer = make_layer(small_config(3), "", true);
+    TopK sel;
+    layer.forward(testing::random_tensor({1, 7, 64}, 25), &sel);
+    for (int64_t s = 0; s < 7; s++) {
+        std::vector<int32_t> expected;
+        for (int64_t t = std::max<int64_t>(0, s - 2); t <= s; t++) expected.push_back(static_cast<int32_t>(t));
+        expected.resize(3, -1);
+        EXPECT_EQ(std::vector<int32_t>(sel.row(0, s), sel.row(0, s) + 3), expected) << "query " << s;
+    }
+}
+
+TEST(DsaAttention, IndexShapesDecodeLikeTheForward) {
+    for (auto [heads, dim] : {std::pair<int, int>{1, 8}, {2, 32}, {8, 16}}) {
+        nlohmann::json config = small_config(5);
+        config["index_n_heads"] = heads;
+        config["index_head_dim"] = dim;
+        DsaAttention layer = make_layer(config);
+        const Tensor x = testing::random_tensor({1, 9, 64}, 26);
+        const Tensor expected = layer.forward(x);
+        DsaState state = layer.make_state(1, 9);
+        Tensor out({1, 9, 64});
+        for (int64_t s = 0; s < 9; s++) {
+            const Tensor y = layer.decode_step(x.tokens(s, s + 1), state);
+            std::copy_n(y.data(), 64, out.data() + s * 64);
+        }
+        EXPECT_LE(testing::relative_l2(out, {expected.values().begin(), expected.values().end()}), 1e-5)
+            << heads << " index heads of " << dim;
     }
 }
 
