@@ -10,6 +10,7 @@
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/bitlinear.h"
+#include "hattn/kernels/dsa.h"
 #include "hattn/kernels/projection.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/layers/cached_attention.h"
@@ -149,6 +150,55 @@ Workload bitlinear_workload(int64_t rows, int64_t in, int64_t out) {
     Workload w = make(st, [st] { bitlinear(st->x.view(), st->w, st->y.view()); });
     w.flops = 2.0 * rows * in * out;
     w.bytes = double(st->w.bytes());
+    return w;
+}
+
+Workload dsa_sparse_workload(int64_t seq, int64_t topk) {
+    constexpr int64_t H = 16, Dk = 192, Dv = 128;
+    struct State {
+        Tensor q, k, v, out;
+        std::vector<int32_t> indices;
+    };
+    auto st = std::make_shared<State>();
+    st->q = random({1, seq, H, Dk}, 1);
+    st->k = random({1, seq, H, Dk}, 2);
+    st->v = random({1, seq, H, Dv}, 3);
+    st->out = Tensor({1, seq, H, Dv});
+    st->indices.assign(seq * topk, -1);
+    std::mt19937 rng(4);
+    for (int64_t s = 0; s < seq; s++)
+        for (int64_t n = 0; n < std::min(topk, s + 1); n++) {
+            st->indices[s * topk + n] = static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, s)(rng));
+        }
+    const float scale = 1.0f / std::sqrt(float(Dk));
+    Workload w = make(st, [st, topk, scale] {
+        dsa_sparse_attention(st->q.view(), st->k.view(), st->v.view(), st->indices, topk, scale, st->out.view());
+    });
+    w.flops = 2.0 * seq * topk * H * (Dk + Dv);
+    return w;
+}
+
+Workload dsa_index_workload(int64_t seq) {
+    constexpr int64_t IH = 32, ID = 128;
+    static constexpr int64_t block = 256;
+    struct State {
+        Tensor iq, ik, w, scores;
+    };
+    auto st = std::make_shared<State>();
+    st->iq = random({1, seq, IH, ID}, 1);
+    st->ik = random({1, seq, ID}, 2);
+    st->w = random({1, seq, IH}, 3);
+    st->scores = Tensor({1, block, seq});
+    const float scale = 1.0f / std::sqrt(float(ID));
+    Workload w = make(st, [st, seq, scale] {
+        for (int64_t s0 = 0; s0 < seq; s0 += block) {
+            const int64_t n = std::min(block, seq - s0);
+            dsa_index_scores(TensorView(st->iq.data() + s0 * IH * ID, {1, n, IH, ID}), st->ik.view(),
+                             TensorView(st->w.data() + s0 * IH, {1, n, IH}), {static_cast<int32_t>(s0 + n)}, scale,
+                             TensorView(st->scores.data(), {1, n, seq}));
+        }
+    });
+    w.flops = 2.0 * seq * seq * IH * ID;  // every (query, key) pair is scored; half are masked
     return w;
 }
 

@@ -32,6 +32,12 @@ Workload projection_workload(int64_t rows, int64_t in, int64_t out);
 Workload bitlinear_workload(int64_t rows, int64_t in, int64_t out);
 Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim);
 
+// DSA's stages alone, GLM-5-shaped: sparse attention of S queries over K gathered keys each (H=16,
+// keys 128 + 64, values 128); the indexer's scores of S queries against S keys (32 heads of 128),
+// in blocks of 256 queries as the layer runs them.
+Workload dsa_sparse_workload(int64_t seq, int64_t topk);
+Workload dsa_index_workload(int64_t seq);
+
 struct LayerShape {
     std::string layer;  // mha | gqa | cca | ccgqa | dsa
     int64_t hidden = 2048, heads = 16, batch = 1, seq = 2048;

@@ -9,8 +9,15 @@ void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t) {
     g.score.vectorize(g.t, vec, TailStrategy::GuardWithIf).parallel(g.s);
     g.total.compute_at(g.score, g.s).vectorize(g.t, vec, TailStrategy::RoundUp);
     g.total.update().reorder(g.t, g.rh).vectorize(g.t, vec, TailStrategy::RoundUp);
-    g.dot.compute_at(g.score, g.s).vectorize(g.t, vec, TailStrategy::RoundUp);
-    g.dot.update().reorder(g.t, g.rd, g.h).vectorize(g.t, vec, TailStrategy::RoundUp);
+    // Each dot product reads one contiguous key row: vector lanes along it (rfactor), summed at the
+    // end in a fixed order that does not depend on how many queries or keys there are.
+    RVar rdo("rdo"), rdi("rdi");
+    Var lane("lane");
+    g.dot.compute_at(g.score, g.s);
+    g.dot.update().split(g.rd, rdo, rdi, vec, TailStrategy::GuardWithIf);
+    Func lanes = g.dot.update().rfactor(rdi, lane);
+    lanes.compute_at(g.dot, g.t).vectorize(lane);
+    lanes.update().reorder(lane, rdo).vectorize(lane);
 }
 
 void schedule_dsa_sparse_attention(DsaSparseAttention &g, const Target &t) {
@@ -18,8 +25,15 @@ void schedule_dsa_sparse_attention(DsaSparseAttention &g, const Target &t) {
     const TailStrategy guard = TailStrategy::GuardWithIf;
     g.out.reorder(g.d, g.h, g.s, g.b).vectorize(g.d, vec, guard).parallel(g.s);
     const LoopLevel row(g.out, g.h);
-    g.logit.compute_at(row).vectorize(g.n, vec, guard);
-    g.logit.update().reorder(g.n, g.rd).vectorize(g.n, vec, guard);
+    // Each logit is a dot product over one gathered key row: vector lanes along the row (rfactor),
+    // summed at the end, so the row is read contiguously.
+    RVar rdo("rdo"), rdi("rdi");
+    Var lane("lane");
+    g.logit.compute_at(row);
+    g.logit.update().split(g.rd, rdo, rdi, vec, guard);
+    Func lanes = g.logit.update().rfactor(rdi, lane);
+    lanes.compute_at(g.logit, g.n).vectorize(lane);
+    lanes.update().reorder(lane, rdo).vectorize(lane);
     g.row_max.compute_at(row);
     g.prob.compute_at(row).vectorize(g.n, vec, guard);
     g.row_sum.compute_at(row);

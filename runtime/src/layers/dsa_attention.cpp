@@ -210,23 +210,33 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                 }
     } else {
         // One kernel scores every key for forward and decode alike, so both select the same keys.
-        Tensor scores({B, S, state.capacity});
-        dsa_index_scores(iq_rot.view(), state.index_keys.view(), head_w.reshaped({B, S, IH}).view(), lengths,
-                         static_cast<float>(1.0 / std::sqrt(double(ID))), scores.view());
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t s = 0; s < S; s++) {
-                const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
-                const float *score = scores.data() + (b * S + s) * state.capacity;
-                // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
-                std::vector<int32_t> order(pos + 1);
-                std::iota(order.begin(), order.end(), 0);
-                const auto better = [&](int32_t x1, int32_t x2) {
-                    return score[x1] != score[x2] ? score[x1] > score[x2] : x1 > x2;
-                };
-                std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
-                std::sort(order.begin(), order.begin() + n);
-                std::copy_n(order.begin(), n, chosen.indices.data() + (b * S + s) * K);
-            }
+        // Queries go in blocks so the scores held at once stay [block, capacity], not [S, S].
+        constexpr int64_t block = 256;
+        const float index_scale = static_cast<float>(1.0 / std::sqrt(double(ID)));
+        for (int64_t s0 = 0; s0 < S; s0 += block) {
+            const int64_t Sb = std::min(block, S - s0);
+            std::vector<int32_t> block_len(B);
+            for (int64_t b = 0; b < B; b++) block_len[b] = start[b] + static_cast<int32_t>(s0 + Sb);
+            Tensor scores({B, Sb, state.capacity});
+            dsa_index_scores(TensorView(iq_rot.data() + s0 * IH * ID, {B, Sb, IH, ID}, {S * IH * ID, IH * ID, ID, 1}),
+                             state.index_keys.view(),
+                             TensorView(head_w.data() + s0 * IH, {B, Sb, IH}, {S * IH, IH, 1}), block_len,
+                             index_scale, scores.view());
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t s = s0; s < s0 + Sb; s++) {
+                    const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
+                    const float *score = scores.data() + (b * Sb + s - s0) * state.capacity;
+                    // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
+                    std::vector<int32_t> order(pos + 1);
+                    std::iota(order.begin(), order.end(), 0);
+                    const auto better = [&](int32_t x1, int32_t x2) {
+                        return score[x1] != score[x2] ? score[x1] > score[x2] : x1 > x2;
+                    };
+                    std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
+                    std::sort(order.begin(), order.begin() + n);
+                    std::copy_n(order.begin(), n, chosen.indices.data() + (b * S + s) * K);
+                }
+        }
     }
 
     const float scale = static_cast<float>(1.0 / std::sqrt(double(N + Rd)));
