@@ -38,8 +38,18 @@ Workload make(std::shared_ptr<State> state, std::function<void()> run) {
     return w;
 }
 
-// A cached attention layer with random weights, loaded from a checkpoint file as an application
-// would load its own.
+// Random weights written to a checkpoint file and loaded from it, as an application loads its
+// own. The file is removed at once: the mapping keeps its data.
+Weights checkpoint(const std::map<std::string, Tensor> &tensors) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("hattn-bench-" + std::to_string(std::random_device{}()) + ".safetensors");
+    write_safetensors(path.string(), tensors);
+    Weights w = Weights::open(path.string());
+    std::filesystem::remove(path);
+    return w;
+}
+
+// A cached attention layer with random weights.
 std::unique_ptr<CachedAttention> random_cached_attention(const LayerShape &s) {
     require(s.hidden % s.heads == 0, "bench layer: --hidden must be divisible by --heads");
     CachedAttentionConfig c;
@@ -56,12 +66,7 @@ std::unique_ptr<CachedAttention> random_cached_attention(const LayerShape &s) {
         {"key_projection.weight", random({kv, E}, 3, a)},  {"key_projection.bias", random({kv}, 4, a)},
         {"value_projection.weight", random({kv, E}, 5, a)}, {"value_projection.bias", random({kv}, 6, a)},
         {"output_projection.weight", random({E, q}, 7, a)}, {"output_projection.bias", random({E}, 8, a)}};
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("hattn-bench-" + std::to_string(std::random_device{}()) + ".safetensors");
-    write_safetensors(path.string(), w);
-    auto layer = std::make_unique<CachedAttention>(c, Weights::open(path.string()));
-    std::filesystem::remove(path);
-    return layer;
+    return std::make_unique<CachedAttention>(c, checkpoint(w));
 }
 
 }  // namespace
@@ -235,12 +240,7 @@ std::unique_ptr<LatentAttention> random_latent_attention(const LayerShape &s) {
                                     {"conv_qk0.weight", random({P, 1, c.conv_kernel_seq}, 5, 0.5f)},
                                     {"conv_qk1.weight", random({P, c.head_dim, c.conv_kernel_ch}, 6, 0.2f)},
                                     {"temp", random({1}, 7, 0.1f)}};
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("hattn-bench-" + std::to_string(std::random_device{}()) + ".safetensors");
-    write_safetensors(path.string(), w);
-    auto layer = std::make_unique<LatentAttention>(c, Weights::open(path.string()));
-    std::filesystem::remove(path);
-    return layer;
+    return std::make_unique<LatentAttention>(c, checkpoint(w));
 }
 
 bool is_latent(const std::string &layer) { return layer == "cca" || layer == "ccgqa"; }
@@ -272,12 +272,7 @@ std::unique_ptr<DsaAttention> random_dsa_attention(const LayerShape &s) {
         {"indexer.k_norm.weight", random({c.index_dim}, 10, 1.0f)},
         {"indexer.k_norm.bias", random({c.index_dim}, 11, 0.1f)},
         {"indexer.weights_proj.weight", random({c.index_heads, E}, 12, a)}};
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("hattn-bench-" + std::to_string(std::random_device{}()) + ".safetensors");
-    write_safetensors(path.string(), w);
-    auto layer = std::make_unique<DsaAttention>(c, Weights::open(path.string()));
-    std::filesystem::remove(path);
-    return layer;
+    return std::make_unique<DsaAttention>(c, checkpoint(w));
 }
 
 }  // namespace
