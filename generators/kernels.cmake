@@ -7,6 +7,9 @@ hattn_kernel(attention_prefill)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true)
 hattn_kernel(attention_decode)
 hattn_kernel(cca_qk_latent)
+# Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.
+hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
+hattn_kernel(layer_norm GENERATOR row_norm PARAMS layer_norm=true ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 hattn_kernel(dsa_index_scores)
 hattn_kernel(dsa_sparse_attention)
 # BitLinear's integer products: s8 x s8 (vpmaddwd; sdot on AArch64 dotprod) and u8 x s8 (VNNI).

@@ -14,6 +14,7 @@ class CcaQkLatent;
 class BitLinear;
 class DsaIndexScores;
 class DsaSparseAttention;
+class RowNorm;
 }
 
 namespace hattn::schedules {
@@ -27,6 +28,7 @@ void schedule(CcaQkLatent &g, const Halide::Target &t);
 void schedule(BitLinear &g, const Halide::Target &t);
 void schedule(DsaIndexScores &g, const Halide::Target &t);
 void schedule(DsaSparseAttention &g, const Halide::Target &t);
+void schedule(RowNorm &g, const Halide::Target &t);
 }
 namespace arm {
 void schedule(Projection &g, const Halide::Target &t);
@@ -37,6 +39,7 @@ void schedule(CcaQkLatent &g, const Halide::Target &t);
 void schedule(BitLinear &g, const Halide::Target &t);
 void schedule(DsaIndexScores &g, const Halide::Target &t);
 void schedule(DsaSparseAttention &g, const Halide::Target &t);
+void schedule(RowNorm &g, const Halide::Target &t);
 }
 namespace cuda {
 void schedule(Projection &g, const Halide::Target &t);
@@ -47,6 +50,7 @@ void schedule(CcaQkLatent &g, const Halide::Target &t);
 void schedule(BitLinear &g, const Halide::Target &t);
 void schedule(DsaIndexScores &g, const Halide::Target &t);
 void schedule(DsaSparseAttention &g, const Halide::Target &t);
+void schedule(RowNorm &g, const Halide::Target &t);
 }
 
 template <typename Generator>

@@ -9,6 +9,10 @@
 
 #if defined(__x86_64__)
 #include "hattn_attention_decode_x86.h"
+#include "hattn_layer_norm_x86.h"
+#include "hattn_layer_norm_x86_auto.h"
+#include "hattn_rms_norm_x86.h"
+#include "hattn_rms_norm_x86_auto.h"
 #include "hattn_dsa_index_scores_x86.h"
 #include "hattn_dsa_index_scores_x86_auto.h"
 #include "hattn_dsa_sparse_attention_x86.h"
@@ -34,6 +38,8 @@
 #include "hattn_rope_interleaved_x86_auto.h"
 #elif defined(__aarch64__)
 #include "hattn_attention_decode_arm_plain.h"
+#include "hattn_layer_norm_arm_plain.h"
+#include "hattn_rms_norm_arm_plain.h"
 #include "hattn_dsa_index_scores_arm_plain.h"
 #include "hattn_dsa_sparse_attention_arm_plain.h"
 #include "hattn_bitlinear_s8s8_arm_dotprod.h"
@@ -123,6 +129,8 @@ AttentionDecodeKernel attention_decode_kernel() {
     return choose("attention_decode", HATTN_VARIANTS(attention_decode));
 }
 CcaQkLatentKernel cca_qk_latent_kernel() { return choose("cca_qk_latent", HATTN_VARIANTS(cca_qk_latent)); }
+RowNormKernel rms_norm_kernel() { return choose("rms_norm", HATTN_VARIANTS(rms_norm)); }
+RowNormKernel layer_norm_kernel() { return choose("layer_norm", HATTN_VARIANTS(layer_norm)); }
 DsaIndexScoresKernel dsa_index_scores_kernel() {
     return choose("dsa_index_scores", HATTN_VARIANTS(dsa_index_scores));
 }

@@ -49,6 +49,11 @@ using DsaSparseAttentionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, h
                                          halide_buffer_t *, float, halide_buffer_t *);
 DsaSparseAttentionKernel dsa_sparse_attention_kernel();
 
+// (x, weight, bias, eps, y)
+using RowNormKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *);
+RowNormKernel rms_norm_kernel();
+RowNormKernel layer_norm_kernel();
+
 struct BitLinearChoice {
     const char *name;
     BitLinearKernel kernel;

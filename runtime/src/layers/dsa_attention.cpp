@@ -6,6 +6,7 @@
 
 #include "hattn/error.h"
 #include "hattn/kernels/dsa.h"
+#include "hattn/kernels/norm.h"
 #include "hattn/kernels/projection.h"
 
 namespace hattn {
@@ -13,30 +14,6 @@ namespace hattn {
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-// RMSNorm(x) = w * x / sqrt(mean(x^2) + eps) over the last `n` of each row of `width`, in place.
-void rms_norm(float *rows, int64_t count, int64_t width, int64_t n, const Tensor &w, float eps) {
-    for (int64_t r = 0; r < count; r++) {
-        float *x = rows + r * width;
-        double sq = 0;
-        for (int64_t i = 0; i < n; i++) sq += double(x[i]) * x[i];
-        const double inv = 1.0 / std::sqrt(sq / double(n) + eps);
-        for (int64_t i = 0; i < n; i++) x[i] = static_cast<float>(w.data()[i] * (x[i] * inv));
-    }
-}
-
-// LayerNorm with weight and bias, eps 1e-6, per row, in place.
-void layer_norm(float *rows, int64_t count, int64_t n, const Tensor &w, const Tensor &b) {
-    for (int64_t r = 0; r < count; r++) {
-        float *x = rows + r * n;
-        double mean = 0, var = 0;
-        for (int64_t i = 0; i < n; i++) mean += x[i];
-        mean /= double(n);
-        for (int64_t i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
-        const double inv = 1.0 / std::sqrt(var / double(n) + 1e-6);
-        for (int64_t i = 0; i < n; i++) x[i] = static_cast<float>((x[i] - mean) * inv * w.data()[i] + b.data()[i]);
-    }
-}
 
 // The sub-tensor [B, S, heads, width] of a [B, S, heads * stride] tensor starting at `offset`.
 TensorView slice(const Tensor &t, int64_t heads, int64_t stride, int64_t offset, int64_t width) {
@@ -160,15 +137,19 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     rope_.reserve(longest);
 
     // Queries: q_resid = RMSNorm(x W_qa^T), q = q_resid W_qb^T -> [H, N + Rd], the last Rd rotated.
-    Tensor q_resid = q_a_.apply(x);
-    rms_norm(q_resid.data(), B * S, c.q_lora_rank, c.q_lora_rank, q_a_norm_, c.rms_eps);
+    const Tensor q_a = q_a_.apply(x);
+    Tensor q_resid(q_a.shape());
+    rms_norm(TensorView(const_cast<float *>(q_a.data()), {B * S, c.q_lora_rank}), q_a_norm_, c.rms_eps,
+             TensorView(q_resid.data(), {B * S, c.q_lora_rank}));
     const Tensor q = q_b_.apply(q_resid);
     Tensor q_rot({B, S, H, Rd});
     apply_rope(slice(q, H, N + Rd, N, Rd), rope_, start, q_rot.view(), RopeLayout::Interleaved);
 
     // The latent: kv = RMSNorm(first R of x W_kva^T), k_rot = the last Rd, rotated (one head).
-    Tensor ckv = kv_a_.apply(x);
-    rms_norm(ckv.data(), B * S, L, R, kv_a_norm_, c.rms_eps);
+    const Tensor ckv = kv_a_.apply(x);
+    Tensor kv({B, S, R});
+    rms_norm(TensorView(const_cast<float *>(ckv.data()), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps,
+             TensorView(kv.data(), {B * S, R}));
     Tensor k_rot({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), rope_, start, k_rot.view(), RopeLayout::Interleaved);
 
@@ -177,10 +158,12 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     Tensor iq = index_q_.apply(q_resid).reshaped({B, S, IH, ID});
     Tensor iq_rot(iq.shape());
     apply_rope(iq.view(), rope_, start, iq_rot.view(), RopeLayout::Interleaved);
-    Tensor ik = index_k_.apply(x);
-    layer_norm(ik.data(), B * S, ID, index_norm_w_, index_norm_b_);
+    const Tensor ik_raw = index_k_.apply(x);
+    Tensor ik({B, S, 1, ID});
+    layer_norm(TensorView(const_cast<float *>(ik_raw.data()), {B * S, ID}), index_norm_w_, index_norm_b_, 1e-6f,
+               TensorView(ik.data(), {B * S, ID}));
     Tensor ik_rot({B, S, 1, ID});
-    apply_rope(ik.reshaped({B, S, 1, ID}).view(), rope_, start, ik_rot.view(), RopeLayout::Interleaved);
+    apply_rope(ik.view(), rope_, start, ik_rot.view(), RopeLayout::Interleaved);
     Tensor head_w = index_w_.apply(x);
     for (float &v : head_w.values()) v *= static_cast<float>(1.0 / std::sqrt(double(IH)));
 
@@ -188,7 +171,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
             float *lat = state.latent.data() + (b * state.capacity + start[b] + s) * L;
-            std::copy_n(ckv.data() + (b * S + s) * L, R, lat);
+            std::copy_n(kv.data() + (b * S + s) * R, R, lat);
             std::copy_n(k_rot.data() + (b * S + s) * Rd, Rd, lat + R);
             std::copy_n(ik_rot.data() + (b * S + s) * ID, ID,
                         state.index_keys.data() + (b * state.capacity + start[b] + s) * ID);

@@ -1,0 +1,14 @@
+// Row normalisations as kernels (generators/row_norm.h).
+#pragma once
+
+#include "hattn/tensor.h"
+
+namespace hattn {
+
+// y = w * x / sqrt(mean(x^2) + eps) per row of x [rows, n] (x may be a strided view); y [rows, n].
+void rms_norm(const TensorView &x, const Tensor &weight, float eps, const TensorView &y);
+
+// y = (x - mean) / sqrt(var + eps) * w + b per row.
+void layer_norm(const TensorView &x, const Tensor &weight, const Tensor &bias, float eps, const TensorView &y);
+
+}  // namespace hattn
