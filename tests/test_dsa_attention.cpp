@@ -14,6 +14,7 @@
 #include "hattn/kernels/dsa.h"
 #include "hattn/layers/dsa_attention.h"
 #include "hattn/safetensors_writer.h"
+#include "reference/dsa_attention.h"
 #include "support/compare.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
@@ -29,7 +30,8 @@ nlohmann::json small_config(int64_t topk) {
             {"index_topk", topk},     {"rope_theta", 10000.0},    {"num_hidden_layers", 78}};
 }
 
-DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = "", bool zero_index_weights = false) {
+DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = "", bool zero_index_weights = false,
+                        std::map<std::string, Tensor> *weights = nullptr) {
     const DsaConfig c = DsaConfig::from(ConfigReader(json, "config.json"));
     const int64_t E = c.hidden, H = c.heads;
     auto t = [](Shape s, uint32_t seed) {
@@ -51,11 +53,38 @@ DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = 
         {"indexer.k_norm.bias", t({c.index_dim}, 11)},
         {"indexer.weights_proj.weight", t({c.index_heads, E}, 12)}};
     if (zero_index_weights) w["indexer.weights_proj.weight"] = Tensor({c.index_heads, E});  // every score 0
+    if (c.bias) {
+        w["q_a_proj.bias"] = t({c.q_lora_rank}, 13);
+        w["kv_a_proj_with_mqa.bias"] = t({c.kv_lora_rank + c.rope_dim}, 14);
+        w["o_proj.bias"] = t({E}, 15);
+    }
+    if (weights) *weights = w;
     std::map<std::string, Tensor> named;
     for (auto &[name, tensor] : w) named[prefix + name] = tensor;
     testing::TempDir dir;
     write_safetensors(dir.file("w.safetensors"), named);
     return DsaAttention(c, Weights::open(dir.file("w.safetensors"), prefix));
+}
+
+// The layer against the float64 reference of the spec: top-k below and above the length, several
+// index-head shapes, batch 2, biases.
+TEST(DsaAttention, ForwardMatchesTheFloat64Reference) {
+    struct Case {
+        int64_t topk, index_heads, index_dim;
+        bool bias;
+    };
+    for (const Case &k : {Case{4, 3, 16, false}, Case{64, 3, 16, true}, Case{5, 1, 8, false}, Case{6, 8, 32, true}}) {
+        nlohmann::json config = small_config(k.topk);
+        config["index_n_heads"] = k.index_heads;
+        config["index_head_dim"] = k.index_dim;
+        config["attention_bias"] = k.bias;
+        std::map<std::string, Tensor> w;
+        DsaAttention layer = make_layer(config, "", false, &w);
+        const Tensor x = testing::random_tensor({2, 11, 64}, 27);
+        const reference::DsaShape shape{64, 4, 48, 32, 16, 8, 16, k.index_heads, k.index_dim, k.topk, 10000.0, 1e-6};
+        EXPECT_LE(testing::relative_l2(layer.forward(x), reference::dsa_attention(shape, w, x)), 1e-4)
+            << "topk " << k.topk << ", " << k.index_heads << " index heads of " << k.index_dim;
+    }
 }
 
 TEST(DsaAttention, DecodeInTheLatentEqualsTheExpandedForward) {
