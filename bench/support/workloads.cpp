@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -171,10 +172,17 @@ Workload dsa_sparse_workload(int64_t seq, int64_t topk) {
     st->out = Tensor({1, seq, H, Dv});
     st->indices.assign(seq * topk, -1);
     std::mt19937 rng(4);
-    for (int64_t s = 0; s < seq; s++)
-        for (int64_t n = 0; n < std::min(topk, s + 1); n++) {
-            st->indices[s * topk + n] = static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, s)(rng));
+    // Distinct random keys per query, ascending: the order the layer's top-k hands over.
+    for (int64_t s = 0; s < seq; s++) {
+        std::vector<int32_t> keys(s + 1);
+        std::iota(keys.begin(), keys.end(), 0);
+        const int64_t n = std::min(topk, s + 1);
+        for (int64_t i = 0; i < n; i++) {
+            std::swap(keys[i], keys[std::uniform_int_distribution<int64_t>(i, s)(rng)]);
         }
+        std::sort(keys.begin(), keys.begin() + n);
+        std::copy_n(keys.begin(), n, st->indices.begin() + s * topk);
+    }
     const float scale = 1.0f / std::sqrt(float(Dk));
     Workload w = make(st, [st, topk, scale] {
         dsa_sparse_attention(st->q.view(), st->k.view(), st->v.view(), st->indices, topk, scale, st->out.view());

@@ -23,22 +23,24 @@ void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t) {
 void schedule_dsa_sparse_attention(DsaSparseAttention &g, const Target &t) {
     const int vec = t.natural_vector_size<float>();
     const TailStrategy guard = TailStrategy::GuardWithIf;
+    // Per query, every head at once: each gathered key row is read for all heads while it is in
+    // cache, instead of once per head.
     g.out.reorder(g.d, g.h, g.s, g.b).vectorize(g.d, vec, guard).parallel(g.s);
-    const LoopLevel row(g.out, g.h);
+    const LoopLevel query(g.out, g.s);
     // Each logit is a dot product over one gathered key row: vector lanes along the row (rfactor),
     // summed at the end, so the row is read contiguously.
     RVar rdo("rdo"), rdi("rdi");
     Var lane("lane");
-    g.logit.compute_at(row);
-    g.logit.update().split(g.rd, rdo, rdi, vec, guard);
+    g.logit.compute_at(query).reorder(g.h, g.n);
+    g.logit.update().reorder(g.rd, g.h, g.n).split(g.rd, rdo, rdi, vec, guard);
     Func lanes = g.logit.update().rfactor(rdi, lane);
-    lanes.compute_at(g.logit, g.n).vectorize(lane);
+    lanes.compute_at(g.logit, g.h).vectorize(lane);
     lanes.update().reorder(lane, rdo).vectorize(lane);
-    g.row_max.compute_at(row);
-    g.prob.compute_at(row).vectorize(g.n, vec, guard);
-    g.row_sum.compute_at(row);
-    g.acc.compute_at(row).vectorize(g.d, vec, guard);
-    g.acc.update().reorder(g.d, g.rn).vectorize(g.d, vec, guard);
+    g.row_max.compute_at(query);
+    g.prob.compute_at(query).reorder(g.h, g.n);
+    g.row_sum.compute_at(query);
+    g.acc.compute_at(query).vectorize(g.d, vec, guard);
+    g.acc.update().reorder(g.d, g.h, g.rn).vectorize(g.d, vec, guard);
 }
 
 }  // namespace hattn::schedules::cpu
