@@ -103,18 +103,20 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     a.part.compute_at(sequence).reorder(a.x, a.qi, a.hg, a.hk, a.c).parallel(a.c).parallel(a.hk);
     const LoopLevel chunk(a.part, a.hk);
 
-    // QK: one key row at a time against every head of the group, the dot product split into
-    // vector lanes (rfactor) and summed across them at the end.
+    // QK: one key row at a time against every head of the group (the row stays in L1), the dot
+    // product split into vector lanes (rfactor) and summed across them at the end. All of a
+    // chunk's scores in one allocation per task, not one per key.
     RVar rdo("rdo"), rdi("rdi");
     Var lane("lane");
-    a.score.compute_at(chunk);
-    a.qk.compute_at(a.score, a.j);
-    a.qk.update().split(a.rd, rdo, rdi, vec, TailStrategy::GuardWithIf);
+    a.score.compute_at(chunk).vectorize(a.j, vec, TailStrategy::GuardWithIf);
+    a.qk.compute_at(chunk);
+    a.qk.update().reorder(a.qi, a.hg, a.j).split(a.rd, rdo, rdi, vec, TailStrategy::GuardWithIf);
     Func lanes = a.qk.update().rfactor(rdi, lane);
     lanes.compute_at(a.qk, a.hg).vectorize(lane);
     lanes.update().reorder(lane, rdo).vectorize(lane);
+    a.prob.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
 
-    for (Func f : {a.chunk_max, a.chunk_sum, a.prob}) f.compute_at(chunk);
+    for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
     a.chunk_out.compute_at(chunk);
     schedule_pv(a, t, tiles.accumulators, false);
 }
