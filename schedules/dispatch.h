@@ -5,53 +5,38 @@
 
 #include "Halide.h"
 
+// Every scheduled generator, once. A new kernel adds its class here and one `schedule()` per
+// family folder.
+#define HATTN_SCHEDULED_GENERATORS(X) \
+    X(Projection)                     \
+    X(AttentionPrefill)               \
+    X(AttentionDecode)                \
+    X(Rope)                           \
+    X(CcaQkLatent)                    \
+    X(BitLinear)                      \
+    X(DsaIndexScores)                 \
+    X(DsaSparseAttention)             \
+    X(RowNorm)
+
 namespace hattn {
-class Projection;
-class AttentionPrefill;
-class AttentionDecode;
-class Rope;
-class CcaQkLatent;
-class BitLinear;
-class DsaIndexScores;
-class DsaSparseAttention;
-class RowNorm;
-}
+#define HATTN_DECLARE_GENERATOR(G) class G;
+HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_GENERATOR)
+#undef HATTN_DECLARE_GENERATOR
+}  // namespace hattn
 
 namespace hattn::schedules {
 
+#define HATTN_DECLARE_SCHEDULE(G) void schedule(G &g, const Halide::Target &t);
 namespace x86 {
-void schedule(Projection &g, const Halide::Target &t);
-void schedule(AttentionPrefill &g, const Halide::Target &t);
-void schedule(AttentionDecode &g, const Halide::Target &t);
-void schedule(Rope &g, const Halide::Target &t);
-void schedule(CcaQkLatent &g, const Halide::Target &t);
-void schedule(BitLinear &g, const Halide::Target &t);
-void schedule(DsaIndexScores &g, const Halide::Target &t);
-void schedule(DsaSparseAttention &g, const Halide::Target &t);
-void schedule(RowNorm &g, const Halide::Target &t);
+HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE)
 }
 namespace arm {
-void schedule(Projection &g, const Halide::Target &t);
-void schedule(AttentionPrefill &g, const Halide::Target &t);
-void schedule(AttentionDecode &g, const Halide::Target &t);
-void schedule(Rope &g, const Halide::Target &t);
-void schedule(CcaQkLatent &g, const Halide::Target &t);
-void schedule(BitLinear &g, const Halide::Target &t);
-void schedule(DsaIndexScores &g, const Halide::Target &t);
-void schedule(DsaSparseAttention &g, const Halide::Target &t);
-void schedule(RowNorm &g, const Halide::Target &t);
+HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE)
 }
 namespace cuda {
-void schedule(Projection &g, const Halide::Target &t);
-void schedule(AttentionPrefill &g, const Halide::Target &t);
-void schedule(AttentionDecode &g, const Halide::Target &t);
-void schedule(Rope &g, const Halide::Target &t);
-void schedule(CcaQkLatent &g, const Halide::Target &t);
-void schedule(BitLinear &g, const Halide::Target &t);
-void schedule(DsaIndexScores &g, const Halide::Target &t);
-void schedule(DsaSparseAttention &g, const Halide::Target &t);
-void schedule(RowNorm &g, const Halide::Target &t);
+HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE)
 }
+#undef HATTN_DECLARE_SCHEDULE
 
 template <typename Generator>
 void apply(Generator &g, const Halide::Target &t) {
