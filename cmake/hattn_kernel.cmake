@@ -4,7 +4,8 @@
 #   hattn_<NAME>_x86       multi-target x86-64 library (HATTN_X86_TARGETS), linked on x86 hosts
 #   hattn_<NAME>_x86_auto  Adams2019-autoscheduled, one AVX-512 target, linked on x86 hosts
 #   hattn_<NAME>_arm_<v>   one library per AArch64 variant, with assembly beside it
-#   hattn_<NAME>_cuda      CUDA, with assembly (the PTX is embedded there) and the stmt beside it
+#   hattn_<NAME>_<api>     one GPU library per HATTN_GPU_APIS entry (cuda, opencl), linked on x86
+#                          hosts; CUDA also leaves its assembly (the PTX is embedded) and stmt beside it
 # Each library's function has the library's name. Variants share one runtime per family
 # (hattn_halide_runtime_<family>, see hattn_add_runtimes).
 #
@@ -16,7 +17,6 @@ include_guard(GLOBAL)
 set(HATTN_PREBUILT_KERNELS "" CACHE PATH
     "A default build's generators/ folder whose kernels to import instead of generating them")
 
-option(HATTN_BUILD_CUDA "Generate the CUDA variant of every kernel" ON)
 # Adams2019 beam width for the autoscheduled variants: 1 keeps the normal build fast; a tuning run
 # (scripts/tune) raises it.
 set(HATTN_BEAM_SIZE 1 CACHE STRING "HL_BEAM_SIZE for autoscheduled kernels")
@@ -88,9 +88,6 @@ function(hattn_add_runtimes)
     else ()
         _hattn_add_runtime(x86)
         _hattn_add_runtime(arm)
-        if (HATTN_BUILD_CUDA)
-            _hattn_add_runtime(cuda)
-        endif ()
     endif ()
 endfunction()
 
@@ -187,12 +184,19 @@ function(hattn_kernel NAME)
         endwhile ()
     endif ()
 
-    if (HATTN_BUILD_CUDA AND NOT HATTN_TARGET_IS_ARM AND NOT HATTN_PREBUILT_KERNELS)
-        # Compile-only until the CUDA runtime path exists: the library is built, not linked.
-        set(lib hattn_${NAME}_cuda)
-        add_halide_library(${lib} ${common} TARGETS ${HATTN_CUDA_TARGET}
-                           ASSEMBLY asm STMT stmt USE_RUNTIME hattn_halide_runtime_cuda)
-        _hattn_asm_check(${lib} "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s" "\\.target sm_80")
+    if (HATTN_BUILD_GPU AND NOT HATTN_TARGET_IS_ARM)
+        foreach (api IN LISTS HATTN_GPU_APIS)
+            set(lib hattn_${NAME}_${api})
+            set(outputs "")
+            if (api STREQUAL "cuda" AND NOT HATTN_PREBUILT_KERNELS)
+                set(outputs ASSEMBLY asm STMT stmt)
+                _hattn_asm_check(${lib} "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s" "\\.target sm_80")
+            endif ()
+            _hattn_library(${lib} ${common} TARGETS ${HATTN_GPU_TARGET_${api}} ${outputs}
+                           USE_RUNTIME hattn_halide_runtime_x86)
+            _hattn_record_variant(${NAME} ${lib} ${api} "${HATTN_GPU_TARGET_${api}}")
+            list(APPEND libs ${lib})
+        endforeach ()
     endif ()
 
     add_library(hattn_kernel_${NAME} INTERFACE)

@@ -25,11 +25,21 @@ set(HATTN_ARM_TARGET_dotprod arm-64-linux-arm_dot_prod)
 set(HATTN_X86_VNNI_TARGET
     x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake-avx512_cannonlake-avx512_sapphirerapids)
 
-# CUDA (Ampere and newer, so the H200 too); the host side keeps the x86 baseline.
-set(HATTN_CUDA_TARGET x86-64-linux-sse41-cuda-cuda_capability_80)
+# GPU variants, one library per API, with the same schedules (schedules/cuda/ maps loops to
+# blocks and threads, which Halide lowers for either API). CUDA (Ampere and newer, so the H200 too)
+# is the product; OpenCL is the same GPU code path run by any OpenCL driver, which lets machines
+# without an NVIDIA GPU test device placement and residency (CI uses PoCL on the CPU). The host side
+# keeps the x86 baseline.
+option(HATTN_BUILD_GPU "Build and link the GPU variants (HATTN_GPU_APIS) of every kernel" ON)
+set(HATTN_GPU_APIS cuda opencl)
+set(HATTN_GPU_TARGET_cuda x86-64-linux-sse41-cuda-cuda_capability_80)
+set(HATTN_GPU_TARGET_opencl x86-64-linux-sse41-opencl)
 
 # One Halide runtime per family, built for the family's most general target so that it never
 # reaches for an instruction the slowest supported CPU lacks.
+# The x86 runtime also carries the device interfaces of the GPU variants, which share it.
 set(HATTN_RUNTIME_TARGET_x86 x86-64-linux-sse41)
+if (HATTN_BUILD_GPU)
+    string(JOIN "-" HATTN_RUNTIME_TARGET_x86 ${HATTN_RUNTIME_TARGET_x86} ${HATTN_GPU_APIS})
+endif ()
 set(HATTN_RUNTIME_TARGET_arm arm-64-linux)
-set(HATTN_RUNTIME_TARGET_cuda ${HATTN_CUDA_TARGET})

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "hattn/device.h"
 #include "hattn/kernel_table.h"
+#include "support/device.h"
 #include "support/forced_target.h"
 #include "support/kernel_checks.h"
 
@@ -50,7 +52,9 @@ std::string test_name(const ::testing::TestParamInfo<VariantTarget> &info) {
 std::string run_forced(const KernelVariant &v, size_t index, const testing::KernelCheck &check) {
     const KernelTarget &target = v.targets[index];
     const bool autoscheduled = v.family.find("_auto") != std::string::npos;
+    const bool gpu = v.family == "cuda" || v.family == "opencl";
     set_schedule_choice(autoscheduled ? ScheduleChoice::Autoscheduled : ScheduleChoice::Manual);
+    if (gpu) set_device(device_from_name(v.family));
     // AArch64 chooses in C++: the plain variant runs where dotprod is disabled.
     set_arm_dotprod_enabled(v.family != "arm_plain");
     if (autoscheduled && !check.at_estimates) return "kernel " + v.kernel + " has no check at its estimates";
@@ -61,6 +65,7 @@ std::string run_forced(const KernelVariant &v, size_t index, const testing::Kern
     }
     set_schedule_choice(ScheduleChoice::Manual);
     set_arm_dotprod_enabled(true);
+    set_device(Device::CPU);
     if (last_variant_run(v.kernel) != v.family) {
         return "variant " + last_variant_run(v.kernel) + " ran instead of " + v.family;
     }
@@ -100,6 +105,7 @@ TEST_P(KernelVariants, RunsTheForcedSubTargetAndMatchesReference) {
     const KernelVariant &v = *GetParam().variant;
     const KernelTarget &target = v.targets[GetParam().index];
     if (!can_use_target(target)) GTEST_SKIP() << "this CPU cannot run " << target.name;
+    if (v.family == "cuda" || v.family == "opencl") HATTN_SKIP_WITHOUT_DEVICE(device_from_name(v.family));
     auto check = testing::kernel_checks().find(v.kernel);
     ASSERT_NE(check, testing::kernel_checks().end()) << "kernel " << v.kernel << " has no check";
 

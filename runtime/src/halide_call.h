@@ -2,6 +2,8 @@
 // return code. hattn routes both into one hattn::Error, so a Halide error never aborts the process.
 #pragma once
 
+#include "device_residency.h"
+
 namespace hattn::detail {
 
 // Prepares the Halide runtime once per process (later calls do nothing): installs hattn's error
@@ -12,11 +14,18 @@ void prepare_halide_runtime();
 // when `status` is non-zero.
 void check_halide_status(int status, const char *kernel);
 
-// Calls a generated kernel with the handler installed and its status checked.
+inline halide_buffer_t *buffer_argument(halide_buffer_t *b) { return b; }
+template <typename Scalar>
+halide_buffer_t *buffer_argument(Scalar) { return nullptr; }
+
+// Calls a generated kernel with the handler installed and its status checked. On a GPU the call's
+// buffers go through a DeviceCall: resident memory is bound, outputs come back to the host.
 template <typename Kernel, typename... Args>
 void call_kernel(const char *name, Kernel kernel, Args... args) {
     prepare_halide_runtime();
+    DeviceCall call(current_device(), {buffer_argument(args)...});
     check_halide_status(kernel(args...), name);
+    call.finish();
 }
 
 }  // namespace hattn::detail

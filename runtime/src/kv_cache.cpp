@@ -14,6 +14,9 @@ KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capa
     require(capacity <= std::numeric_limits<int32_t>::max(), "KV cache: capacity too large");
     k_ = Tensor({batch, kv_heads, capacity, head_dim});
     v_ = Tensor({batch, kv_heads, capacity, head_dim});
+    // On a GPU the attention kernels read the cache where it stays: only new rows are uploaded.
+    k_.keep_on_device();
+    v_.keep_on_device();
     lengths_.assign(batch, 0);
 }
 
@@ -29,6 +32,8 @@ void KVCache::check_room(int64_t count) const {
 
 TensorView KVCache::slot(const Tensor &storage, int64_t b, int64_t count) const {
     const int64_t D = head_dim(), cap = capacity(), H = kv_heads();
+    // The caller writes these rows before the attention that reads them, and before commit().
+    rows_changed(b, lengths_[b], count);
     float *start = const_cast<float *>(storage.data()) + (b * H * cap + lengths_[b]) * D;
     return TensorView(start, {1, count, H, D}, {H * cap * D, D, cap * D, 1});
 }
@@ -38,7 +43,10 @@ TensorView KVCache::value_slot(int64_t b, int64_t count) const { return slot(v_,
 
 void KVCache::commit(int64_t count) {
     check_room(count);
-    for (int32_t &len : lengths_) len += static_cast<int32_t>(count);
+    for (int64_t b = 0; b < batch(); b++) {
+        rows_changed(b, lengths_[b], count);  // however the slots were written
+        lengths_[b] += static_cast<int32_t>(count);
+    }
 }
 
 void KVCache::append(const TensorView &keys, const TensorView &values) {
@@ -87,7 +95,17 @@ void KVCache::fork(int64_t source, int64_t target) {
             std::copy_n(from, len * head_dim(), t->data() + (target * kv_heads() + h) * span);
         }
     }
+    rows_changed(target, 0, len);
     lengths_[target] = static_cast<int32_t>(len);
+}
+
+void KVCache::rows_changed(int64_t b, int64_t first, int64_t count) const {
+    const int64_t D = head_dim(), cap = capacity();
+    for (int64_t h = 0; h < kv_heads(); h++) {
+        const int64_t begin = ((b * kv_heads() + h) * cap + first) * D;
+        k_.host_changed(begin, begin + count * D);
+        v_.host_changed(begin, begin + count * D);
+    }
 }
 
 }  // namespace hattn

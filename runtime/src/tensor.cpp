@@ -1,5 +1,7 @@
 #include "hattn/tensor.h"
 
+#include "device_residency.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -82,6 +84,41 @@ Halide::Runtime::Buffer<float> TensorView::halide_buffer() const {
         dims[i] = halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
     }
     return Halide::Runtime::Buffer<float>(data, dims);
+}
+
+Tensor::Tensor() = default;
+Tensor::~Tensor() = default;
+Tensor::Tensor(Tensor &&other) noexcept = default;  // the values' memory, and so its region, moves
+
+Tensor::Tensor(const Tensor &other) : shape_(other.shape_), values_(other.values_) {
+    if (other.resident_) keep_on_device(other.resident_->residency());
+}
+
+Tensor &Tensor::operator=(const Tensor &other) {
+    if (this != &other) *this = Tensor(other);
+    return *this;
+}
+
+Tensor &Tensor::operator=(Tensor &&other) noexcept {
+    resident_.reset();  // before the memory it describes goes
+    shape_ = std::move(other.shape_);
+    values_ = std::move(other.values_);
+    resident_ = std::move(other.resident_);
+    return *this;
+}
+
+void Tensor::keep_on_device(Residency residency) {
+    if (resident_ && resident_->residency() == residency) return;
+    resident_.reset();
+    if (!values_.empty()) resident_ = std::make_unique<detail::ResidentRegion>(values_.data(), size(), residency);
+}
+
+void Tensor::host_changed(int64_t begin, int64_t end) const {
+    if (resident_) resident_->host_changed(begin, end);
+}
+
+void Tensor::fetch_from_device() {
+    if (resident_) resident_->fetch();
 }
 
 Tensor::Tensor(Shape shape) : shape_(std::move(shape)), values_(element_count(shape_), 0.0f) {}

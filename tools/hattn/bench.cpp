@@ -47,11 +47,12 @@ int bench_command(const std::vector<std::string> &argv) {
     const std::string what = args.positional()[0];
     require(what == "prefill" || what == "decode" || what == "layer" || what == "projection",
             "bench: unknown benchmark '" + what + "' (prefill, decode, layer, projection)");
-    require_device_built(parse_device(args));
+    const Device device = select_device(args);
     apply_threads(args);
     const int reps = static_cast<int>(positive(args, "--reps", what == "decode" ? 20 : 5));
 
-    nlohmann::json r{{"what", what}, {"threads", args.integer("--threads").value_or(0)}};
+    nlohmann::json r{{"what", what}, {"device", device_name(device)},
+                     {"threads", args.integer("--threads").value_or(0)}};
     if (what == "projection") {
         const int64_t in = positive(args, "--in", 2048), out = positive(args, "--out", 2048);
         const int64_t rows = positive(args, "--rows", 1);

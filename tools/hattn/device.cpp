@@ -6,7 +6,7 @@
 
 namespace hattn::cli {
 
-Device parse_device(const Args &args) {
+Device select_device(const Args &args) {
     std::string name = "cpu";
     std::string source = "--device";
     if (auto flag = args.value("--device")) {
@@ -15,14 +15,13 @@ Device parse_device(const Args &args) {
         name = env;
         source = "HATTN_DEVICE";
     }
-    if (name == "cpu") return Device::CPU;
-    if (name == "cuda") return Device::CUDA;
-    throw Error(source + " must be cpu or cuda, got '" + name + "'");
-}
-
-void require_device_built(Device device) {
-    require(device == Device::CPU,
-            "--device cuda: the CUDA kernels are compiled but not yet linked into the runtime");
+    try {
+        const Device device = device_from_name(name);
+        set_device(device);
+        return device;
+    } catch (const Error &e) {
+        throw Error(source + ": " + e.what());
+    }
 }
 
 }  // namespace hattn::cli

@@ -2,15 +2,12 @@
 #pragma once
 
 #include "args.h"
+#include "hattn/device.h"
 
 namespace hattn::cli {
 
-enum class Device { CPU, CUDA };
-
-// --device wins over HATTN_DEVICE; the default is the CPU. Anything but cpu|cuda is an error.
-Device parse_device(const Args &args);
-
-// Throws Error when the runtime cannot yet place kernels on `device`.
-void require_device_built(Device device);
+// Makes the device named by --device (or else HATTN_DEVICE; default cpu) run the kernels, and
+// returns it. Throws Error naming the flag for an unknown or unavailable device.
+Device select_device(const Args &args);
 
 }  // namespace hattn::cli

@@ -1,7 +1,5 @@
 // hattn info: the host's CPU features, the variant of each kernel that runs here, and whether a
-// CUDA device is usable.
-#include <dlfcn.h>
-
+// GPU device is usable.
 #include <iostream>
 
 #include "args.h"
@@ -9,34 +7,15 @@
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
 #include "hattn/cpu_features.h"
+#include "hattn/device.h"
 
 namespace hattn::cli {
 
 namespace {
 
-// Asks the driver directly: the CUDA runtime Halide would use dlopens the same libcuda.so.
-std::string cuda_status() {
-    void *lib = dlopen("libcuda.so", RTLD_LAZY | RTLD_LOCAL);
-    if (!lib) lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!lib) return "no (libcuda.so not found)";
-    using InitFn = int (*)(unsigned);
-    using CountFn = int (*)(int *);
-    auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
-    auto count = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
-    int devices = 0;
-    std::string status;
-    if (!init || !count) {
-        status = "no (libcuda.so lacks cuInit)";
-    } else if (int rc = init(0); rc != 0) {
-        status = "no (cuInit failed with " + std::to_string(rc) + ")";
-    } else if (count(&devices) != 0 || devices == 0) {
-        status = "no (no CUDA device)";
-    } else {
-        status = "yes (" + std::to_string(devices) + " device" + (devices > 1 ? "s" : "") +
-                 "); the CUDA kernels are compiled but not yet linked into the runtime";
-    }
-    dlclose(lib);
-    return status;
+std::string device_status(Device device) {
+    const std::string reason = device_unavailable_reason(device);
+    return reason.empty() ? "yes" : "no (" + reason + ")";
 }
 
 }  // namespace
@@ -55,7 +34,8 @@ int info_command(const std::vector<std::string> &argv) {
                   << v.family << std::string(v.family.size() < 22 ? 22 - v.family.size() : 1, ' ')
                   << runs << "\n";
     }
-    std::cout << "\nCUDA: " << cuda_status() << "\n";
+    std::cout << "\nCUDA: " << device_status(Device::CUDA) << "\nOpenCL: " << device_status(Device::OpenCL)
+              << "\n";
     return 0;
 }
 

@@ -9,7 +9,7 @@
 namespace {
 
 const char *usage =
-    "usage: hattn run --case DIR --output OUT.npy [--prefill P] [--device cpu|cuda] [--threads N]\n"
+    "usage: hattn run --case DIR --output OUT.npy [--prefill P] [--device cpu|cuda|opencl] [--threads N]\n"
     "       hattn run --kind KIND --config CONFIG.json --weights W.safetensors --input X.npy\n"
     "                 --output OUT.npy [--context C.npy] [--mask M.npy] [...]\n"
     "       hattn bench prefill|decode|layer ...\n"

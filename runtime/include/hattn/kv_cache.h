@@ -42,11 +42,14 @@ public:
     // projection produces) into the storage.
     TensorView key_slot(int64_t b, int64_t count) const;
     TensorView value_slot(int64_t b, int64_t count) const;
-    // Makes the `count` tokens written past each sequence's end part of it.
+    // Makes the `count` tokens written past each sequence's end part of it (and so of the device
+    // copy, on a GPU: writers of slots need not report their writes).
     void commit(int64_t count);
 
 private:
     TensorView slot(const Tensor &storage, int64_t b, int64_t count) const;
+    // Tells the device copies that sequence b's rows [first, first + count) changed on the host.
+    void rows_changed(int64_t b, int64_t first, int64_t count) const;
 
     Tensor k_, v_;
     std::vector<int32_t> lengths_;

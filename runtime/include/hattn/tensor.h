@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,27 @@ struct TensorView {
 // Copies src into dst element by element; both views must have the same shape, any strides.
 void copy_into(const TensorView &src, const TensorView &dst);
 
+namespace detail {
+class ResidentRegion;
+}
+
+// How a resident tensor's device copy (Tensor::keep_on_device) relates to its host values.
+enum class Residency {
+    Mirror,        // the host values are the truth; the device copy follows the host's changes
+    DeviceOutput,  // kernels' results stay on the device until fetch_from_device() (benchmarks)
+};
+
 // Owning float32 tensor, contiguous row-major.
 class Tensor {
 public:
-    Tensor() = default;
+    Tensor();
     explicit Tensor(Shape shape);  // zero-filled
     Tensor(Shape shape, std::vector<float> values);
+    Tensor(const Tensor &other);  // a copy is resident when the original is
+    Tensor(Tensor &&other) noexcept;
+    Tensor &operator=(const Tensor &other);
+    Tensor &operator=(Tensor &&other) noexcept;
+    ~Tensor();
 
     const Shape &shape() const { return shape_; }
     int rank() const { return static_cast<int>(shape_.size()); }
@@ -68,9 +84,20 @@ public:
     // Tokens [begin, end) of a [B, S, ...] tensor, as a new [B, end - begin, ...] tensor.
     Tensor tokens(int64_t begin, int64_t end) const;
 
+    // Keeps a copy of the values on the GPU across kernel calls when a GPU is the device (see
+    // hattn/device.h); costs nothing on the CPU. A resident tensor must not change size.
+    void keep_on_device(Residency residency = Residency::Mirror);
+    bool is_resident() const { return resident_ != nullptr; }
+    // Writers of a resident tensor's values through data() report the elements [begin, end) they
+    // changed, so that the device copy is refreshed; kernel outputs are tracked without this.
+    void host_changed(int64_t begin, int64_t end) const;
+    // DeviceOutput: copies the kernels' results from the device into the values.
+    void fetch_from_device();
+
 private:
     Shape shape_;
     std::vector<float> values_;
+    std::unique_ptr<detail::ResidentRegion> resident_;
 };
 
 }  // namespace hattn

@@ -13,6 +13,9 @@ Linear Linear::dense(Tensor weight, std::optional<Tensor> bias) {
     Linear l;
     l.weight_ = std::move(weight);
     l.bias_ = std::move(bias);
+    // On a GPU the weights are uploaded once, at the first call, and stay there.
+    l.weight_.keep_on_device();
+    if (l.bias_) l.bias_->keep_on_device();
     return l;
 }
 

@@ -1,0 +1,120 @@
+#include "hattn/device.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "device_residency.h"
+#include "hattn/error.h"
+
+namespace hattn {
+
+namespace {
+
+// Loads a driver library and keeps it loaded, its symbols global. Halide's runtime opens the
+// unversioned name (libcuda.so, libOpenCL.so), which only development packages install; when only
+// the versioned library exists, loading it globally first lets Halide find the driver's symbols.
+void *load_driver(const char *unversioned, const char *versioned) {
+    if (void *lib = dlopen(unversioned, RTLD_NOW | RTLD_GLOBAL)) return lib;
+    return dlopen(versioned, RTLD_NOW | RTLD_GLOBAL);
+}
+
+std::string probe_cuda() {
+    void *lib = load_driver("libcuda.so", "libcuda.so.1");
+    if (!lib) return "no CUDA driver: neither libcuda.so nor libcuda.so.1 loads";
+    using Init = int (*)(unsigned);
+    using Count = int (*)(int *);
+    auto init = reinterpret_cast<Init>(dlsym(lib, "cuInit"));
+    auto count = reinterpret_cast<Count>(dlsym(lib, "cuDeviceGetCount"));
+    if (!init || !count) return "libcuda lacks cuInit or cuDeviceGetCount";
+    if (int status = init(0); status != 0) return "cuInit failed with CUDA error " + std::to_string(status);
+    int devices = 0;
+    if (count(&devices) != 0 || devices == 0) return "the CUDA driver sees no device";
+    return "";
+}
+
+std::string probe_opencl() {
+    void *lib = load_driver("libOpenCL.so", "libOpenCL.so.1");
+    if (!lib) return "no OpenCL loader: neither libOpenCL.so nor libOpenCL.so.1 loads";
+    using Platforms = int (*)(unsigned, void **, unsigned *);
+    using Devices = int (*)(void *, uint64_t, unsigned, void **, unsigned *);
+    auto platforms = reinterpret_cast<Platforms>(dlsym(lib, "clGetPlatformIDs"));
+    auto devices = reinterpret_cast<Devices>(dlsym(lib, "clGetDeviceIDs"));
+    if (!platforms || !devices) return "libOpenCL lacks clGetPlatformIDs or clGetDeviceIDs";
+    void *ids[16];
+    unsigned n = 0;
+    if (platforms(16, ids, &n) != 0 || n == 0) return "no OpenCL platform is installed";
+    constexpr uint64_t all_device_types = 0xFFFFFFFF;
+    for (unsigned i = 0; i < n && i < 16; i++) {
+        unsigned found = 0;
+        if (devices(ids[i], all_device_types, 0, nullptr, &found) == 0 && found > 0) return "";
+    }
+    return "no OpenCL platform has a device";
+}
+
+std::atomic<int> chosen{-1};  // a Device, or -1 before first use
+
+}  // namespace
+
+Device device_from_name(const std::string &name) {
+    if (name == "cpu") return Device::CPU;
+    if (name == "cuda") return Device::CUDA;
+    if (name == "opencl") return Device::OpenCL;
+    throw Error("unknown device '" + name + "' (cpu, cuda, opencl)", Error::Kind::InvalidInput);
+}
+
+const char *device_name(Device device) {
+    switch (device) {
+        case Device::CPU: return "cpu";
+        case Device::CUDA: return "cuda";
+        case Device::OpenCL: return "opencl";
+    }
+    return "?";
+}
+
+std::string device_unavailable_reason(Device device) {
+    static std::mutex mutex;
+    static std::map<Device, std::string> reasons;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = reasons.find(device);
+    if (it != reasons.end()) return it->second;
+    std::string reason;
+#if !defined(__x86_64__)
+    if (device != Device::CPU) reason = "this build has no GPU variants (they are built for x86-64 hosts)";
+#else
+    if (device == Device::CUDA) reason = probe_cuda();
+    if (device == Device::OpenCL) reason = probe_opencl();
+#endif
+    reasons[device] = reason;
+    return reason;
+}
+
+void set_device(Device device) {
+    const std::string reason = device_unavailable_reason(device);
+    require(reason.empty(), std::string("device ") + device_name(device) + " is unavailable: " + reason);
+    chosen = static_cast<int>(device);
+}
+
+Device current_device() {
+    if (int c = chosen.load(); c >= 0) return static_cast<Device>(c);
+    Device device = Device::CPU;
+    if (const char *env = std::getenv("HATTN_DEVICE"); env && *env) {
+        try {
+            device = device_from_name(env);
+            const std::string reason = device_unavailable_reason(device);
+            require(reason.empty(), std::string("device ") + env + " is unavailable: " + reason);
+        } catch (const Error &e) {
+            throw Error(std::string("HATTN_DEVICE: ") + e.what());  // every call, until fixed
+        }
+    }
+    int unset = -1;
+    chosen.compare_exchange_strong(unset, static_cast<int>(device));
+    return static_cast<Device>(chosen.load());
+}
+
+void device_sync() { detail::sync_device(current_device()); }
+
+}  // namespace hattn
