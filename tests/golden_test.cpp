@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <vector>
 
+#include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/layer_case.h"
 #include "hattn/npy.h"
+#include "support/device.h"
 
 namespace hattn::testing {
 
@@ -57,11 +59,19 @@ void expect_matches(const LayerCase &c, const Tensor &y, std::optional<int64_t> 
     EXPECT_LE(relative_l2(out, y), c.tolerance);
 }
 
+// Runs the kernels on `device` while it lives, then on the CPU again.
+struct DeviceScope {
+    explicit DeviceScope(Device device) { set_device(device); }
+    ~DeviceScope() { set_device(Device::CPU); }
+};
+
 class GoldenCase : public ::testing::Test {
 public:
-    explicit GoldenCase(fs::path dir) : dir_(std::move(dir)) {}
+    GoldenCase(fs::path dir, Device device) : dir_(std::move(dir)), device_(device) {}
 
     void TestBody() override {
+        HATTN_SKIP_WITHOUT_DEVICE(device_);
+        const DeviceScope scope(device_);
         const LayerCase c = load_case_dir(dir_.string());
         if (!c.kind->built) GTEST_SKIP() << "kind " << c.kind->name << " is not built yet";
         // A built kind may still lack an optional feature the case uses (the runtime says so).
@@ -78,6 +88,7 @@ public:
 
 private:
     fs::path dir_;
+    Device device_;
 };
 
 }  // namespace
@@ -101,10 +112,19 @@ void register_golden_cases() {
                                 });
         return;
     }
-    for (const fs::path &dir : cases) {
-        const std::string name = dir.parent_path().filename().string() + "_" + dir.filename().string();
-        ::testing::RegisterTest("Golden", name.c_str(), nullptr, nullptr, __FILE__,
-                                __LINE__, [dir]() -> ::testing::Test * { return new GoldenCase(dir); });
+    // Every case on the CPU, and again on each GPU API (skipped where that device is unavailable).
+    const std::pair<const char *, Device> suites[] = {
+        {"Golden", Device::CPU}, {"GoldenOpenCL", Device::OpenCL}, {"GoldenCUDA", Device::CUDA}};
+    for (const auto &[suite, device] : suites) {
+#if !defined(__x86_64__)
+        if (device != Device::CPU) continue;  // GPU variants are built for x86-64 hosts only
+#endif
+        for (const fs::path &dir : cases) {
+            const std::string name = dir.parent_path().filename().string() + "_" + dir.filename().string();
+            const Device d = device;
+            ::testing::RegisterTest(suite, name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                                    [dir, d]() -> ::testing::Test * { return new GoldenCase(dir, d); });
+        }
     }
 }
 

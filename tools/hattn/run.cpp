@@ -39,12 +39,12 @@ int run_command(const std::vector<std::string> &argv) {
     require(args.positional().empty(), "run: unexpected argument '" +
                                            (args.positional().empty() ? "" : args.positional()[0]) + "'");
     const std::string output = args.required("--output");
+    select_device(args);
 
     // Everything is read and validated before a kernel runs.
     const LayerCase c = load(args);
     const std::optional<int64_t> prefill = args.integer("--prefill");
     if (prefill) validate_prefill(c, *prefill);
-    select_device(args);
     apply_threads(args);
 
     write_npy(output, run_case(c, prefill));

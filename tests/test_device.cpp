@@ -1,0 +1,128 @@
+// Device selection and residency: what stays on a GPU between calls, and that every host change
+// reaches it. Runs on each GPU API the machine offers (OpenCL through PoCL on CI machines).
+#include <gtest/gtest.h>
+
+#include "device_residency.h"
+#include "hattn/device.h"
+#include "hattn/error.h"
+#include "hattn/kernels/attention.h"
+#include "hattn/kernels/projection.h"
+#include "hattn/kv_cache.h"
+#include "hattn/layers/linear.h"
+#include "support/compare.h"
+#include "support/device.h"
+#include "support/errors.h"
+#include "support/random.h"
+
+namespace hattn {
+namespace {
+
+TEST(Device, NamesRoundTripAndUnknownNamesAreOneLineErrors) {
+    for (Device d : {Device::CPU, Device::CUDA, Device::OpenCL}) EXPECT_EQ(device_from_name(device_name(d)), d);
+    EXPECT_EQ(testing::error_message([] { device_from_name("tpu"); }), "unknown device 'tpu' (cpu, cuda, opencl)");
+}
+
+TEST(Device, AnUnavailableDeviceIsRefusedAndTheCurrentOneStays) {
+    set_device(Device::CPU);
+    for (Device d : {Device::CUDA, Device::OpenCL}) {
+        const std::string reason = device_unavailable_reason(d);
+        if (reason.empty()) continue;
+        EXPECT_EQ(testing::error_message([d] { set_device(d); }),
+                  std::string("device ") + device_name(d) + " is unavailable: " + reason);
+        EXPECT_EQ(current_device(), Device::CPU);
+    }
+}
+
+// Runs the kernels on the test's device while it lives.
+struct OnDevice {
+    explicit OnDevice(Device d) { set_device(d); }
+    ~OnDevice() { set_device(Device::CPU); }
+};
+
+std::vector<double> values_of(const Tensor &t) { return {t.values().begin(), t.values().end()}; }
+
+class GpuResidency : public ::testing::TestWithParam<Device> {
+protected:
+    void SetUp() override { HATTN_SKIP_WITHOUT_DEVICE(GetParam()); }
+};
+
+TEST_P(GpuResidency, LayerWeightsAreUploadedOnce) {
+    const Linear layer = Linear::dense(testing::random_tensor({48, 32}, 1), testing::random_tensor({48}, 2));
+    const Tensor x = testing::random_tensor({3, 32}, 3);
+    const Tensor expected = layer.apply(x);  // on the CPU
+    const OnDevice on(GetParam());
+    const int64_t before = detail::resident_upload_bytes();
+    const Tensor first = layer.apply(x);
+    const int64_t after_first = detail::resident_upload_bytes();
+    const Tensor second = layer.apply(x);
+    EXPECT_EQ(after_first - before, (48 * 32 + 48) * int64_t(sizeof(float)));
+    EXPECT_EQ(detail::resident_upload_bytes(), after_first) << "the second call uploaded weights again";
+    EXPECT_LE(testing::relative_l2(first, values_of(expected)), 1e-6);
+    EXPECT_LE(testing::relative_l2(second, values_of(expected)), 1e-6);
+}
+
+// Decodes one query against the cache on the current device.
+Tensor decode(const KVCache &cache, const Tensor &q) {
+    Tensor out(q.shape());
+    attention_decode(q.view(), cache.keys(), cache.values(), cache.lengths(), 0.25f, out.view());
+    return out;
+}
+
+TEST_P(GpuResidency, ADecodeStepUploadsOnlyTheNewRows) {
+    const int64_t B = 1, Hkv = 2, D = 16, H = 4;
+    KVCache gpu_cache(B, Hkv, D, 64), cpu_cache(B, Hkv, D, 64);
+    const Tensor prompt = testing::random_tensor({B, 40, Hkv, D}, 4), prompt_v = testing::random_tensor({B, 40, Hkv, D}, 5);
+    const Tensor q = testing::random_tensor({B, H, D}, 6);
+    const OnDevice on(GetParam());
+    gpu_cache.append(prompt.view(), prompt_v.view());
+    decode(gpu_cache, q);  // uploads the whole cache once
+    for (int step = 0; step < 3; step++) {
+        const Tensor k = testing::random_tensor({B, 1, Hkv, D}, 10 + step), v = testing::random_tensor({B, 1, Hkv, D}, 20 + step);
+        gpu_cache.append(k.view(), v.view());
+        const int64_t before = detail::resident_upload_bytes();
+        const Tensor got = decode(gpu_cache, q);
+        EXPECT_EQ(detail::resident_upload_bytes() - before, 2 * Hkv * D * int64_t(sizeof(float)))
+            << "step " << step << " uploaded more than its new K and V rows";
+        set_device(Device::CPU);
+        cpu_cache = gpu_cache;  // the host values are the truth
+        const Tensor expected = decode(cpu_cache, q);
+        set_device(GetParam());
+        EXPECT_LE(testing::relative_l2(got, values_of(expected)), 1e-6) << "step " << step;
+    }
+}
+
+TEST_P(GpuResidency, HostChangesToTheCacheReachTheDevice) {
+    const int64_t B = 2, Hkv = 1, D = 8, H = 2;
+    KVCache cache(B, Hkv, D, 16);
+    const Tensor k = testing::random_tensor({B, 6, Hkv, D}, 30), v = testing::random_tensor({B, 6, Hkv, D}, 31);
+    const Tensor q = testing::random_tensor({B, H, D}, 32);
+    const OnDevice on(GetParam());
+    cache.append(k.view(), v.view());
+    decode(cache, q);      // the device now holds both sequences
+    cache.fork(0, 1);      // a host-side copy of sequence 0 over sequence 1
+    cache.truncate_to(4);  // and a shorter view of both
+    const Tensor got = decode(cache, q);
+    set_device(Device::CPU);
+    const Tensor expected = decode(cache, q);
+    EXPECT_LE(testing::relative_l2(got, values_of(expected)), 1e-6);
+}
+
+TEST_P(GpuResidency, ADeviceOutputStaysOnTheDeviceUntilFetched) {
+    const Tensor x = testing::random_tensor({2, 16}, 40), w = testing::random_tensor({8, 16}, 41);
+    Tensor expected({2, 8}), y({2, 8});
+    project(x.view(), w.view(), nullptr, expected.view());
+    y.keep_on_device(Residency::DeviceOutput);
+    const OnDevice on(GetParam());
+    project(x.view(), w.view(), nullptr, y.view());
+    device_sync();
+    EXPECT_EQ(y.values(), std::vector<float>(16, 0.0f)) << "the result was copied back without a fetch";
+    y.fetch_from_device();
+    EXPECT_LE(testing::relative_l2(y, values_of(expected)), 1e-6);
+}
+
+std::string api_name(const ::testing::TestParamInfo<Device> &info) { return device_name(info.param); }
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuResidency, ::testing::Values(Device::OpenCL, Device::CUDA), api_name);
+
+}  // namespace
+}  // namespace hattn
