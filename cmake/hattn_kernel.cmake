@@ -113,8 +113,9 @@ function(_hattn_asm_check NAME FILE REGEX)
     set_property(GLOBAL APPEND PROPERTY HATTN_ASM_CHECKS "${NAME}|${FILE}|${REGEX}")
 endfunction()
 
-# hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [X86_TARGETS t ...] [ARM_VARIANTS v ...]
-#              [ASM_CHECKS where regex ...])
+# hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [GPU_PARAMS k=v ...] [X86_TARGETS t ...]
+#              [ARM_VARIANTS v ...] [ASM_CHECKS where regex ...])
+#   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
 #   X86_TARGETS   the multi-target list (default HATTN_X86_TARGETS), most specific first
 #   ARM_VARIANTS  AArch64 variants to build (default HATTN_ARM_VARIANTS; `none` for none); the
 #                 runtime chooses among them
@@ -122,7 +123,7 @@ endfunction()
 #                 compile the first X86 target once more, single-target, to read its assembly.
 #                 Default: `fmla v*.4s` in arm_plain. The CUDA PTX is always checked for sm_80.
 function(hattn_kernel NAME)
-    cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS" ${ARGN})
+    cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;GPU_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS" ${ARGN})
     if (NOT ARG_GENERATOR)
         set(ARG_GENERATOR ${NAME})
     endif ()
@@ -192,7 +193,7 @@ function(hattn_kernel NAME)
                 set(outputs ASSEMBLY asm STMT stmt)
                 _hattn_asm_check(${lib} "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s" "\\.target sm_80")
             endif ()
-            _hattn_library(${lib} ${common} TARGETS ${HATTN_GPU_TARGET_${api}} ${outputs}
+            _hattn_library(${lib} ${common} ${ARG_GPU_PARAMS} TARGETS ${HATTN_GPU_TARGET_${api}} ${outputs}
                            USE_RUNTIME hattn_halide_runtime_x86)
             _hattn_record_variant(${NAME} ${lib} ${api} "${HATTN_GPU_TARGET_${api}}")
             list(APPEND libs ${lib})

@@ -3,9 +3,12 @@ hattn_kernel(projection)
 hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true)
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
-hattn_kernel(attention_prefill)
-hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true)
-hattn_kernel(attention_decode)
+# On a GPU a thread is one query row (tile 1) with one chunk of its scores in local memory.
+hattn_kernel(attention_prefill GPU_PARAMS query_tile=1 key_chunk=32)
+hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true
+             GPU_PARAMS query_tile=1 key_chunk=32)
+# On a GPU a block is one chunk of keys, a thread per key: 256 keys per chunk.
+hattn_kernel(attention_decode GPU_PARAMS key_chunk=256)
 hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.
 hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")

@@ -6,16 +6,27 @@ namespace hattn::schedules::cuda {
 
 using namespace Halide;
 
-// A first, simple mapping (tuning is the CUDA issue's work): one GPU thread per query row, which
-// runs the chunk loop for its row with the chunk's scores in its own memory.
+// One GPU thread per query row of one head, which runs the chunk loop for its row with the chunk's
+// scores in its own memory; blocks are (rows, head in group, KV head x sequence). The GPU variants
+// are generated with a query tile of 1 (hattn_kernel GPU_PARAMS), so a thread's tile is its row:
+// with larger tiles Halide's bounds of running(d, i % T, ...) cover the whole tile per thread.
+// The head dims with a fast path get their own specialisation, where every per-thread array has
+// a constant size and lives in the thread's local memory rather than a global scratch buffer.
+// (A block-shared running state, FlashAttention-style, trips an internal error in Halide 14's
+// PartitionLoops once thread loops sit inside the causal chunk predicate.)
 void schedule(AttentionPrefill &g, const Target &) {
     ChunkedAttention &a = *g.attention;
+    const int rows_per_block = 64;
     Var io("io"), ii("ii"), hb("hb");
-    g.out.split(a.i, io, ii, a.T, TailStrategy::GuardWithIf)
-        .reorder(a.d, a.hg, ii, io, a.hk, a.b)
-        .fuse(a.hk, a.b, hb)
-        .gpu_blocks(io, hb)
-        .gpu_threads(ii);
+    auto map_rows = [&](Stage s) {
+        s.split(a.i, io, ii, rows_per_block, TailStrategy::GuardWithIf)
+            .reorder(a.d, ii, io, a.hg, a.hk, a.b)
+            .fuse(a.hk, a.b, hb)
+            .gpu_blocks(io, a.hg, hb)
+            .gpu_threads(ii);
+    };
+    for (int D : {32, 64, 128}) map_rows(g.out.specialize(a.head_dim == D));
+    map_rows(g.out);
     const LoopLevel row(g.out, ii);
     a.q_tile.compute_at(row);
     a.running.compute_at(row);
@@ -25,8 +36,10 @@ void schedule(AttentionPrefill &g, const Target &) {
     }
 }
 
-// One block per (chunk, KV head, sequence), one thread per head of the group; then one thread per
-// (head, sequence) merges the chunks.
+// Split-KV: one block per (chunk, KV head, sequence) computes the chunk's partial result for the
+// whole head group, with thread loops over its keys (QK, softmax) and over the head dim (PV), so
+// consecutive threads read consecutive floats of each V row; the scores stay in shared memory.
+// Then one block per (KV head, sequence), a thread per (head dim, head), merges the chunks.
 void schedule(AttentionDecode &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     const Var hk = g.out.args()[2], b = g.out.args()[3];
@@ -35,14 +48,23 @@ void schedule(AttentionDecode &g, const Target &) {
         .reorder(a.x, a.qi, a.hg, a.c, a.qt, a.hk, a.b)
         .fuse(a.hk, a.b, hb)
         .gpu_blocks(a.c, hb)
-        .gpu_threads(a.hg);
-    const LoopLevel row(a.part, a.hg);
-    for (Func f : {a.qk, a.score, a.chunk_max, a.prob, a.chunk_sum, a.pv, a.chunk_out}) {
-        f.compute_at(row);
-    }
-    g.out.gpu_blocks(hk, b).gpu_threads(g.out.args()[1]);
-    const LoopLevel head(g.out, g.out.args()[1]);
-    for (Func f : {a.merged_max, a.weight, a.merged_sum, a.merged_out}) f.compute_at(head);
+        .gpu_threads(a.x);
+    const LoopLevel block(a.part, a.c);
+    a.score.compute_inline();
+    a.qk.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
+    a.qk.update().reorder(a.rd, a.j, a.hg).gpu_threads(a.j);
+    a.chunk_max.compute_at(block).gpu_threads(a.hg);
+    a.chunk_max.update().gpu_threads(a.hg);
+    a.prob.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
+    a.chunk_sum.compute_at(block).gpu_threads(a.hg);
+    a.chunk_sum.update().gpu_threads(a.hg);
+    a.pv.compute_at(block).reorder(a.d, a.hg).gpu_threads(a.d);
+    a.pv.update().reorder(a.d, a.rj, a.hg).gpu_threads(a.d);
+    a.chunk_out.compute_inline();
+    g.out.gpu_blocks(hk, b).gpu_threads(g.out.args()[0], g.out.args()[1]);
+    const LoopLevel head(g.out, g.out.args()[0]);
+    for (Func f : {a.merged_max, a.merged_sum, a.merged_out}) f.compute_at(head);
+    a.weight.compute_inline();  // stored, it would need a global array per thread (one per chunk)
 }
 
 }  // namespace hattn::schedules::cuda
