@@ -174,6 +174,28 @@ Workload bitlinear_workload(int64_t rows, int64_t in, int64_t out) {
     return w;
 }
 
+namespace {
+
+// Distinct random keys per query among its causal prefix, ascending: what the layer's top-k hands
+// over. [seq, topk], -1 where a query has fewer than topk keys.
+std::vector<int32_t> random_topk(int64_t seq, int64_t topk) {
+    std::vector<int32_t> indices(seq * topk, -1);
+    std::mt19937 rng(4);
+    for (int64_t s = 0; s < seq; s++) {
+        std::vector<int32_t> keys(s + 1);
+        std::iota(keys.begin(), keys.end(), 0);
+        const int64_t n = std::min(topk, s + 1);
+        for (int64_t i = 0; i < n; i++) {
+            std::swap(keys[i], keys[std::uniform_int_distribution<int64_t>(i, s)(rng)]);
+        }
+        std::sort(keys.begin(), keys.begin() + n);
+        std::copy_n(keys.begin(), n, indices.begin() + s * topk);
+    }
+    return indices;
+}
+
+}  // namespace
+
 Workload dsa_sparse_workload(int64_t seq, int64_t topk) {
     constexpr int64_t H = 16, Dk = 192, Dv = 128;
     struct State {
@@ -185,24 +207,32 @@ Workload dsa_sparse_workload(int64_t seq, int64_t topk) {
     st->k = random({1, seq, H, Dk}, 2);
     st->v = random({1, seq, H, Dv}, 3);
     st->out = Tensor({1, seq, H, Dv});
-    st->indices.assign(seq * topk, -1);
-    std::mt19937 rng(4);
-    // Distinct random keys per query, ascending: the order the layer's top-k hands over.
-    for (int64_t s = 0; s < seq; s++) {
-        std::vector<int32_t> keys(s + 1);
-        std::iota(keys.begin(), keys.end(), 0);
-        const int64_t n = std::min(topk, s + 1);
-        for (int64_t i = 0; i < n; i++) {
-            std::swap(keys[i], keys[std::uniform_int_distribution<int64_t>(i, s)(rng)]);
-        }
-        std::sort(keys.begin(), keys.begin() + n);
-        std::copy_n(keys.begin(), n, st->indices.begin() + s * topk);
-    }
+    st->indices = random_topk(seq, topk);
     const float scale = 1.0f / std::sqrt(float(Dk));
     Workload w = make(st, [st, topk, scale] {
         dsa_sparse_attention(st->q.view(), st->k.view(), st->v.view(), st->indices, topk, scale, st->out.view());
     });
     w.flops = 2.0 * seq * topk * H * (Dk + Dv);
+    return w;
+}
+
+Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk) {
+    constexpr int64_t H = 16, R = 512, L = 576;  // L = R + Rd: one latent row serves every head
+    struct State {
+        Tensor q, latent, out;
+        std::vector<int32_t> indices;
+    };
+    auto st = std::make_shared<State>();
+    st->q = random({1, seq, H, L}, 1);
+    st->latent = random({1, seq, 1, L}, 2);
+    st->out = Tensor({1, seq, H, R});
+    st->indices = random_topk(seq, topk);
+    const float scale = 1.0f / std::sqrt(192.0f);
+    Workload w = make(st, [st, seq, topk, scale] {
+        const TensorView values(st->latent.data(), {1, seq, 1, R}, {seq * L, L, L, 1});
+        dsa_sparse_attention(st->q.view(), st->latent.view(), values, st->indices, topk, scale, st->out.view());
+    });
+    w.flops = 2.0 * seq * topk * H * (L + R);
     return w;
 }
 

@@ -36,6 +36,9 @@ Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_d
 // keys 128 + 64, values 128); the indexer's scores of S queries against S keys (32 heads of 128),
 // in blocks of 256 queries as the layer runs them.
 Workload dsa_sparse_workload(int64_t seq, int64_t topk);
+// The same stage in the absorbed (latent) form the layer decodes with: queries of R + Rd = 576
+// against latent rows shared by all 16 heads, values their first R = 512 floats.
+Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk);
 Workload dsa_index_workload(int64_t seq);
 
 struct LayerShape {
