@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "HalideRuntime.h"
 #include "device_residency.h"
 #include "hattn/error.h"
 
@@ -57,6 +58,12 @@ std::string probe_opencl() {
 
 std::atomic<int> chosen{-1};  // a Device, or -1 before first use
 
+void use(Device device) {
+    // Kernel calls allocate and free device buffers for their non-resident arguments: keep the
+    // freed ones for reuse instead of returning them to the driver each time.
+    if (device != Device::CPU) halide_reuse_device_allocations(nullptr, true);
+}
+
 }  // namespace
 
 Device device_from_name(const std::string &name) {
@@ -95,6 +102,7 @@ std::string device_unavailable_reason(Device device) {
 void set_device(Device device) {
     const std::string reason = device_unavailable_reason(device);
     require(reason.empty(), std::string("device ") + device_name(device) + " is unavailable: " + reason);
+    use(device);
     chosen = static_cast<int>(device);
 }
 
@@ -110,6 +118,7 @@ Device current_device() {
             throw Error(std::string("HATTN_DEVICE: ") + e.what());  // every call, until fixed
         }
     }
+    use(device);
     int unset = -1;
     chosen.compare_exchange_strong(unset, static_cast<int>(device));
     return static_cast<Device>(chosen.load());

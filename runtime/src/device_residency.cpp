@@ -45,9 +45,16 @@ const halide_device_interface_t *device_interface(Device device) {
 void sync_device(Device device) {
     const halide_device_interface_t *iface = device_interface(device);
     if (!iface) return;
-    // halide_device_sync needs a buffer of the API to name the device; a tiny allocation serves.
-    Halide::Runtime::Buffer<float> probe(1);
-    check(probe.device_malloc(iface), "device sync");
+    // halide_device_sync needs a buffer of the API to name the device; a tiny allocation, made
+    // once per API, serves.
+    static std::mutex mutex;
+    static std::map<Device, Halide::Runtime::Buffer<float>> probes;
+    std::lock_guard<std::mutex> lock(mutex);
+    Halide::Runtime::Buffer<float> &probe = probes[device];
+    if (!probe.raw_buffer()->device) {
+        probe = Halide::Runtime::Buffer<float>(1);
+        check(probe.device_malloc(iface), "device sync");
+    }
     check(halide_device_sync(nullptr, probe.raw_buffer()), "device sync");
 }
 
