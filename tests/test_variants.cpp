@@ -45,12 +45,22 @@ std::string test_name(const ::testing::TestParamInfo<VariantTarget> &info) {
     return name;
 }
 
+// The schedule choice that runs a family: every single-target x86 family but the hand-written
+// one is autoscheduled, and checked at its generator's estimates.
+ScheduleChoice choice_for(const std::string &family) {
+    if (family == "x86_auto") return ScheduleChoice::Autoscheduled;
+    if (family == "x86_mullapudi") return ScheduleChoice::Mullapudi2016;
+    if (family == "x86_tuned") return ScheduleChoice::Tuned;
+    return ScheduleChoice::Manual;
+}
+
 // Forces `target`, runs the kernel's check, and returns why it failed ("" when the forced variant
 // ran and matched).
 std::string run_forced(const KernelVariant &v, size_t index, const testing::KernelCheck &check) {
     const KernelTarget &target = v.targets[index];
-    const bool autoscheduled = v.family.find("_auto") != std::string::npos;
-    set_schedule_choice(autoscheduled ? ScheduleChoice::Autoscheduled : ScheduleChoice::Manual);
+    const ScheduleChoice choice = choice_for(v.family);
+    const bool autoscheduled = choice != ScheduleChoice::Manual;
+    set_schedule_choice(choice);
     // AArch64 chooses in C++: the plain variant runs where dotprod is disabled.
     set_arm_dotprod_enabled(v.family != "arm_plain");
     if (autoscheduled && !check.at_estimates) return "kernel " + v.kernel + " has no check at its estimates";

@@ -36,6 +36,7 @@
 #include "hattn_rope_x86_auto.h"
 #include "hattn_rope_interleaved_x86.h"
 #include "hattn_rope_interleaved_x86_auto.h"
+#include "hattn_optional_variants.h"  // generated: HATTN_X86_MULLAPUDI_<kernel>, HATTN_X86_TUNED_<kernel>
 #elif defined(__aarch64__)
 #include "hattn_attention_decode_arm_plain.h"
 #include "hattn_layer_norm_arm_plain.h"
@@ -75,7 +76,7 @@ Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autosched
           const char *auto_family) {
     const char *family = manual_family;
     Fn fn = manual;
-    if (autoscheduled && schedule_choice() == ScheduleChoice::Autoscheduled) {
+    if (autoscheduled && schedule_choice() != ScheduleChoice::Manual) {
         const KernelVariant *v = find_variant(kernel, auto_family);
         if (v && can_use_target(v->targets.front())) {
             family = auto_family;
@@ -106,8 +107,29 @@ namespace detail {
 // AArch64: "plain" for every kernel; a kernel that also has an arm_dot_prod variant chooses it by
 // arm_dotprod_allowed() (getauxval), because Halide 14's AArch64 runtime detects no CPU features.
 #if defined(__x86_64__)
-#define HATTN_VARIANTS(kernel) \
-    hattn_##kernel##_x86, "x86", hattn_##kernel##_x86_auto, "x86_auto"
+// x86: the multi-target library, or the single-target one the schedule choice names (null where
+// this kernel lacks it, and then the multi-target one runs).
+template <typename Fn>
+Fn chosen_alternative(Fn adams2019, Fn mullapudi2016, Fn tuned) {
+    switch (schedule_choice()) {
+    case ScheduleChoice::Autoscheduled: return adams2019;
+    case ScheduleChoice::Mullapudi2016: return mullapudi2016;
+    case ScheduleChoice::Tuned: return tuned;
+    default: return nullptr;
+    }
+}
+const char *chosen_alternative_family() {
+    switch (schedule_choice()) {
+    case ScheduleChoice::Autoscheduled: return "x86_auto";
+    case ScheduleChoice::Mullapudi2016: return "x86_mullapudi";
+    case ScheduleChoice::Tuned: return "x86_tuned";
+    default: return "";
+    }
+}
+#define HATTN_VARIANTS(kernel)                                                                        \
+    hattn_##kernel##_x86, "x86",                                                                      \
+        chosen_alternative(hattn_##kernel##_x86_auto, HATTN_X86_MULLAPUDI_##kernel, HATTN_X86_TUNED_##kernel), \
+        chosen_alternative_family()
 #elif defined(__aarch64__)
 #define HATTN_VARIANTS(kernel) \
     hattn_##kernel##_arm_plain, "arm_plain", decltype(&hattn_##kernel##_arm_plain)(nullptr), ""
