@@ -109,6 +109,44 @@ def link_bench(kernel, sample_dir, rungen):
     return r.returncode == 0
 
 
+def outputs(sample_dir):
+    """The names of the pipeline's output buffers, as RunGen describes them."""
+    r = subprocess.run([os.path.join(sample_dir, 'bench'), '--describe'], capture_output=True, text=True)
+    return re.findall(r'Output "([^"]+)" is of type Buffer', r.stdout + r.stderr)
+
+
+def save_outputs(kernel, sample_dir, timeout=120):
+    """Runs the sample once on RunGen's seeded random inputs (the same in every sample) and saves
+    each output to <sample_dir>/<name>.tmp (ImageStack format: a 5-int header, then the floats).
+    Returns the paths, or None if the run failed."""
+    paths = [os.path.join(sample_dir, f'{name}.tmp') for name in outputs(sample_dir)]
+    cmd = [os.path.join(sample_dir, 'bench'), '--estimate_all', *BENCH_INPUTS.get(kernel, []),
+           *(f'{os.path.basename(p)[:-4]}={p}' for p in paths)]
+    try:
+        r = subprocess.run(cmd, env=dict(os.environ, HL_NUM_THREADS='2'), capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    return paths if r.returncode == 0 and paths else None
+
+
+def matches(paths, reference_paths, tolerance=1e-4):
+    """Whether every output (float, as every hattn kernel's) is within `tolerance` of the reference,
+    relative to its largest value.
+    Autoscheduled schedules can be wrong (an Adams2019 prefill sample was off by 20%), so a
+    schedule is timed only after its outputs match the hand-written schedule's."""
+    import numpy as np
+    if not paths or not reference_paths or len(paths) != len(reference_paths):
+        return False
+    for p, ref in zip(paths, reference_paths):
+        a, b = (np.fromfile(f, dtype=np.uint8)[20:] for f in (p, ref))  # skip the header
+        if a.size != b.size:
+            return False
+        a, b = a.view(np.float32), b.view(np.float32)
+        if not np.all(np.isfinite(a)) or np.abs(a - b).max() > tolerance * max(np.abs(b).max(), 1e-30):
+            return False
+    return True
+
+
 def bench_seconds(kernel, sample_dir, threads=2, min_time=0.2, timeout=120):
     """Best-case seconds per call at the estimate shapes, or None if it failed or timed out."""
     cmd = [os.path.join(sample_dir, 'bench'), '--estimate_all', '--benchmarks=all',
