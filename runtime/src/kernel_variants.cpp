@@ -126,9 +126,10 @@ const char *chosen_alternative_family() {
     default: return "";
     }
 }
-#define HATTN_VARIANTS(kernel)                                                                        \
-    hattn_##kernel##_x86, "x86",                                                                      \
-        chosen_alternative(hattn_##kernel##_x86_auto, HATTN_X86_MULLAPUDI_##kernel, HATTN_X86_TUNED_##kernel), \
+#define HATTN_VARIANTS(kernel)                                                                  \
+    hattn_##kernel##_x86, "x86",                                                                \
+        chosen_alternative(hattn_##kernel##_x86_auto, HATTN_X86_MULLAPUDI_##kernel,            \
+                           HATTN_X86_TUNED_##kernel),                                           \
         chosen_alternative_family()
 #elif defined(__aarch64__)
 #define HATTN_VARIANTS(kernel) \
