@@ -3,6 +3,9 @@
 # Declares one kernel and builds every variant of it from the generator `gen`:
 #   hattn_<NAME>_x86       multi-target x86-64 library (HATTN_X86_TARGETS), linked on x86 hosts
 #   hattn_<NAME>_x86_auto  Adams2019-autoscheduled, one AVX-512 target, linked on x86 hosts
+#   hattn_<NAME>_x86_mullapudi  the same target, Mullapudi2016-autoscheduled
+#   hattn_<NAME>_x86_tuned the same target, with the schedule scripts/tune committed for the kernel
+#                          (only where schedules/autotuned/<NAME>.schedule.h exists)
 #   hattn_<NAME>_arm_<v>   one library per AArch64 variant, with assembly beside it
 #   hattn_<NAME>_<api>     one GPU library per HATTN_GPU_APIS entry (cuda, opencl), linked on x86
 #                          hosts; CUDA also leaves its assembly (the PTX is embedded) and stmt beside it
@@ -13,6 +16,7 @@
 # libraries that build made are imported. The ASan build and the AArch64 cross build use this, so
 # each kernel is generated once, by the default build.
 include_guard(GLOBAL)
+include(${CMAKE_CURRENT_LIST_DIR}/hattn_tuned.cmake)
 
 set(HATTN_PREBUILT_KERNELS "" CACHE PATH
     "A default build's generators/ folder whose kernels to import instead of generating them")
@@ -113,6 +117,16 @@ function(_hattn_asm_check NAME FILE REGEX)
     set_property(GLOBAL APPEND PROPERTY HATTN_ASM_CHECKS "${NAME}|${FILE}|${REGEX}")
 endfunction()
 
+# One single-target x86 library of the kernel hattn_kernel() is declaring (its NAME, common
+# arguments and libs), scheduled by the autoscheduler plugin SCHEDULER.
+macro(_hattn_x86_autoscheduled FAMILY SCHEDULER)
+    set(lib hattn_${NAME}_${FAMILY})
+    _hattn_library(${lib} ${common} TARGETS ${HATTN_X86_AUTOSCHEDULE_TARGET} AUTOSCHEDULER ${SCHEDULER}
+                   USE_RUNTIME hattn_halide_runtime_x86)
+    _hattn_record_variant(${NAME} ${lib} ${FAMILY} "${HATTN_X86_AUTOSCHEDULE_TARGET}")
+    list(APPEND libs ${lib})
+endmacro()
+
 # hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [GPU_PARAMS k=v ...] [X86_TARGETS t ...]
 #              [ARM_VARIANTS v ...] [ASM_CHECKS where regex ...])
 #   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
@@ -149,12 +163,12 @@ function(hattn_kernel NAME)
         _hattn_record_variant(${NAME} ${lib} x86 "${ARG_X86_TARGETS}")
         list(APPEND libs ${lib})
 
-        set(lib hattn_${NAME}_x86_auto)
-        _hattn_library(${lib} ${common} TARGETS ${HATTN_X86_AUTOSCHEDULE_TARGET}
-                       AUTOSCHEDULER Halide::Adams2019
-                       USE_RUNTIME hattn_halide_runtime_x86)
-        _hattn_record_variant(${NAME} ${lib} x86_auto "${HATTN_X86_AUTOSCHEDULE_TARGET}")
-        list(APPEND libs ${lib})
+        _hattn_x86_autoscheduled(x86_auto Halide::Adams2019)
+        _hattn_x86_autoscheduled(x86_mullapudi Halide::Mullapudi2016)
+        hattn_tuned_autoscheduler(${NAME} tuned)
+        if (tuned)
+            _hattn_x86_autoscheduled(x86_tuned ${tuned})
+        endif ()
     endif ()
 
     foreach (variant IN LISTS ARG_ARM_VARIANTS)

@@ -47,13 +47,23 @@ std::string test_name(const ::testing::TestParamInfo<VariantTarget> &info) {
     return name;
 }
 
+// The schedule choice that runs a family: every single-target x86 family but the hand-written
+// one is autoscheduled, and checked at its generator's estimates.
+ScheduleChoice choice_for(const std::string &family) {
+    if (family == "x86_auto") return ScheduleChoice::Autoscheduled;
+    if (family == "x86_mullapudi") return ScheduleChoice::Mullapudi2016;
+    if (family == "x86_tuned") return ScheduleChoice::Tuned;
+    return ScheduleChoice::Manual;
+}
+
 // Forces `target`, runs the kernel's check, and returns why it failed ("" when the forced variant
 // ran and matched).
 std::string run_forced(const KernelVariant &v, size_t index, const testing::KernelCheck &check) {
     const KernelTarget &target = v.targets[index];
-    const bool autoscheduled = v.family.find("_auto") != std::string::npos;
+    const ScheduleChoice choice = choice_for(v.family);
+    const bool autoscheduled = choice != ScheduleChoice::Manual;
+    set_schedule_choice(choice);
     const bool gpu = v.family == "cuda" || v.family == "opencl";
-    set_schedule_choice(autoscheduled ? ScheduleChoice::Autoscheduled : ScheduleChoice::Manual);
     if (gpu) set_device(device_from_name(v.family));
     // AArch64 chooses in C++: the plain variant runs where dotprod is disabled.
     set_arm_dotprod_enabled(v.family != "arm_plain");
@@ -97,6 +107,26 @@ TEST(KernelVariantsSetup, EveryKernelHasACheck) {
         EXPECT_TRUE(testing::kernel_checks().count(v.kernel))
             << "kernel " << v.kernel << " registers no check in tests/ (see support/kernel_checks.h)";
     }
+}
+
+// A schedule choice a kernel has no variant for (a tuned schedule exists for a few kernels only)
+// runs the hand-written variant instead of failing.
+TEST(KernelVariantsSetup, AChoiceTheKernelLacksRunsTheHandWrittenVariant) {
+    for (const KernelVariant &v : kernel_variants()) {
+        if (v.family != "x86") continue;
+        const bool tuned = std::any_of(kernel_variants().begin(), kernel_variants().end(),
+                                       [&](const KernelVariant &o) {
+                                           return o.kernel == v.kernel && o.family == "x86_tuned";
+                                       });
+        if (tuned) continue;
+        set_schedule_choice(ScheduleChoice::Tuned);
+        const double error = testing::kernel_checks().at(v.kernel).relative_error();
+        set_schedule_choice(ScheduleChoice::Manual);
+        EXPECT_EQ(last_variant_run(v.kernel), "x86");
+        EXPECT_LE(error, testing::kernel_checks().at(v.kernel).tolerance);
+        return;  // one kernel shows it
+    }
+    GTEST_SKIP() << "every x86 kernel has a tuned variant";
 }
 
 class KernelVariants : public ::testing::TestWithParam<VariantTarget> {};

@@ -36,10 +36,11 @@ const KernelTarget &selected_target(const KernelVariant &variant);
 
 namespace hattn {
 
-// Which schedule family runs where several were built: the hand-written schedules (the default) or
-// the autoscheduled ones. Process-wide; for benchmarks and tests. An autoscheduled variant the CPU
-// cannot run is never chosen: the hand-written one runs instead.
-enum class ScheduleChoice { Manual, Autoscheduled };
+// Which schedule family runs where several were built: the hand-written schedules (the default),
+// Adams2019's (x86_auto), Mullapudi2016's (x86_mullapudi) or the ones scripts/tune found
+// (x86_tuned, for the kernels that have one). Process-wide; for benchmarks and tests. A variant the
+// CPU cannot run, or that this kernel lacks, is never chosen: the hand-written one runs instead.
+enum class ScheduleChoice { Manual, Autoscheduled, Mullapudi2016, Tuned };
 void set_schedule_choice(ScheduleChoice choice);
 ScheduleChoice schedule_choice();
 
