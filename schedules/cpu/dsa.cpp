@@ -41,10 +41,6 @@ void schedule_dsa_sparse_attention(DsaSparseAttention &g, const Target &t) {
     g.row_sum.compute_at(query);
     g.acc.compute_at(query).vectorize(g.d, vec, guard);
     g.acc.update().reorder(g.d, g.h, g.rn).vectorize(g.d, vec, guard);
-    // The gathered rows are in no order the hardware prefetcher can follow: ask for the row a few
-    // keys ahead while this one is used.
-    g.logit.update().prefetch(g.keys, g.n, g.n, 4);
-    g.acc.update().prefetch(g.values, g.rn, g.rn, 4);
 }
 
 }  // namespace hattn::schedules::cpu
