@@ -176,17 +176,18 @@ Workload bitlinear_workload(int64_t rows, int64_t in, int64_t out) {
 
 namespace {
 
-// Distinct random keys per query among its causal prefix, ascending: what the layer's top-k hands
-// over. [seq, topk], -1 where a query has fewer than topk keys.
-std::vector<int32_t> random_topk(int64_t seq, int64_t topk) {
+// Distinct random keys per query among its causal prefix (or only its last `window` tokens),
+// ascending: what the layer's top-k hands over. [seq, topk], -1 where a query has fewer keys.
+std::vector<int32_t> random_topk(int64_t seq, int64_t topk, int64_t window = 0) {
     std::vector<int32_t> indices(seq * topk, -1);
     std::mt19937 rng(4);
     for (int64_t s = 0; s < seq; s++) {
-        std::vector<int32_t> keys(s + 1);
-        std::iota(keys.begin(), keys.end(), 0);
-        const int64_t n = std::min(topk, s + 1);
+        const int64_t first = window ? std::max<int64_t>(0, s + 1 - window) : 0;
+        std::vector<int32_t> keys(s + 1 - first);
+        std::iota(keys.begin(), keys.end(), static_cast<int32_t>(first));
+        const int64_t n = std::min<int64_t>(topk, keys.size());
         for (int64_t i = 0; i < n; i++) {
-            std::swap(keys[i], keys[std::uniform_int_distribution<int64_t>(i, s)(rng)]);
+            std::swap(keys[i], keys[std::uniform_int_distribution<int64_t>(i, keys.size() - 1)(rng)]);
         }
         std::sort(keys.begin(), keys.begin() + n);
         std::copy_n(keys.begin(), n, indices.begin() + s * topk);
@@ -216,7 +217,7 @@ Workload dsa_sparse_workload(int64_t seq, int64_t topk) {
     return w;
 }
 
-Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk) {
+Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window) {
     constexpr int64_t H = 16, R = 512, L = 576;  // L = R + Rd: one latent row serves every head
     struct State {
         Tensor q, latent, out;
@@ -226,7 +227,7 @@ Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk) {
     st->q = random({1, seq, H, L}, 1);
     st->latent = random({1, seq, 1, L}, 2);
     st->out = Tensor({1, seq, H, R});
-    st->indices = random_topk(seq, topk);
+    st->indices = random_topk(seq, topk, window);
     const float scale = 1.0f / std::sqrt(192.0f);
     Workload w = make(st, [st, seq, topk, scale] {
         const TensorView values(st->latent.data(), {1, seq, 1, R}, {seq * L, L, L, 1});

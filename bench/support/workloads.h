@@ -37,8 +37,10 @@ Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_d
 // in blocks of 256 queries as the layer runs them.
 Workload dsa_sparse_workload(int64_t seq, int64_t topk);
 // The same stage in the absorbed (latent) form the layer decodes with: queries of R + Rd = 576
-// against latent rows shared by all 16 heads, values their first R = 512 floats.
-Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk);
+// against latent rows shared by all 16 heads, values their first R = 512 floats. A `window` > 0
+// draws each query's keys from its last `window` tokens only (a control: the same work per query
+// over a working set that does not grow with S).
+Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window = 0);
 Workload dsa_index_workload(int64_t seq);
 
 struct LayerShape {
