@@ -185,6 +185,17 @@ TEST_F(Cli, UnknownFlagAndDeviceAreNamed) {
     expect_one_line_naming(hattn("run --case x --output y --device tpu"), "tpu");
 }
 
+TEST_F(Cli, BenchNamesAnUnknownSchedule) {
+    expect_one_line_naming(hattn("bench prefill --heads 2 --seq 8 --head-dim 8 --schedule fastest"), "--schedule");
+}
+
+TEST_F(Cli, BenchRunsTheChosenScheduleAndDevice) {
+    const CliResult r = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1 --schedule adams2019");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("\"schedule\":\"adams2019\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"device\":\"cpu\""), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, MaxIsaCapsTheChosenSubTarget) {
     const CliResult r = hattn("info", "HATTN_MAX_ISA=sse41");
     EXPECT_EQ(r.status, 0) << r.err;

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "device.h"
 #include "hattn/error.h"
+#include "hattn/kernel_table.h"
 
 namespace hattn::cli {
 
@@ -36,22 +37,35 @@ bench::AttentionShape attention_shape(const Args &args, bool decode) {
     return s;
 }
 
+// --schedule: which x86 schedule family runs (for side-by-side runs of the autoschedulers'
+// variants; a kernel without the chosen variant runs its hand-written one).
+ScheduleChoice schedule_from(const Args &args) {
+    const std::string name = args.value("--schedule").value_or("hand");
+    if (name == "hand") return ScheduleChoice::Manual;
+    if (name == "adams2019") return ScheduleChoice::Autoscheduled;
+    if (name == "mullapudi2016") return ScheduleChoice::Mullapudi2016;
+    if (name == "tuned") return ScheduleChoice::Tuned;
+    throw Error("--schedule must be hand, adams2019, mullapudi2016 or tuned, got '" + name + "'");
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string> &argv) {
     const Args args(argv,
                     {"--heads", "--kv-heads", "--seq", "--head-dim", "--batch", "--threads",
-                     "--device", "--kv-len", "--layer", "--hidden", "--reps", "--in", "--out", "--rows"},
+                     "--device", "--kv-len", "--layer", "--hidden", "--reps", "--in", "--out", "--rows", "--schedule"},
                     {"--causal", "--decode", "--bitnet"});
     require(args.positional().size() == 1, "bench: expected one of prefill, decode, layer, projection");
     const std::string what = args.positional()[0];
     require(what == "prefill" || what == "decode" || what == "layer" || what == "projection",
             "bench: unknown benchmark '" + what + "' (prefill, decode, layer, projection)");
     const Device device = select_device(args);
+    set_schedule_choice(schedule_from(args));
     apply_threads(args);
     const int reps = static_cast<int>(positive(args, "--reps", what == "decode" ? 20 : 5));
 
     nlohmann::json r{{"what", what}, {"device", device_name(device)},
+                     {"schedule", args.value("--schedule").value_or("hand")},
                      {"threads", args.integer("--threads").value_or(0)}};
     if (what == "projection") {
         const int64_t in = positive(args, "--in", 2048), out = positive(args, "--out", 2048);
