@@ -190,9 +190,10 @@ TEST_F(Cli, BenchNamesAnUnknownSchedule) {
 }
 
 TEST_F(Cli, BenchRunsTheChosenScheduleAndDevice) {
-    const CliResult r = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1 --schedule adams2019");
+    // (The autoscheduled families plan for their estimate sizes, far above this tiny shape.)
+    const CliResult r = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1 --schedule hand");
     EXPECT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.out.find("\"schedule\":\"adams2019\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"schedule\":\"hand\""), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("\"device\":\"cpu\""), std::string::npos) << r.out;
 }
 
