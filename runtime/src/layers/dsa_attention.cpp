@@ -94,6 +94,9 @@ DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
     s.lengths.assign(batch, 0);
     s.latent = Tensor({batch, capacity, config_.kv_lora_rank + config_.rope_dim});
     s.index_keys = Tensor({batch, capacity, config_.index_dim});
+    // On a GPU both caches stay on the device; each step uploads only its new rows.
+    s.latent.keep_on_device();
+    s.index_keys.keep_on_device();
     return s;
 }
 
@@ -176,6 +179,11 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             std::copy_n(ik_rot.data() + (b * S + s) * ID, ID,
                         state.index_keys.data() + (b * state.capacity + start[b] + s) * ID);
         }
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t first = b * state.capacity + start[b];
+        state.latent.host_changed(first * L, (first + S) * L);
+        state.index_keys.host_changed(first * ID, (first + S) * ID);
+    }
 
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
