@@ -59,19 +59,13 @@ void expect_matches(const LayerCase &c, const Tensor &y, std::optional<int64_t> 
     EXPECT_LE(relative_l2(out, y), c.tolerance);
 }
 
-// Runs the kernels on `device` while it lives, then on the CPU again.
-struct DeviceScope {
-    explicit DeviceScope(Device device) { set_device(device); }
-    ~DeviceScope() { set_device(Device::CPU); }
-};
-
 class GoldenCase : public ::testing::Test {
 public:
     GoldenCase(fs::path dir, Device device) : dir_(std::move(dir)), device_(device) {}
 
     void TestBody() override {
         HATTN_SKIP_WITHOUT_DEVICE(device_);
-        const DeviceScope scope(device_);
+        const OnDevice on(device_);
         const LayerCase c = load_case_dir(dir_.string());
         if (!c.kind->built) GTEST_SKIP() << "kind " << c.kind->name << " is not built yet";
         // A built kind may still lack an optional feature the case uses (the runtime says so).

@@ -33,12 +33,6 @@ TEST(Device, AnUnavailableDeviceIsRefusedAndTheCurrentOneStays) {
     }
 }
 
-// Runs the kernels on the test's device while it lives.
-struct OnDevice {
-    explicit OnDevice(Device d) { set_device(d); }
-    ~OnDevice() { set_device(Device::CPU); }
-};
-
 std::vector<double> values_of(const Tensor &t) { return {t.values().begin(), t.values().end()}; }
 
 class GpuResidency : public ::testing::TestWithParam<Device> {
@@ -50,7 +44,7 @@ TEST_P(GpuResidency, LayerWeightsAreUploadedOnce) {
     const Linear layer = Linear::dense(testing::random_tensor({48, 32}, 1), testing::random_tensor({48}, 2));
     const Tensor x = testing::random_tensor({3, 32}, 3);
     const Tensor expected = layer.apply(x);  // on the CPU
-    const OnDevice on(GetParam());
+    const testing::OnDevice on(GetParam());
     const int64_t before = detail::resident_upload_bytes();
     const Tensor first = layer.apply(x);
     const int64_t after_first = detail::resident_upload_bytes();
@@ -73,7 +67,7 @@ TEST_P(GpuResidency, ADecodeStepUploadsOnlyTheNewRows) {
     KVCache gpu_cache(B, Hkv, D, 64), cpu_cache(B, Hkv, D, 64);
     const Tensor prompt = testing::random_tensor({B, 40, Hkv, D}, 4), prompt_v = testing::random_tensor({B, 40, Hkv, D}, 5);
     const Tensor q = testing::random_tensor({B, H, D}, 6);
-    const OnDevice on(GetParam());
+    const testing::OnDevice on(GetParam());
     gpu_cache.append(prompt.view(), prompt_v.view());
     decode(gpu_cache, q);  // uploads the whole cache once
     for (int step = 0; step < 3; step++) {
@@ -96,7 +90,7 @@ TEST_P(GpuResidency, HostChangesToTheCacheReachTheDevice) {
     KVCache cache(B, Hkv, D, 16);
     const Tensor k = testing::random_tensor({B, 6, Hkv, D}, 30), v = testing::random_tensor({B, 6, Hkv, D}, 31);
     const Tensor q = testing::random_tensor({B, H, D}, 32);
-    const OnDevice on(GetParam());
+    const testing::OnDevice on(GetParam());
     cache.append(k.view(), v.view());
     decode(cache, q);      // the device now holds both sequences
     cache.fork(0, 1);      // a host-side copy of sequence 0 over sequence 1
@@ -112,7 +106,7 @@ TEST_P(GpuResidency, ADeviceOutputStaysOnTheDeviceUntilFetched) {
     Tensor expected({2, 8}), y({2, 8});
     project(x.view(), w.view(), nullptr, expected.view());
     y.keep_on_device(Residency::DeviceOutput);
-    const OnDevice on(GetParam());
+    const testing::OnDevice on(GetParam());
     project(x.view(), w.view(), nullptr, y.view());
     device_sync();
     EXPECT_EQ(y.values(), std::vector<float>(16, 0.0f)) << "the result was copied back without a fetch";

@@ -335,35 +335,87 @@ double kv_bytes_per_token(const LayerShape &s);
 
 namespace {
 
-Workload latent_layer_workload(const LayerShape &s) {
+// Times one layer: its whole-sequence call on S random tokens, or (decode) one token after
+// `filled` has put kv_len tokens in a cache of room kv_len + 1; `rewind` brings the cache back to
+// kv_len after each run, so every run sees the same cache length.
+template <typename Layer, typename Cache>
+Workload layer_run(const LayerShape &s, std::unique_ptr<Layer> layer,
+                   std::function<void(Layer &, const Tensor &)> whole,
+                   std::function<Cache(Layer &)> filled,
+                   std::function<void(Layer &, const Tensor &, Cache &)> step,
+                   std::function<void(Cache &)> rewind) {
     struct State {
-        std::unique_ptr<LatentAttention> layer;
-        std::unique_ptr<LatentState> state;
+        std::unique_ptr<Layer> layer;
+        std::unique_ptr<Cache> cache;
         Tensor x;
     };
     auto st = std::make_shared<State>();
-    st->layer = random_latent_attention(s);
-    const LatentAttentionConfig &c = st->layer->config();
+    st->layer = std::move(layer);
     if (!s.decode) {
         st->x = random({s.batch, s.seq, s.hidden}, 9);
-        Workload w = make(st, [st] { st->layer->forward(st->x); });
+        Workload w = make(st, [st, whole] { whole(*st->layer, st->x); });
         w.tokens = double(s.batch) * s.seq;
         return w;
     }
     require(s.kv_len > 0, "bench layer --decode: --kv-len must be positive");
-    st->state = std::make_unique<LatentState>(st->layer->make_state(s.batch, s.kv_len + 1));
-    const Tensor k = random({s.batch, s.kv_len, c.kv_heads, c.head_dim}, 10);
-    const Tensor v = random({s.batch, s.kv_len, c.kv_heads, c.head_dim}, 11);
-    st->state->kv.append(k.view(), v.view());
+    st->cache = std::make_unique<Cache>(filled(*st->layer));
     st->x = random({s.batch, 1, s.hidden}, 12);
-    const int64_t kv_len = s.kv_len;
-    Workload w = make(st, [st, kv_len] {
-        st->layer->decode_step(st->x, *st->state);
-        st->state->kv.truncate_to(kv_len);
+    Workload w = make(st, [st, step, rewind] {
+        step(*st->layer, st->x, *st->cache);
+        rewind(*st->cache);
     });
     w.tokens = double(s.batch);
     w.bytes = kv_bytes_per_token(s) * s.batch * s.kv_len;
     return w;
+}
+
+// kv_len random keys and values, [B, kv_len, Hkv, D], appended to `cache`.
+void fill_random(KVCache &cache, int64_t kv_len) {
+    const Tensor k = random({cache.batch(), kv_len, cache.kv_heads(), cache.head_dim()}, 10);
+    const Tensor v = random({cache.batch(), kv_len, cache.kv_heads(), cache.head_dim()}, 11);
+    cache.append(k.view(), v.view());
+}
+
+Workload latent_layer_workload(const LayerShape &s) {
+    const int64_t B = s.batch, T = s.kv_len;
+    return layer_run<LatentAttention, LatentState>(
+        s, random_latent_attention(s), [](LatentAttention &l, const Tensor &x) { l.forward(x); },
+        [B, T](LatentAttention &l) {
+            LatentState state = l.make_state(B, T + 1);
+            fill_random(state.kv, T);
+            return state;
+        },
+        [](LatentAttention &l, const Tensor &x, LatentState &state) { l.decode_step(x, state); },
+        [T](LatentState &state) { state.kv.truncate_to(T); });
+}
+
+Workload dsa_layer_workload(const LayerShape &s) {
+    const int64_t B = s.batch, T = s.kv_len, E = s.hidden;
+    return layer_run<DsaAttention, DsaState>(
+        s, random_dsa_attention(s), [](DsaAttention &l, const Tensor &x) { l.forward(x); },
+        [B, T, E](DsaAttention &l) {
+            // Filled by a prefill of kv_len random tokens: the indexer needs real keys.
+            DsaState state = l.make_state(B, T + 1);
+            l.prefill(random({B, T, E}, 10), state);
+            return state;
+        },
+        [](DsaAttention &l, const Tensor &x, DsaState &state) { l.decode_step(x, state); },
+        [T](DsaState &state) {
+            for (int32_t &len : state.lengths) len = static_cast<int32_t>(T);
+        });
+}
+
+Workload cached_layer_workload(const LayerShape &s) {
+    const int64_t B = s.batch, T = s.kv_len;
+    return layer_run<CachedAttention, KVCache>(
+        s, random_cached_attention(s), [](CachedAttention &l, const Tensor &x) { l.self_attention(x); },
+        [B, T](CachedAttention &l) {
+            KVCache cache = l.make_cache(B, T + 1);
+            fill_random(cache, T);
+            return cache;
+        },
+        [](CachedAttention &l, const Tensor &x, KVCache &cache) { l.decode_step(x, cache); },
+        [T](KVCache &cache) { cache.truncate_to(T); });
 }
 
 }  // namespace
@@ -383,74 +435,12 @@ double kv_bytes_per_token(const LayerShape &s) {
     return 2.0 * Hkv * D * sizeof(float);
 }
 
-namespace {
-
-Workload dsa_layer_workload(const LayerShape &s) {
-    struct State {
-        std::unique_ptr<DsaAttention> layer;
-        std::unique_ptr<DsaState> state;
-        Tensor x;
-    };
-    auto st = std::make_shared<State>();
-    st->layer = random_dsa_attention(s);
-    if (!s.decode) {
-        st->x = random({s.batch, s.seq, s.hidden}, 9);
-        Workload w = make(st, [st] { st->layer->forward(st->x); });
-        w.tokens = double(s.batch) * s.seq;
-        return w;
-    }
-    // The cache is filled by a prefill of kv_len random tokens (the indexer needs real keys).
-    require(s.kv_len > 0, "bench layer --decode: --kv-len must be positive");
-    st->state = std::make_unique<DsaState>(st->layer->make_state(s.batch, s.kv_len + 1));
-    st->layer->prefill(random({s.batch, s.kv_len, s.hidden}, 10), *st->state);
-    st->x = random({s.batch, 1, s.hidden}, 12);
-    const int32_t kv_len = static_cast<int32_t>(s.kv_len);
-    Workload w = make(st, [st, kv_len] {
-        st->layer->decode_step(st->x, *st->state);
-        for (int32_t &len : st->state->lengths) len = kv_len;
-    });
-    w.tokens = double(s.batch);
-    w.bytes = kv_bytes_per_token(s) * s.batch * s.kv_len;
-    return w;
-}
-
-}  // namespace
-
 Workload layer_workload(const LayerShape &s) {
     if (is_latent(s.layer)) return latent_layer_workload(s);
     if (s.layer == "dsa") return dsa_layer_workload(s);
     require(s.layer == "mha" || s.layer == "gqa",
             "bench layer: unknown layer '" + s.layer + "' (mha, gqa, cca, ccgqa, dsa)");
-    struct State {
-        std::unique_ptr<CachedAttention> layer;
-        std::unique_ptr<KVCache> cache;
-        Tensor x;
-    };
-    auto st = std::make_shared<State>();
-    st->layer = random_cached_attention(s);
-    const CachedAttentionConfig &c = st->layer->config();
-    if (!s.decode) {
-        st->x = random({s.batch, s.seq, s.hidden}, 9);
-        Workload w = make(st, [st] { st->layer->self_attention(st->x); });
-        w.tokens = double(s.batch) * s.seq;
-        return w;
-    }
-    // A cache holding kv_len tokens (random rotated keys and values), then one token per sequence;
-    // each run appends a token and drops it again, so every run sees the same cache length.
-    require(s.kv_len > 0, "bench layer --decode: --kv-len must be positive");
-    st->cache = std::make_unique<KVCache>(st->layer->make_cache(s.batch, s.kv_len + 1));
-    const Tensor k = random({s.batch, s.kv_len, c.kv_heads, c.head_dimension}, 10);
-    const Tensor v = random({s.batch, s.kv_len, c.kv_heads, c.head_dimension}, 11);
-    st->cache->append(k.view(), v.view());
-    st->x = random({s.batch, 1, s.hidden}, 12);
-    const int64_t kv_len = s.kv_len;
-    Workload w = make(st, [st, kv_len] {
-        st->layer->decode_step(st->x, *st->cache);
-        st->cache->truncate_to(kv_len);
-    });
-    w.tokens = double(s.batch);
-    w.bytes = kv_bytes_per_token(s) * s.batch * s.kv_len;
-    return w;
+    return cached_layer_workload(s);
 }
 
 }  // namespace hattn::bench

@@ -20,8 +20,6 @@ std::mutex regions_mutex;
 std::map<const uint8_t *, ResidentRegion *> regions;
 std::atomic<int64_t> uploaded{0};
 
-void check(int status, const char *what) { check_halide_status(status, what); }
-
 // The region whose memory holds `p`, or nullptr. Caller holds regions_mutex.
 std::pair<const uint8_t *, ResidentRegion *> region_holding(const uint8_t *p) {
     auto it = regions.upper_bound(p);
@@ -53,9 +51,9 @@ void sync_device(Device device) {
     Halide::Runtime::Buffer<float> &probe = probes[device];
     if (!probe.raw_buffer()->device) {
         probe = Halide::Runtime::Buffer<float>(1);
-        check(probe.device_malloc(iface), "device sync");
+        check_halide_status(probe.device_malloc(iface), "device sync");
     }
-    check(halide_device_sync(nullptr, probe.raw_buffer()), "device sync");
+    check_halide_status(halide_device_sync(nullptr, probe.raw_buffer()), "device sync");
 }
 
 ResidentRegion::ResidentRegion(float *host, int64_t count, Residency residency)
@@ -87,7 +85,7 @@ void ResidentRegion::fetch() {
     std::lock_guard<std::mutex> lock(regions_mutex);
     if (!device_newer_) return;
     mirror_.set_device_dirty(true);
-    check(mirror_.copy_to_host(), "fetch from device");
+    check_halide_status(mirror_.copy_to_host(), "fetch from device");
     device_newer_ = false;
 }
 
@@ -96,7 +94,7 @@ void ResidentRegion::bind(halide_buffer_t *buf, Device device) {
     if (on_ != device) {
         mirror_.set_device_dirty(false);
         mirror_.device_free();
-        check(mirror_.device_malloc(iface), "resident allocation");
+        check_halide_status(mirror_.device_malloc(iface), "resident allocation");
         on_ = device;
         stale_.assign(1, {0, count_});
     }
@@ -107,7 +105,7 @@ void ResidentRegion::bind(halide_buffer_t *buf, Device device) {
         while (i + 1 < stale_.size() && stale_[i + 1].first <= hi) hi = std::max(hi, stale_[++i].second);
         Halide::Runtime::Buffer<float> part = mirror_.cropped(0, static_cast<int>(lo), static_cast<int>(hi - lo));
         part.set_host_dirty(true);
-        check(part.copy_to_device(iface), "upload to device");
+        check_halide_status(part.copy_to_device(iface), "upload to device");
         uploaded += (hi - lo) * static_cast<int64_t>(sizeof(float));
     }
     stale_.clear();
@@ -147,7 +145,7 @@ void DeviceCall::finish() {
             b.region->mark_device_written();
             continue;
         }
-        check(halide_copy_to_host(nullptr, b.buf), "copy to host");
+        check_halide_status(halide_copy_to_host(nullptr, b.buf), "copy to host");
         if (b.region) continue;  // host and device copy agree again
         // An output inside a resident region, not at its start: the region's copy is now stale.
         mark_written(b.buf);

@@ -21,6 +21,14 @@ inline bool device_required(Device device) {
     return device != Device::CPU && value && std::string(value) == "1";
 }
 
+// Runs the kernels on `device` while it lives, then on the CPU again.
+struct OnDevice {
+    explicit OnDevice(Device device) { set_device(device); }
+    ~OnDevice() { set_device(Device::CPU); }
+    OnDevice(const OnDevice &) = delete;
+    OnDevice &operator=(const OnDevice &) = delete;
+};
+
 }  // namespace hattn::testing
 
 // In a test body: returns from the test, skipped or failed, when `device` cannot run kernels here.
