@@ -2,17 +2,22 @@
 // reaches it. Runs on each GPU API the machine offers (OpenCL through PoCL on CI machines).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "device_residency.h"
 #include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/projection.h"
 #include "hattn/kv_cache.h"
+#include "hattn/layers/cached_attention.h"
 #include "hattn/layers/linear.h"
+#include "hattn/safetensors_writer.h"
 #include "support/compare.h"
 #include "support/device.h"
 #include "support/errors.h"
 #include "support/random.h"
+#include "support/temp_dir.h"
 
 namespace hattn {
 namespace {
@@ -112,6 +117,61 @@ TEST_P(GpuResidency, ADeviceOutputStaysOnTheDeviceUntilFetched) {
     EXPECT_EQ(y.values(), std::vector<float>(16, 0.0f)) << "the result was copied back without a fetch";
     y.fetch_from_device();
     EXPECT_LE(testing::relative_l2(y, values_of(expected)), 1e-6);
+}
+
+// A GQA layer with RoPE and biases, seeded random weights, loaded from a safetensors file.
+CachedAttention gqa_layer(const testing::TempDir &dir, int64_t E, int64_t H, int64_t Hkv, int64_t D) {
+    std::map<std::string, Tensor> tensors{
+        {"query_projection.weight", testing::random_tensor({H * D, E}, 50)},
+        {"key_projection.weight", testing::random_tensor({Hkv * D, E}, 51)},
+        {"value_projection.weight", testing::random_tensor({Hkv * D, E}, 52)},
+        {"output_projection.weight", testing::random_tensor({E, H * D}, 53)},
+        {"query_projection.bias", testing::random_tensor({H * D}, 54)},
+        {"key_projection.bias", testing::random_tensor({Hkv * D}, 55)},
+        {"value_projection.bias", testing::random_tensor({Hkv * D}, 56)},
+        {"output_projection.bias", testing::random_tensor({E}, 57)}};
+    write_safetensors(dir.file("gqa.safetensors"), tensors);
+    CachedAttentionConfig config;
+    config.embedding_dimension = E, config.heads = H, config.kv_heads = Hkv, config.head_dimension = D;
+    config.bias = true, config.rope_base = 10000.0;
+    return CachedAttention(config, Weights::open(dir.file("gqa.safetensors")));
+}
+
+// "No host round trip": after the first steps have placed weights, cache and RoPE table on the
+// device, a decode step uploads only its input token and downloads only its output and the new
+// K and V rows (written into the cache on the device, then mirrored to the host). The head dim
+// keeps every cache row aligned for OpenCL sub-buffers.
+TEST_P(GpuResidency, AnAttentionLayerDecodeStepMovesOnlyItsInputOutputAndNewRows) {
+    const int64_t B = 2, E = 64, H = 4, Hkv = 2, D = 32;
+    const testing::TempDir dir;
+    // Two instances: CPU kernels touching the GPU layer's weights would make them stale.
+    CachedAttention layer = gqa_layer(dir, E, H, Hkv, D), cpu_layer = gqa_layer(dir, E, H, Hkv, D);
+    KVCache gpu_cache = layer.make_cache(B, 32), cpu_cache = layer.make_cache(B, 32);
+    const Tensor prompt = testing::random_tensor({B, 9, E}, 58);
+    cpu_layer.self_attention(prompt, &cpu_cache);
+    {
+        const testing::OnDevice on(GetParam());
+        layer.self_attention(prompt, &gpu_cache);
+    }
+    for (int step = 0; step < 4; step++) {
+        const Tensor x = testing::random_tensor({B, 1, E}, 60 + step);
+        const Tensor expected = cpu_layer.decode_step(x, cpu_cache);
+        const testing::OnDevice on(GetParam());
+        const detail::Transfers before = detail::float_transfers();
+        const Tensor got = layer.decode_step(x, gpu_cache);
+        const detail::Transfers after = detail::float_transfers();
+        EXPECT_LE(testing::relative_l2(got, values_of(expected)), 1e-5) << "step " << step;
+        if (step == 0) continue;  // the RoPE table grew to cover position 10: uploaded again
+        const int64_t f = sizeof(float);
+        EXPECT_EQ(after.uploaded - before.uploaded, B * E * f) << "step " << step << " uploaded more than x";
+        EXPECT_EQ(after.downloaded - before.downloaded, B * E * f + 2 * B * Hkv * D * f)
+            << "step " << step << " downloaded more than y and the new K and V rows";
+    }
+    EXPECT_EQ(gpu_cache.lengths(), cpu_cache.lengths());
+    set_device(Device::CPU);
+    const Tensor x = testing::random_tensor({B, 1, E}, 70);
+    EXPECT_LE(testing::relative_l2(layer.decode_step(x, gpu_cache), values_of(cpu_layer.decode_step(x, cpu_cache))), 1e-5)
+        << "the host copy of the cache written on the device differs";
 }
 
 std::string api_name(const ::testing::TestParamInfo<Device> &info) { return device_name(info.param); }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -45,15 +46,27 @@ std::string probe_opencl() {
     auto platforms = reinterpret_cast<Platforms>(dlsym(lib, "clGetPlatformIDs"));
     auto devices = reinterpret_cast<Devices>(dlsym(lib, "clGetDeviceIDs"));
     if (!platforms || !devices) return "libOpenCL lacks clGetPlatformIDs or clGetDeviceIDs";
+    using Info = int (*)(void *, unsigned, size_t, void *, size_t *);
+    auto info = reinterpret_cast<Info>(dlsym(lib, "clGetDeviceInfo"));
     void *ids[16];
     unsigned n = 0;
     if (platforms(16, ids, &n) != 0 || n == 0) return "no OpenCL platform is installed";
     constexpr uint64_t all_device_types = 0xFFFFFFFF;
+    constexpr unsigned mem_base_addr_align = 0x1019;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits
+    bool any = false;
     for (unsigned i = 0; i < n && i < 16; i++) {
+        void *device_ids[16];
         unsigned found = 0;
-        if (devices(ids[i], all_device_types, 0, nullptr, &found) == 0 && found > 0) return "";
+        if (devices(ids[i], all_device_types, 16, device_ids, &found) != 0) continue;
+        for (unsigned d = 0; d < found && d < 16; d++) {
+            any = true;
+            unsigned bits = 0;
+            if (info && info(device_ids[d], mem_base_addr_align, sizeof(bits), &bits, nullptr) == 0) {
+                detail::opencl_sub_buffer_alignment = std::max<int64_t>(detail::opencl_sub_buffer_alignment, bits / 8);
+            }
+        }
     }
-    return "no OpenCL platform has a device";
+    return any ? "" : "no OpenCL platform has a device";
 }
 
 std::atomic<int> chosen{-1};  // a Device, or -1 before first use

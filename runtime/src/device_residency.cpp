@@ -18,15 +18,21 @@ namespace {
 // Resident regions by host start address.
 std::mutex regions_mutex;
 std::map<const uint8_t *, ResidentRegion *> regions;
-std::atomic<int64_t> uploaded{0};
+std::atomic<int64_t> resident_uploaded{0}, call_uploaded{0}, downloaded{0};
 
-// The region whose memory holds `p`, or nullptr. Caller holds regions_mutex.
-std::pair<const uint8_t *, ResidentRegion *> region_holding(const uint8_t *p) {
-    auto it = regions.upper_bound(p);
+// The region whose memory holds all of `buf`, or nullptr. Caller holds regions_mutex.
+std::pair<const uint8_t *, ResidentRegion *> region_holding(const halide_buffer_t *buf) {
+    const uint8_t *begin = buf->begin(), *end = buf->end();
+    auto it = regions.upper_bound(begin);
     if (it == regions.begin()) return {nullptr, nullptr};
     --it;
-    if (p >= it->first + it->second->count() * static_cast<int64_t>(sizeof(float))) return {nullptr, nullptr};
+    if (end > it->first + it->second->count() * static_cast<int64_t>(sizeof(float))) return {nullptr, nullptr};
     return {it->first, it->second};
+}
+
+int64_t float_bytes(const halide_buffer_t *buf) {
+    if (buf->type != halide_type_of<float>()) return 0;
+    return static_cast<int64_t>(buf->number_of_elements()) * static_cast<int64_t>(sizeof(float));
 }
 
 }  // namespace
@@ -86,17 +92,19 @@ void ResidentRegion::fetch() {
     if (!device_newer_) return;
     mirror_.set_device_dirty(true);
     check_halide_status(mirror_.copy_to_host(), "fetch from device");
+    downloaded += count_ * static_cast<int64_t>(sizeof(float));
     device_newer_ = false;
 }
 
-void ResidentRegion::bind(halide_buffer_t *buf, Device device) {
+bool ResidentRegion::bind(halide_buffer_t *buf, Device device, Halide::Runtime::Buffer<float> &crop) {
     const halide_device_interface_t *iface = device_interface(device);
     if (on_ != device) {
         mirror_.set_device_dirty(false);
         mirror_.device_free();
         check_halide_status(mirror_.device_malloc(iface), "resident allocation");
         on_ = device;
-        stale_.assign(1, {0, count_});
+        // A mirror starts as the host's values; kernels write a DeviceOutput region first.
+        if (residency_ == Residency::Mirror) stale_.assign(1, {0, count_});
     }
     // Merging ranges first keeps one copy per run of rows.
     std::sort(stale_.begin(), stale_.end());
@@ -104,60 +112,106 @@ void ResidentRegion::bind(halide_buffer_t *buf, Device device) {
         int64_t lo = stale_[i].first, hi = stale_[i].second;
         while (i + 1 < stale_.size() && stale_[i + 1].first <= hi) hi = std::max(hi, stale_[++i].second);
         Halide::Runtime::Buffer<float> part = mirror_.cropped(0, static_cast<int>(lo), static_cast<int>(hi - lo));
+        if (!part.raw_buffer()->device) {  // no crop there: the whole region goes up instead
+            part = mirror_;
+            lo = 0;
+            hi = count_;
+            i = stale_.size();
+        }
         part.set_host_dirty(true);
         check_halide_status(part.copy_to_device(iface), "upload to device");
-        uploaded += (hi - lo) * static_cast<int64_t>(sizeof(float));
+        resident_uploaded += (hi - lo) * static_cast<int64_t>(sizeof(float));
     }
     stale_.clear();
-    buf->device = mirror_.raw_buffer()->device;
+    const int64_t offset = (buf->host - reinterpret_cast<const uint8_t *>(host_)) / static_cast<int64_t>(sizeof(float));
+    if (offset == 0) {
+        buf->device = mirror_.raw_buffer()->device;
+    } else {
+        const int64_t align = device == Device::OpenCL ? opencl_sub_buffer_alignment.load() : 1;
+        if (align == 0 || (offset * static_cast<int64_t>(sizeof(float))) % align != 0) return false;
+        const int64_t span = (buf->end() - buf->host + sizeof(float) - 1) / static_cast<int64_t>(sizeof(float));
+        crop = mirror_.cropped(0, static_cast<int>(offset), static_cast<int>(span));
+        if (!crop.raw_buffer()->device) return false;
+        buf->device = crop.raw_buffer()->device;
+    }
     buf->device_interface = iface;
     buf->set_host_dirty(false);
     buf->set_device_dirty(false);
+    return true;
 }
 
 void ResidentRegion::mark_device_written() { device_newer_ = true; }
 
 DeviceCall::DeviceCall(Device device, std::initializer_list<halide_buffer_t *> buffers) : device_(device) {
-    if (device == Device::CPU) return;
+    if (device == Device::CPU) {
+        // CPU kernels read and write the host memory: a region's host values must be current
+        // before, and its device copy is stale after.
+        for (halide_buffer_t *buf : buffers) {
+            if (!buf) continue;
+            ResidentRegion *region;
+            {
+                std::lock_guard<std::mutex> lock(regions_mutex);
+                region = region_holding(buf).second;
+            }
+            if (!region) continue;
+            region->fetch();
+            host_wrote(buf);
+        }
+        return;
+    }
     std::lock_guard<std::mutex> lock(regions_mutex);
     for (halide_buffer_t *buf : buffers) {
         if (!buf) continue;  // a scalar argument
-        auto [start, region] = region_holding(buf->begin());
-        const bool whole_start = region && start == buf->host && buf->begin() == buf->host &&
-                                 buf->end() <= start + region->count() * sizeof(float);
-        if (whole_start) {
-            region->bind(buf, device);
-            buffers_.push_back({buf, region});
+        ResidentRegion *region = buf->begin() == buf->host ? region_holding(buf).second : nullptr;
+        Bound bound{buf, nullptr, {}};
+        if (region && region->bind(buf, device, bound.crop)) {
+            bound.region = region;
         } else {
             // Halide uploads an input only when its host side is marked newer than its device side.
             buf->set_host_dirty(true);
-            buffers_.push_back({buf, nullptr});
         }
+        buffers_.push_back(std::move(bound));
     }
 }
 
 void DeviceCall::finish() {
     if (device_ == Device::CPU) return;
     for (const Bound &b : buffers_) {
-        if (!b.buf->device_dirty()) continue;
+        if (!b.buf->device_dirty()) {
+            if (!b.region) call_uploaded += float_bytes(b.buf);  // an input the call uploaded
+            continue;
+        }
         if (b.region && b.region->residency() == Residency::DeviceOutput) {
             std::lock_guard<std::mutex> lock(regions_mutex);
             b.region->mark_device_written();
             continue;
         }
+        // Only the elements the kernel wrote come down; a mirror's device copy stays current.
         check_halide_status(halide_copy_to_host(nullptr, b.buf), "copy to host");
-        if (b.region) continue;  // host and device copy agree again
-        // An output inside a resident region, not at its start: the region's copy is now stale.
-        mark_written(b.buf);
+        downloaded += float_bytes(b.buf);
+        if (!b.region) host_wrote(b.buf);  // written through the call's own allocation
     }
 }
 
-void DeviceCall::mark_written(const halide_buffer_t *buf) {
+DeviceCall::~DeviceCall() {
+    for (const Bound &b : buffers_) {
+        if (b.region) {
+            b.buf->device = 0;  // the region's allocation, not ours to free
+            b.buf->device_interface = nullptr;
+        } else if (b.buf->device) {
+            b.buf->set_device_dirty(false);
+            halide_device_free(nullptr, b.buf);
+        }
+        b.buf->set_device_dirty(false);
+    }
+}
+
+void host_wrote(const halide_buffer_t *buf) {
     ResidentRegion *region;
     const uint8_t *start;
     {
         std::lock_guard<std::mutex> lock(regions_mutex);
-        std::tie(start, region) = region_holding(buf->begin());
+        std::tie(start, region) = region_holding(buf);
     }
     if (!region) return;
     const int64_t offset = (buf->host - start) / static_cast<int64_t>(sizeof(float));
@@ -182,19 +236,42 @@ void DeviceCall::mark_written(const halide_buffer_t *buf) {
     }
 }
 
-DeviceCall::~DeviceCall() {
-    for (const Bound &b : buffers_) {
-        if (b.region) {
-            b.buf->device = 0;  // the region's allocation, not ours to free
-            b.buf->device_interface = nullptr;
-        } else if (b.buf->device) {
-            b.buf->set_device_dirty(false);
-            halide_device_free(nullptr, b.buf);
-        }
-        b.buf->set_device_dirty(false);
+bool copy_on_device(const TensorView &src, const TensorView &dst) {
+    const Device device = current_device();
+    if (device == Device::CPU) return false;
+    Halide::Runtime::Buffer<float> from = src.halide_buffer(), to = dst.halide_buffer();
+    {
+        std::lock_guard<std::mutex> lock(regions_mutex);
+        const ResidentRegion *region = region_holding(from.raw_buffer()).second;
+        if (!region || region->residency() != Residency::DeviceOutput || !region->device_newer()) return false;
     }
+    DeviceCall call(device, {from.raw_buffer(), to.raw_buffer()});
+    check_halide_status(halide_buffer_copy(nullptr, from.raw_buffer(), device_interface(device), to.raw_buffer()),
+                        "copy on device");
+    call.finish();
+    return true;
 }
 
-int64_t resident_upload_bytes() { return uploaded; }
+UploadOnce::UploadOnce(const Tensor &x) {
+    if (current_device() == Device::CPU || x.size() == 0) return;
+    {
+        // Regions never overlap: the last one starting before x's end must end before x starts.
+        std::lock_guard<std::mutex> lock(regions_mutex);
+        const auto *begin = reinterpret_cast<const uint8_t *>(x.data());
+        auto it = regions.lower_bound(begin + x.size() * static_cast<int64_t>(sizeof(float)));
+        if (it != regions.begin() && (--it)->first + it->second->count() * static_cast<int64_t>(sizeof(float)) > begin)
+            return;
+    }
+    region_ = std::make_unique<ResidentRegion>(const_cast<float *>(x.data()), x.size(), Residency::Mirror);
+}
+
+Tensor scratch_tensor(Shape shape) {
+    Tensor t(std::move(shape));
+    if (current_device() != Device::CPU) t.keep_on_device(Residency::DeviceOutput);
+    return t;
+}
+
+Transfers float_transfers() { return {resident_uploaded + call_uploaded, downloaded}; }
+int64_t resident_upload_bytes() { return resident_uploaded; }
 
 }  // namespace hattn::detail

@@ -2,14 +2,22 @@
 //
 // On a GPU, a Halide pipeline copies each input that has no device allocation to the device and
 // leaves its outputs there. hattn's API is host-side, so every call (DeviceCall) copies outputs
-// back and frees what the pipeline allocated. Resident regions avoid the upload for memory that
-// persists across calls (weights, KV caches): the region keeps a device copy of its host memory, a
-// call's buffer that starts where the region starts is bound to that copy, and only the ranges the
-// host changed since the last call are uploaded.
+// back and frees what the pipeline allocated. Resident regions avoid the copies for memory that
+// persists across calls: the region keeps a device copy of its host memory, and a call's buffer
+// that lies inside the region is bound to that copy (through a device crop when it starts past the
+// region's start).
+// - Mirror regions (weights, KV caches): the host values are the truth. Only the ranges the host
+//   changed since the last call are uploaded; what a kernel writes into the region on the device
+//   is copied to the host (just the written elements), and so never uploaded again.
+// - DeviceOutput regions (the intermediate results of a layer, a benchmark's output): the device
+//   copy is the truth. Kernel results stay there, and the next kernel reads them in place; the
+//   host values are neither uploaded nor current until fetch().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 #include "HalideBuffer.h"
@@ -19,6 +27,11 @@
 namespace hattn::detail {
 
 const halide_device_interface_t *device_interface(Device device);  // nullptr for the CPU
+
+// OpenCL binds memory inside a resident region through sub-buffers, whose start every device
+// wants aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN): the largest such alignment in bytes, set when
+// OpenCL is probed. CUDA crops anywhere.
+inline std::atomic<int64_t> opencl_sub_buffer_alignment{0};
 void sync_device(Device device);
 
 // Float memory [host, host + count) with a device copy kept on the current GPU. Registered in a
@@ -39,9 +52,13 @@ public:
 
 private:
     friend class DeviceCall;
-    // Gives `buf` (which starts at host_) this region's device copy, uploading stale ranges.
-    void bind(halide_buffer_t *buf, Device device);
+    friend bool copy_on_device(const TensorView &src, const TensorView &dst);
+    // Gives `buf` (which lies inside the region) this region's device copy, uploading stale
+    // ranges first. The copy starts where `buf` starts: a crop of the allocation, kept in `crop`
+    // while `buf` uses it. False where the device API cannot crop there (buf is left unbound).
+    bool bind(halide_buffer_t *buf, Device device, Halide::Runtime::Buffer<float> &crop);
     void mark_device_written();
+    bool device_newer() const { return device_newer_; }
 
     float *host_;
     int64_t count_;
@@ -64,17 +81,45 @@ public:
     void finish();  // after a successful call: outputs to the host
 
 private:
-    static void mark_written(const halide_buffer_t *buf);  // an output inside a resident region
-
     struct Bound {
         halide_buffer_t *buf;
         ResidentRegion *region;  // nullptr: the pipeline's own allocation
+        Halide::Runtime::Buffer<float> crop;  // the region's device copy from buf's start
     };
     Device device_;
     std::vector<Bound> buffers_;
 };
 
-// Bytes uploaded to resident regions so far in this process (for tests of the upload accounting).
-int64_t resident_upload_bytes();
+// Copies src into dst on the current GPU when src holds kernel results that live only there (a
+// DeviceOutput region); the result lands where dst's memory lives (its region, or the host).
+// False, doing nothing, otherwise: the caller copies on the host.
+bool copy_on_device(const TensorView &src, const TensorView &dst);
+
+// The host wrote `buf`'s elements: where they lie in a region with a device copy, it goes stale.
+void host_wrote(const halide_buffer_t *buf);
+
+// Keeps caller memory that several kernels of one layer call read (the layer's input) on the GPU
+// while it lives, so that it is uploaded once. Nothing on the CPU, or where the memory is
+// resident already.
+class UploadOnce {
+public:
+    explicit UploadOnce(const Tensor &x);
+
+private:
+    std::unique_ptr<ResidentRegion> region_;
+};
+
+// An intermediate result between kernels. On a GPU it is a DeviceOutput region: it lives on the
+// device, and its host values are not kept. On the CPU, a plain tensor.
+Tensor scratch_tensor(Shape shape);
+
+// Float bytes moved between host and device so far in this process: resident uploads and
+// fetches, and each call's unbound inputs and outputs. Integer buffers (lengths, positions) are
+// not counted. For tests that a step moves only what it must.
+struct Transfers {
+    int64_t uploaded = 0, downloaded = 0;
+};
+Transfers float_transfers();
+int64_t resident_upload_bytes();  // the resident part of float_transfers().uploaded
 
 }  // namespace hattn::detail

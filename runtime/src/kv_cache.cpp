@@ -32,8 +32,6 @@ void KVCache::check_room(int64_t count) const {
 
 TensorView KVCache::slot(const Tensor &storage, int64_t b, int64_t count) const {
     const int64_t D = head_dim(), cap = capacity(), H = kv_heads();
-    // The caller writes these rows before the attention that reads them, and before commit().
-    rows_changed(b, lengths_[b], count);
     float *start = const_cast<float *>(storage.data()) + (b * H * cap + lengths_[b]) * D;
     return TensorView(start, {1, count, H, D}, {H * cap * D, D, cap * D, 1});
 }
@@ -43,10 +41,7 @@ TensorView KVCache::value_slot(int64_t b, int64_t count) const { return slot(v_,
 
 void KVCache::commit(int64_t count) {
     check_room(count);
-    for (int64_t b = 0; b < batch(); b++) {
-        rows_changed(b, lengths_[b], count);  // however the slots were written
-        lengths_[b] += static_cast<int32_t>(count);
-    }
+    for (int64_t b = 0; b < batch(); b++) lengths_[b] += static_cast<int32_t>(count);
 }
 
 void KVCache::append(const TensorView &keys, const TensorView &values) {

@@ -164,9 +164,11 @@ void copy_into(const TensorView &src, const TensorView &dst) {
         *dst.data = *src.data;
         return;
     }
+    if (detail::copy_on_device(src, dst)) return;  // src's values live on a GPU
     const Shape s = src.strides.empty() ? contiguous_strides(src.shape) : src.strides;
     const Shape d = dst.strides.empty() ? contiguous_strides(dst.shape) : dst.strides;
     copy_dims(src.data, s.data(), dst.data, d.data(), src.shape.data(), src.shape.size());
+    detail::host_wrote(dst.halide_buffer().raw_buffer());
 }
 
 Tensor Tensor::tokens(int64_t begin, int64_t end) const {

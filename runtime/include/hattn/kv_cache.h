@@ -39,11 +39,11 @@ public:
     // For layers writing in place: throws unless every sequence has room for `count` more tokens.
     void check_room(int64_t count) const;
     // Where sequence b's next `count` tokens go, as a [1, count, Hkv, D] view (the layout a
-    // projection produces) into the storage.
+    // projection produces) into the storage. Write it with kernels or copy_into, which keep the
+    // cache's device copy current (a kernel on a GPU writes the rows there, in place).
     TensorView key_slot(int64_t b, int64_t count) const;
     TensorView value_slot(int64_t b, int64_t count) const;
-    // Makes the `count` tokens written past each sequence's end part of it (and so of the device
-    // copy, on a GPU: writers of slots need not report their writes).
+    // Makes the `count` tokens written past each sequence's end part of it.
     void commit(int64_t count);
 
 private:

@@ -41,6 +41,8 @@ struct TensorView {
 };
 
 // Copies src into dst element by element; both views must have the same shape, any strides.
+// Resident memory stays consistent: a copy into it reaches its device copy, and a copy from kernel
+// results kept on a GPU (Residency::DeviceOutput) runs there.
 void copy_into(const TensorView &src, const TensorView &dst);
 
 namespace detail {
@@ -50,7 +52,9 @@ class ResidentRegion;
 // How a resident tensor's device copy (Tensor::keep_on_device) relates to its host values.
 enum class Residency {
     Mirror,        // the host values are the truth; the device copy follows the host's changes
-    DeviceOutput,  // kernels' results stay on the device until fetch_from_device() (benchmarks)
+    // Kernels' results stay on the device until fetch_from_device(); the initial host values are
+    // not uploaded (a layer's intermediate results, a benchmark's output).
+    DeviceOutput,
 };
 
 // Owning float32 tensor, contiguous row-major.

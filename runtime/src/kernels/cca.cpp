@@ -31,9 +31,7 @@ void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const std::
     auto b0 = conv.b0.view().halide_buffer(), b1 = conv.b1.view().halide_buffer();
     auto w1 = conv.w1.view().halide_buffer();
     Halide::Runtime::Buffer<float> scale(const_cast<float *>(key_scale.data()), static_cast<int>(Hkv));
-    const int64_t half = rope.rotary_dim() / 2;
-    auto cos_b = TensorView(const_cast<float *>(rope.cos().data()), {rope.positions(), half}).halide_buffer();
-    auto sin_b = TensorView(const_cast<float *>(rope.sin().data()), {rope.positions(), half}).halide_buffer();
+    auto cos_b = rope.cos().halide_buffer(), sin_b = rope.sin().halide_buffer();
     Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()), static_cast<int>(B));
     auto qb = q.halide_buffer(), kb = k.halide_buffer();
     detail::call_kernel("cca_qk_latent", detail::cca_qk_latent_kernel(), qk_b.raw_buffer(), w0.raw_buffer(),

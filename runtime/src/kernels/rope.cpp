@@ -1,5 +1,6 @@
 #include "hattn/kernels/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "halide_call.h"
@@ -12,21 +13,28 @@ RopeTable::RopeTable(int64_t rotary_dim, double base) : rotary_dim_(rotary_dim),
     require(rotary_dim >= 2 && rotary_dim % 2 == 0,
             "RoPE: rotary dimension must be even and positive, got " + std::to_string(rotary_dim));
     require(base > 0, "RoPE: base must be positive, got " + std::to_string(base));
+    cos_ = Tensor({0, rotary_dim / 2});
+    sin_ = Tensor({0, rotary_dim / 2});
 }
 
 void RopeTable::reserve(int64_t positions) {
     if (positions <= positions_) return;
     const int64_t grown = std::max(positions, 2 * positions_);  // amortised growth
     const int64_t half = rotary_dim_ / 2;
-    cos_.resize(grown * half);
-    sin_.resize(grown * half);
+    Tensor cos({grown, half}), sin({grown, half});
+    std::copy(cos_.values().begin(), cos_.values().end(), cos.data());
+    std::copy(sin_.values().begin(), sin_.values().end(), sin.data());
     for (int64_t p = positions_; p < grown; p++) {
         for (int64_t i = 0; i < half; i++) {
             const double angle = double(p) * std::pow(base_, -2.0 * double(i) / double(rotary_dim_));
-            cos_[p * half + i] = static_cast<float>(std::cos(angle));
-            sin_[p * half + i] = static_cast<float>(std::sin(angle));
+            cos.data()[p * half + i] = static_cast<float>(std::cos(angle));
+            sin.data()[p * half + i] = static_cast<float>(std::sin(angle));
         }
     }
+    cos.keep_on_device();
+    sin.keep_on_device();
+    cos_ = std::move(cos);
+    sin_ = std::move(sin);
     positions_ = grown;
 }
 
@@ -44,11 +52,7 @@ void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<i
                 "RoPE: positions up to " + std::to_string(s + x.dim(1)) + " exceed the table");
     }
     if (x.size() == 0) return;
-    const int64_t half = table.rotary_dim() / 2;
-    auto cos_b = TensorView(const_cast<float *>(table.cos().data()), {table.positions(), half})
-                     .halide_buffer();
-    auto sin_b = TensorView(const_cast<float *>(table.sin().data()), {table.positions(), half})
-                     .halide_buffer();
+    auto cos_b = table.cos().halide_buffer(), sin_b = table.sin().halide_buffer();
     Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()),
                                             static_cast<int>(start.size()));
     auto xb = x.halide_buffer(), yb = y.halide_buffer();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/kernels/projection.h"
 
@@ -59,16 +60,14 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     : config_(config) {
     const int64_t E = config.embedding_dimension, D = config.head_dimension;
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
-    wq_ = w.get("query_projection.weight", {q_width, E});
-    wk_ = w.get("key_projection.weight", {kv_width, E});
-    wv_ = w.get("value_projection.weight", {kv_width, E});
-    wo_ = w.get("output_projection.weight", {E, q_width});
-    if (config.bias) {
-        bq_ = w.get("query_projection.bias", {q_width});
-        bk_ = w.get("key_projection.bias", {kv_width});
-        bv_ = w.get("value_projection.bias", {kv_width});
-        bo_ = w.get("output_projection.bias", {E});
-    }
+    const auto bias = [&](const char *name, int64_t width) -> std::optional<Tensor> {
+        if (!config.bias) return std::nullopt;
+        return w.get(name, {width});
+    };
+    query_ = Linear::dense(w.get("query_projection.weight", {q_width, E}), bias("query_projection.bias", q_width));
+    key_ = Linear::dense(w.get("key_projection.weight", {kv_width, E}), bias("key_projection.bias", kv_width));
+    value_ = Linear::dense(w.get("value_projection.weight", {kv_width, E}), bias("value_projection.bias", kv_width));
+    output_ = Linear::dense(w.get("output_projection.weight", {E, q_width}), bias("output_projection.bias", E));
     if (config.rope_base) rope_.emplace(D, *config.rope_base);
 }
 
@@ -86,21 +85,17 @@ void CachedAttention::check_input(const Tensor &x, const char *what) const {
                 " must be [B, S, " + std::to_string(config_.embedding_dimension) + "]");
 }
 
-Tensor CachedAttention::project_heads(const Tensor &x, const Tensor &weight,
-                                      const std::optional<Tensor> &bias, int64_t heads) const {
-    Tensor y({x.dim(0), x.dim(1), heads, config_.head_dimension});
-    const TensorView b = bias ? bias->view() : TensorView();
-    project(x.view(), weight.view(), bias ? &b : nullptr,
-            TensorView(y.data(), {x.dim(0), x.dim(1), heads * config_.head_dimension}));
+Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection, int64_t heads) const {
+    Tensor y = detail::scratch_tensor({x.dim(0), x.dim(1), heads, config_.head_dimension});
+    projection.apply(x.view(), TensorView(y.data(), {x.dim(0), x.dim(1), heads * config_.head_dimension}));
     return y;
 }
 
 Tensor CachedAttention::output(const Tensor &attended) const {
     const int64_t B = attended.dim(0), S = attended.dim(1);
     Tensor y({B, S, config_.embedding_dimension});
-    const TensorView b = bo_ ? bo_->view() : TensorView();
-    project(TensorView(const_cast<float *>(attended.data()), {B, S, config_.heads * config_.head_dimension}),
-            wo_.view(), bo_ ? &b : nullptr, y.view());
+    output_.apply(TensorView(const_cast<float *>(attended.data()), {B, S, config_.heads * config_.head_dimension}),
+                  y.view());
     return y;
 }
 
@@ -135,9 +130,13 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                 "] does not fit input " + shape_to_string(x.shape()));
     cache->check_room(S);
 
-    Tensor q = project_heads(x, wq_, bq_, config_.heads);
-    const Tensor k = project_heads(key_input, wk_, bk_, config_.kv_heads);
-    const Tensor v = project_heads(value_input, wv_, bv_, config_.kv_heads);
+    // On a GPU everything between the inputs and the output stays on the device: the inputs go up
+    // once, the new keys and values are written into the cache there, and only y comes back.
+    const detail::UploadOnce inputs[] = {detail::UploadOnce(x), detail::UploadOnce(key_input),
+                                         detail::UploadOnce(value_input)};
+    Tensor q = project_heads(x, query_, config_.heads);
+    const Tensor k = project_heads(key_input, key_, config_.kv_heads);
+    const Tensor v = project_heads(value_input, value_, config_.kv_heads);
     const std::vector<int32_t> start = cache->lengths();
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
@@ -148,7 +147,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     const int64_t row = S * config_.kv_heads * config_.head_dimension;
     if (rope_) {
         rope_->reserve(*std::max_element(lengths.begin(), lengths.end()));
-        Tensor rotated(q.shape());
+        Tensor rotated = detail::scratch_tensor(q.shape());
         apply_rope(q.view(), *rope_, start, rotated.view());
         q = std::move(rotated);
     }
@@ -162,7 +161,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         copy_into(TensorView(const_cast<float *>(v.data()) + b * row, one), cache->value_slot(b, S));
     }
 
-    Tensor attended(q.shape());
+    Tensor attended = detail::scratch_tensor(q.shape());
     if (S == 1 && !mask) {
         const Shape heads{B, config_.heads, config_.head_dimension};
         attention_decode(TensorView(q.data(), heads), cache->keys(), cache->values(), lengths, scale(),
@@ -192,8 +191,9 @@ ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
     const int64_t B = key_input.dim(0), Sk = key_input.dim(1);
     require(Sk > 0, "cached_attention: the context must hold at least one token");
     KVCache kv = make_cache(B, Sk);
-    kv.append(project_heads(key_input, wk_, bk_, config_.kv_heads).view(),
-              project_heads(value_input, wv_, bv_, config_.kv_heads).view());
+    const detail::UploadOnce inputs[] = {detail::UploadOnce(key_input), detail::UploadOnce(value_input)};
+    kv.append(project_heads(key_input, key_, config_.kv_heads).view(),
+              project_heads(value_input, value_, config_.kv_heads).view());
     return ConditioningCache(std::move(kv));
 }
 
@@ -203,8 +203,9 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     const KVCache &kv = context.kv();
     require(kv.batch() == x.dim(0), "cached_attention: context batch " + std::to_string(kv.batch()) +
                                         " differs from input batch " + std::to_string(x.dim(0)));
-    const Tensor q = project_heads(x, wq_, bq_, config_.heads);
-    Tensor attended(q.shape());
+    const detail::UploadOnce input(x);
+    const Tensor q = project_heads(x, query_, config_.heads);
+    Tensor attended = detail::scratch_tensor(q.shape());
     attention_prefill(q.view(), kv.keys(), kv.values(), kv.lengths(), scale(), false, mask,
                       attended.view());
     return output(attended);

@@ -30,13 +30,17 @@ Tensor Linear::apply(const Tensor &x) const {
     require(!shape.empty(), "linear: input must have at least one dimension");
     shape.back() = out();
     Tensor y(shape);
+    apply(x.view(), y.view());
+    return y;
+}
+
+void Linear::apply(const TensorView &x, const TensorView &y) const {
     if (ternary_) {
-        bitlinear(x.view(), *ternary_, y.view());
-        return y;
+        bitlinear(x, *ternary_, y);
+        return;
     }
     const TensorView b = bias_ ? bias_->view() : TensorView();
-    project(x.view(), weight_.view(), bias_ ? &b : nullptr, y.view());
-    return y;
+    project(x, weight_.view(), bias_ ? &b : nullptr, y);
 }
 
 }  // namespace hattn

@@ -18,15 +18,15 @@ public:
     int64_t positions() const { return positions_; }
     void reserve(int64_t positions);  // makes positions() >= the argument
 
-    // [positions, rotary_dim / 2], row-major.
-    const std::vector<float> &cos() const { return cos_; }
-    const std::vector<float> &sin() const { return sin_; }
+    // [positions, rotary_dim / 2]. Resident on a GPU: uploaded once per growth, not per call.
+    TensorView cos() const { return cos_.view(); }
+    TensorView sin() const { return sin_.view(); }
 
 private:
     int64_t rotary_dim_;
     double base_;
     int64_t positions_ = 0;
-    std::vector<float> cos_, sin_;
+    Tensor cos_, sin_;
 };
 
 enum class RopeLayout {

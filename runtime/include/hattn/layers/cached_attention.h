@@ -8,6 +8,7 @@
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/kv_cache.h"
+#include "hattn/layers/linear.h"
 #include "hattn/safetensors.h"
 #include "hattn/tensor.h"
 
@@ -64,16 +65,14 @@ private:
     // appended to `cache` (or to a temporary one).
     Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
                              const MaskView *mask);
-    // q, k or v projected: [B, S, heads, D].
-    Tensor project_heads(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
-                         int64_t heads) const;
+    // q, k or v projected: [B, S, heads, D]. On a GPU it stays there for the next kernel.
+    Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads) const;
     Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
     void check_input(const Tensor &x, const char *what) const;
     float scale() const;
 
     CachedAttentionConfig config_;
-    Tensor wq_, wk_, wv_, wo_;
-    std::optional<Tensor> bq_, bk_, bv_, bo_;
+    Linear query_, key_, value_, output_;
     std::optional<RopeTable> rope_;
 };
 
