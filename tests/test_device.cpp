@@ -38,12 +38,7 @@ TEST(Device, AnUnavailableDeviceIsRefusedAndTheCurrentOneStays) {
     }
 }
 
-std::vector<double> values_of(const Tensor &t) { return {t.values().begin(), t.values().end()}; }
-
-class GpuResidency : public ::testing::TestWithParam<Device> {
-protected:
-    void SetUp() override { HATTN_SKIP_WITHOUT_DEVICE(GetParam()); }
-};
+class GpuResidency : public testing::OnEachGpu {};
 
 TEST_P(GpuResidency, LayerWeightsAreUploadedOnce) {
     const Linear layer = Linear::dense(testing::random_tensor({48, 32}, 1), testing::random_tensor({48}, 2));
@@ -56,8 +51,8 @@ TEST_P(GpuResidency, LayerWeightsAreUploadedOnce) {
     const Tensor second = layer.apply(x);
     EXPECT_EQ(after_first - before, (48 * 32 + 48) * int64_t(sizeof(float)));
     EXPECT_EQ(detail::resident_upload_bytes(), after_first) << "the second call uploaded weights again";
-    EXPECT_LE(testing::relative_l2(first, values_of(expected)), 1e-6);
-    EXPECT_LE(testing::relative_l2(second, values_of(expected)), 1e-6);
+    EXPECT_LE(testing::relative_l2(first, expected), 1e-6);
+    EXPECT_LE(testing::relative_l2(second, expected), 1e-6);
 }
 
 // Decodes one query against the cache on the current device.
@@ -86,7 +81,7 @@ TEST_P(GpuResidency, ADecodeStepUploadsOnlyTheNewRows) {
         cpu_cache = gpu_cache;  // the host values are the truth
         const Tensor expected = decode(cpu_cache, q);
         set_device(GetParam());
-        EXPECT_LE(testing::relative_l2(got, values_of(expected)), 1e-6) << "step " << step;
+        EXPECT_LE(testing::relative_l2(got, expected), 1e-6) << "step " << step;
     }
 }
 
@@ -103,7 +98,7 @@ TEST_P(GpuResidency, HostChangesToTheCacheReachTheDevice) {
     const Tensor got = decode(cache, q);
     set_device(Device::CPU);
     const Tensor expected = decode(cache, q);
-    EXPECT_LE(testing::relative_l2(got, values_of(expected)), 1e-6);
+    EXPECT_LE(testing::relative_l2(got, expected), 1e-6);
 }
 
 TEST_P(GpuResidency, ADeviceOutputStaysOnTheDeviceUntilFetched) {
@@ -116,7 +111,7 @@ TEST_P(GpuResidency, ADeviceOutputStaysOnTheDeviceUntilFetched) {
     device_sync();
     EXPECT_EQ(y.values(), std::vector<float>(16, 0.0f)) << "the result was copied back without a fetch";
     y.fetch_from_device();
-    EXPECT_LE(testing::relative_l2(y, values_of(expected)), 1e-6);
+    EXPECT_LE(testing::relative_l2(y, expected), 1e-6);
 }
 
 // A GQA layer with RoPE and biases, seeded random weights, loaded from a safetensors file.
@@ -160,7 +155,7 @@ TEST_P(GpuResidency, AnAttentionLayerDecodeStepMovesOnlyItsInputOutputAndNewRows
         const detail::Transfers before = detail::float_transfers();
         const Tensor got = layer.decode_step(x, gpu_cache);
         const detail::Transfers after = detail::float_transfers();
-        EXPECT_LE(testing::relative_l2(got, values_of(expected)), 1e-5) << "step " << step;
+        EXPECT_LE(testing::relative_l2(got, expected), 1e-5) << "step " << step;
         if (step == 0) continue;  // the RoPE table grew to cover position 10: uploaded again
         const int64_t f = sizeof(float);
         EXPECT_EQ(after.uploaded - before.uploaded, B * E * f) << "step " << step << " uploaded more than x";
@@ -170,13 +165,11 @@ TEST_P(GpuResidency, AnAttentionLayerDecodeStepMovesOnlyItsInputOutputAndNewRows
     EXPECT_EQ(gpu_cache.lengths(), cpu_cache.lengths());
     set_device(Device::CPU);
     const Tensor x = testing::random_tensor({B, 1, E}, 70);
-    EXPECT_LE(testing::relative_l2(layer.decode_step(x, gpu_cache), values_of(cpu_layer.decode_step(x, cpu_cache))), 1e-5)
+    EXPECT_LE(testing::relative_l2(layer.decode_step(x, gpu_cache), cpu_layer.decode_step(x, cpu_cache)), 1e-5)
         << "the host copy of the cache written on the device differs";
 }
 
-std::string api_name(const ::testing::TestParamInfo<Device> &info) { return device_name(info.param); }
-
-INSTANTIATE_TEST_SUITE_P(Gpu, GpuResidency, ::testing::Values(Device::OpenCL, Device::CUDA), api_name);
+HATTN_INSTANTIATE_ON_EACH_GPU(GpuResidency);
 
 }  // namespace
 }  // namespace hattn

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <map>
 
+#include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/kernels/cca.h"
 #include "hattn/layers/latent_attention.h"
 #include "hattn/safetensors_writer.h"
 #include "reference/latent_attention.h"
 #include "support/compare.h"
+#include "support/device.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
 #include "support/temp_dir.h"
@@ -154,6 +156,45 @@ TEST(LatentState, CcgqaCachesTwoLkvFloatsPerToken) {
     EXPECT_EQ(layer.config.kv_rank(), 16);  // E / 8
 }
 
+// On a GPU a CCGQA decode step moves only x up, and y, the new K and V rows and the state's new
+// history rows down: every intermediate result stays on the device. The latent widths keep every
+// row the step writes aligned for OpenCL sub-buffers.
+class LatentOnGpu : public testing::OnEachGpu {};
+
+TEST_P(LatentOnGpu, ADecodeStepMovesOnlyItsInputOutputAndNewState) {
+    const nlohmann::json config = {{"hidden_size", 64},           {"num_heads", 4},
+                                   {"mode", "decoder"},           {"ccgqa_num_kv_heads", 2},
+                                   {"ccgqa_query_latent_rank", 128}, {"ccgqa_kv_latent_rank", 64},
+                                   {"ccgqa_value_shift", true}};
+    SeedLayer gpu(config, true, 7), cpu(config, true, 7);
+    const int64_t B = 2, E = 64, Lkv = gpu.config.kv_rank(), P = gpu.config.packed(), hist = gpu.config.history();
+    LatentState gpu_state = gpu.layer->make_state(B, 16), cpu_state = cpu.layer->make_state(B, 16);
+    const Tensor prompt = testing::random_tensor({B, 5, E}, 71);
+    cpu.layer->prefill(prompt, cpu_state);
+    {
+        const testing::OnDevice on(GetParam());
+        gpu.layer->prefill(prompt, gpu_state);
+    }
+    for (int step = 0; step < 4; step++) {
+        const Tensor x = testing::random_tensor({B, 1, E}, 72 + step);
+        const Tensor expected = cpu.layer->decode_step(x, cpu_state);
+        const testing::OnDevice on(GetParam());
+        const detail::Transfers before = detail::float_transfers();
+        const Tensor got = gpu.layer->decode_step(x, gpu_state);
+        const detail::Transfers after = detail::float_transfers();
+        EXPECT_LE(testing::relative_l2(got, expected), 1e-5) << "step " << step;
+        if (step == 0) continue;  // the RoPE table grew to cover position 6: uploaded again
+        const int64_t f = sizeof(float);
+        EXPECT_EQ(after.uploaded - before.uploaded, B * E * f) << "step " << step << " uploaded more than x";
+        EXPECT_EQ(after.downloaded - before.downloaded, (B * E + 2 * B * Lkv + B * hist * P + B * Lkv / 2) * f)
+            << "step " << step << " downloaded more than y, the new K and V rows and the new state rows";
+    }
+    EXPECT_LE(testing::relative_l2(gpu_state.qk_history, cpu_state.qk_history), 1e-6);
+    EXPECT_LE(testing::relative_l2(gpu_state.prev_value, cpu_state.prev_value), 1e-5);
+}
+
+HATTN_INSTANTIATE_ON_EACH_GPU(LatentOnGpu);
+
 TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
     SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
     LatentState s = layer.layer->make_state(1, 4);
@@ -256,7 +297,7 @@ double qk_latent_error(int64_t H, int64_t Hkv, int64_t dh, int64_t k0, int64_t k
     RopeTable rope(dh, 10000.0);
     rope.reserve(S);
     Tensor q({1, S, H, dh}), k({1, S, Hkv, dh});
-    cca_qk_latent(rows.view(), {w.w0, *w.b0, w.w1, *w.b1}, std::vector<float>(Hkv, 1.3f), rope, {0}, true, 1e-6f,
+    cca_qk_latent(rows.view(), {w.w0, *w.b0, w.w1, *w.b1}, Tensor({Hkv}, std::vector<float>(Hkv, 1.3f)), rope, {0}, true, 1e-6f,
                   q.view(), k.view());
     std::vector<double> rq, rk;
     latent_qk(w, {qk.values().begin(), qk.values().end()}, S, rq, rk);

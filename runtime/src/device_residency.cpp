@@ -82,13 +82,18 @@ ResidentRegion::~ResidentRegion() {
 void ResidentRegion::host_changed(int64_t begin, int64_t end) {
     begin = std::max<int64_t>(begin, 0);
     end = std::min(end, count_);
-    if (begin >= end || on_ == Device::CPU) return;  // nothing on a device yet: uploaded whole
+    // A mirror with nothing on a device yet is uploaded whole at its first binding.
+    if (begin >= end || (on_ == Device::CPU && residency_ == Residency::Mirror)) return;
     std::lock_guard<std::mutex> lock(regions_mutex);
     stale_.emplace_back(begin, end);
 }
 
 void ResidentRegion::fetch() {
     std::lock_guard<std::mutex> lock(regions_mutex);
+    fetch_locked();
+}
+
+void ResidentRegion::fetch_locked() {
     if (!device_newer_) return;
     mirror_.set_device_dirty(true);
     check_halide_status(mirror_.copy_to_host(), "fetch from device");
@@ -103,7 +108,8 @@ bool ResidentRegion::bind(halide_buffer_t *buf, Device device, Halide::Runtime::
         mirror_.device_free();
         check_halide_status(mirror_.device_malloc(iface), "resident allocation");
         on_ = device;
-        // A mirror starts as the host's values; kernels write a DeviceOutput region first.
+        // A mirror starts as the host's values; a DeviceOutput region only with what the host
+        // reported writing (kernels write the rest first).
         if (residency_ == Residency::Mirror) stale_.assign(1, {0, count_});
     }
     // Merging ranges first keeps one copy per run of rows.
@@ -162,11 +168,13 @@ DeviceCall::DeviceCall(Device device, std::initializer_list<halide_buffer_t *> b
     std::lock_guard<std::mutex> lock(regions_mutex);
     for (halide_buffer_t *buf : buffers) {
         if (!buf) continue;  // a scalar argument
-        ResidentRegion *region = buf->begin() == buf->host ? region_holding(buf).second : nullptr;
+        ResidentRegion *region = region_holding(buf).second;
         Bound bound{buf, nullptr, {}};
-        if (region && region->bind(buf, device, bound.crop)) {
+        if (region && buf->begin() == buf->host && region->bind(buf, device, bound.crop)) {
             bound.region = region;
         } else {
+            // Unbound memory of a region is read from the host: make it current there.
+            if (region) region->fetch_locked();
             // Halide uploads an input only when its host side is marked newer than its device side.
             buf->set_host_dirty(true);
         }
@@ -206,6 +214,17 @@ DeviceCall::~DeviceCall() {
     }
 }
 
+void host_reads(const TensorView &t) {
+    if (t.size() == 0) return;
+    const Halide::Runtime::Buffer<float> buf = t.halide_buffer();
+    ResidentRegion *region;
+    {
+        std::lock_guard<std::mutex> lock(regions_mutex);
+        region = region_holding(buf.raw_buffer()).second;
+    }
+    if (region) region->fetch();
+}
+
 void host_wrote(const halide_buffer_t *buf) {
     ResidentRegion *region;
     const uint8_t *start;
@@ -241,9 +260,13 @@ bool copy_on_device(const TensorView &src, const TensorView &dst) {
     if (device == Device::CPU) return false;
     Halide::Runtime::Buffer<float> from = src.halide_buffer(), to = dst.halide_buffer();
     {
+        // On the device when src's values are only there, or when both sides have a device copy
+        // there (the copy then costs no transfer, and leaves dst's device copy current).
         std::lock_guard<std::mutex> lock(regions_mutex);
-        const ResidentRegion *region = region_holding(from.raw_buffer()).second;
-        if (!region || region->residency() != Residency::DeviceOutput || !region->device_newer()) return false;
+        const ResidentRegion *source = region_holding(from.raw_buffer()).second;
+        if (!source || source->on_ != device) return false;
+        const bool only_there = source->residency() == Residency::DeviceOutput && source->device_newer();
+        if (!only_there && !region_holding(to.raw_buffer()).second) return false;
     }
     DeviceCall call(device, {from.raw_buffer(), to.raw_buffer()});
     check_halide_status(halide_buffer_copy(nullptr, from.raw_buffer(), device_interface(device), to.raw_buffer()),

@@ -58,6 +58,7 @@ private:
     // while `buf` uses it. False where the device API cannot crop there (buf is left unbound).
     bool bind(halide_buffer_t *buf, Device device, Halide::Runtime::Buffer<float> &crop);
     void mark_device_written();
+    void fetch_locked();  // fetch(), the caller holding the region table's lock
     bool device_newer() const { return device_newer_; }
 
     float *host_;
@@ -91,9 +92,14 @@ private:
 };
 
 // Copies src into dst on the current GPU when src holds kernel results that live only there (a
-// DeviceOutput region); the result lands where dst's memory lives (its region, or the host).
-// False, doing nothing, otherwise: the caller copies on the host.
+// DeviceOutput region), or when src and dst both lie in resident regions and src's has a copy on
+// the device; the result lands where dst's memory lives (its region, or the host). False, doing
+// nothing, otherwise: the caller copies on the host.
 bool copy_on_device(const TensorView &src, const TensorView &dst);
+
+// Host code is about to read t: where it lies in a region whose kernel results are newer on the
+// device, they are fetched first.
+void host_reads(const TensorView &t);
 
 // The host wrote `buf`'s elements: where they lie in a region with a device copy, it goes stale.
 void host_wrote(const halide_buffer_t *buf);

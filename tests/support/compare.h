@@ -21,4 +21,9 @@ inline double relative_l2(const Tensor &out, const std::vector<double> &ref) {
     return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
 }
 
+// Against another float32 result (the same computation on another device, say).
+inline double relative_l2(const Tensor &out, const Tensor &ref) {
+    return relative_l2(out, std::vector<double>(ref.values().begin(), ref.values().end()));
+}
+
 }  // namespace hattn::testing

@@ -29,6 +29,15 @@ struct OnDevice {
     OnDevice &operator=(const OnDevice &) = delete;
 };
 
+// Test names for suites run on each GPU API: "opencl", "cuda".
+inline std::string gpu_api_name(const ::testing::TestParamInfo<Device> &info) { return device_name(info.param); }
+
+// A suite parameterised by GPU API that skips (or fails, where required) without the device.
+class OnEachGpu : public ::testing::TestWithParam<Device> {
+protected:
+    void SetUp() override;
+};
+
 }  // namespace hattn::testing
 
 // In a test body: returns from the test, skipped or failed, when `device` cannot run kernels here.
@@ -42,3 +51,10 @@ struct OnDevice {
             GTEST_SKIP() << ::hattn::device_name(device) << " unavailable: " << hattn_reason;      \
         }                                                                                          \
     } while (0)
+
+inline void hattn::testing::OnEachGpu::SetUp() { HATTN_SKIP_WITHOUT_DEVICE(GetParam()); }
+
+// Instantiates a suite derived from OnEachGpu for OpenCL and CUDA.
+#define HATTN_INSTANTIATE_ON_EACH_GPU(suite)                                                        \
+    INSTANTIATE_TEST_SUITE_P(Gpu, suite, ::testing::Values(::hattn::Device::OpenCL, ::hattn::Device::CUDA), \
+                             ::hattn::testing::gpu_api_name)

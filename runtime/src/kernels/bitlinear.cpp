@@ -46,6 +46,8 @@ void bitlinear(const TensorView &x, const PackedTernary &w, const TensorView &y)
     if (rows == 0 || w.out == 0) return;
 
     const detail::BitLinearChoice choice = detail::bitlinear_kernel();
+    // The activations are quantised here, on the host (on a GPU too: a round trip for x).
+    detail::host_reads(x);
     std::vector<int8_t> xq(rows * w.in_padded, 0);
     std::vector<int32_t> correction(rows, 0);
     std::vector<float> row_scale(rows);

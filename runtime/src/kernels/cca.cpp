@@ -6,7 +6,7 @@
 
 namespace hattn {
 
-void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const std::vector<float> &key_scale,
+void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const Tensor &key_scale,
                    const RopeTable &rope, const std::vector<int32_t> &start, bool qk_mean,
                    float norm_eps, const TensorView &q, const TensorView &k) {
     require(q.rank() == 4 && k.rank() == 4 && qk.rank() == 3, "cca: q, k must be [B, S, heads, dh], qk [B, rows, P]");
@@ -21,7 +21,7 @@ void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const std::
     require(conv.w0.shape() == Shape({P, 1, k0}) && conv.b0.shape() == Shape({P}) &&
                 conv.w1.shape() == Shape({P, dh, k1}) && conv.b1.shape() == Shape({P}),
             "cca: convolution weights do not match P = " + std::to_string(P) + ", dh = " + std::to_string(dh));
-    require(static_cast<int64_t>(key_scale.size()) == Hkv, "cca: one key scale per KV head");
+    require(key_scale.shape() == Shape({Hkv}), "cca: one key scale per KV head");
     require(static_cast<int64_t>(start.size()) == B, "cca: one start position per sequence");
     for (int32_t p : start) require(p >= 0 && p + S <= rope.positions(), "cca: positions exceed the RoPE table");
     if (q.size() == 0) return;
@@ -30,7 +30,7 @@ void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const std::
     auto w0 = TensorView(const_cast<float *>(conv.w0.data()), {P, k0}).halide_buffer();
     auto b0 = conv.b0.view().halide_buffer(), b1 = conv.b1.view().halide_buffer();
     auto w1 = conv.w1.view().halide_buffer();
-    Halide::Runtime::Buffer<float> scale(const_cast<float *>(key_scale.data()), static_cast<int>(Hkv));
+    auto scale = key_scale.view().halide_buffer();
     auto cos_b = rope.cos().halide_buffer(), sin_b = rope.sin().halide_buffer();
     Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()), static_cast<int>(B));
     auto qb = q.halide_buffer(), kb = k.halide_buffer();

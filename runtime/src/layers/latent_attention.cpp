@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
 
@@ -159,8 +160,8 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
         conv_.b0 = w.get("qkv_proj.conv_qk_depthwise.bias", {P});
         conv_.w1 = w.get("qkv_proj.conv_qk_grouped.weight", {P, dh, config.conv_kernel_ch});
         conv_.b1 = w.get("qkv_proj.conv_qk_grouped.bias", {P});
-        const Tensor temp = w.get("qk_norm.temp", {config.kv_heads});
-        key_scale_.assign(temp.values().begin(), temp.values().end());
+        key_scale_ = w.get("qk_norm.temp", {config.kv_heads});
+        keep_on_device();
         return;
     }
     // With use_bitnet every projection (not the convolutions) is a BitLinear.
@@ -182,7 +183,13 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
     conv_.b0 = Tensor({P});
     conv_.b1 = Tensor({P});
     const float temp = w.get("temp", {1}).data()[0];
-    key_scale_.assign(config.kv_heads, std::exp(temp));
+    key_scale_ = Tensor({config.kv_heads}, std::vector<float>(config.kv_heads, std::exp(temp)));
+    keep_on_device();
+}
+
+void LatentAttention::keep_on_device() {
+    // On a GPU the convolution weights and key scales are uploaded once, like the projections'.
+    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1, &key_scale_}) t->keep_on_device();
 }
 
 void LatentAttention::require_decoder(const char *call) const {
@@ -192,6 +199,8 @@ void LatentAttention::require_decoder(const char *call) const {
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
     LatentState s{KVCache(batch, config_.kv_heads, config_.head_dim, capacity),
                   Tensor({batch, config_.history(), config_.packed()}), Tensor()};
+    // On a GPU the state's rows are read and written there, and mirrored to the host.
+    s.qk_history.keep_on_device();
     if (config_.value_shift) {
         // Token 0's delayed half is the delayed projection of a zero vector: its bias, or zeros.
         const int64_t half = config_.kv_rank() / 2;
@@ -201,6 +210,7 @@ LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
                 std::copy_n(value_delayed_.bias()->data(), half, s.prev_value.data() + b * half);
             }
         }
+        s.prev_value.keep_on_device();
     }
     return s;
 }
@@ -235,37 +245,44 @@ Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
                 shape_to_string(x.shape()));
     state.kv.check_room(S);
 
+    // On a GPU everything between x and y stays on the device (detail::scratch_tensor), and the
+    // row moves below are device copies (copy_into): x goes up once, y comes back, and the state's
+    // new rows are written on the device and mirrored to the host.
+    const detail::UploadOnce input(x);
+    const Shape packed_strides{(hist + S) * P, P, 1};
+
     // 1. Packed down-projection, after the raw history rows the convolutions need.
-    const Tensor qk = qk_.apply(x);
-    Tensor qk_rows({B, hist + S, P});
-    for (int64_t b = 0; b < B; b++) {
-        std::copy_n(state.qk_history.data() + b * hist * P, hist * P, qk_rows.data() + b * (hist + S) * P);
-        std::copy_n(qk.data() + b * S * P, S * P, qk_rows.data() + (b * (hist + S) + hist) * P);
-    }
+    Tensor qk = detail::scratch_tensor({B, S, P}), qk_rows = detail::scratch_tensor({B, hist + S, P});
+    qk_.apply(x.view(), qk.view());
+    copy_into(qk.view(), TensorView(qk_rows.data() + hist * P, {B, S, P}, packed_strides));
+    if (hist > 0) copy_into(state.qk_history.view(), TensorView(qk_rows.data(), {B, hist, P}, packed_strides));
     // 2-6. Convolutions, q-k-mean, norms and RoPE in one kernel.
     const std::vector<int32_t> start = state.kv.lengths();
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
     rope_.reserve(*std::max_element(lengths.begin(), lengths.end()));
-    Tensor q({B, S, H, dh}), k({B, S, Hkv, dh});
+    Tensor q = detail::scratch_tensor({B, S, H, dh}), k = detail::scratch_tensor({B, S, Hkv, dh});
     cca_qk_latent(qk_rows.view(), conv_, key_scale_, rope_, start, c.qk_mean, c.norm_eps, q.view(), k.view());
 
     // Values: [current half | previous token's delayed half] per token with value shift.
-    Tensor v({B, S, Lkv});
+    Tensor v = detail::scratch_tensor({B, S, Lkv});
     Tensor delayed;
     if (c.value_shift) {
-        const Tensor current = value_.apply(x);
-        delayed = value_delayed_.apply(x);
         const int64_t half = Lkv / 2;
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t s = 0; s < S; s++) {
-                float *row = v.data() + (b * S + s) * Lkv;
-                std::copy_n(current.data() + (b * S + s) * half, half, row);
-                const float *prev = s == 0 ? state.prev_value.data() + b * half : delayed.data() + (b * S + s - 1) * half;
-                std::copy_n(prev, half, row + half);
-            }
+        const Shape row_strides{S * Lkv, Lkv, 1};
+        Tensor current = detail::scratch_tensor({B, S, half});
+        delayed = detail::scratch_tensor({B, S, half});
+        value_.apply(x.view(), current.view());
+        value_delayed_.apply(x.view(), delayed.view());
+        copy_into(current.view(), TensorView(v.data(), {B, S, half}, row_strides));
+        copy_into(TensorView(state.prev_value.data(), {B, 1, half}),
+                  TensorView(v.data() + half, {B, 1, half}, row_strides));
+        if (S > 1) {
+            copy_into(TensorView(delayed.data(), {B, S - 1, half}, {S * half, half, 1}),
+                      TensorView(v.data() + Lkv + half, {B, S - 1, half}, row_strides));
+        }
     } else {
-        v = value_.apply(x);
+        value_.apply(x.view(), v.view());
     }
 
     // 7. Attention in the latent over the cache, then the output projection.
@@ -275,7 +292,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
         copy_into(TensorView(v.data() + b * S * Lkv, one), state.kv.value_slot(b, S));
     }
     const float scale = static_cast<float>(1.0 / std::sqrt(double(dh)));
-    Tensor attended({B, S, H, dh});
+    Tensor attended = detail::scratch_tensor({B, S, H, dh});
     if (S == 1 && c.causal) {
         attention_decode(TensorView(q.data(), {B, H, dh}), state.kv.keys(), state.kv.values(), lengths, scale,
                          TensorView(attended.data(), {B, H, dh}));
@@ -283,16 +300,18 @@ Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
         attention_prefill(q.view(), state.kv.keys(), state.kv.values(), lengths, scale, c.causal, nullptr,
                           attended.view());
     }
-    Tensor y = out_.apply(attended.reshaped({B, S, H * dh}));
+    Tensor y({B, S, c.hidden});
+    out_.apply(TensorView(attended.data(), {B, S, H * dh}), y.view());
 
     // Everything succeeded: the new tokens become part of the state.
     state.kv.commit(S);
-    for (int64_t b = 0; b < B; b++) {
-        std::copy_n(qk_rows.data() + (b * (hist + S) + S) * P, hist * P, state.qk_history.data() + b * hist * P);
-        if (c.value_shift) {
-            const int64_t half = Lkv / 2;
-            std::copy_n(delayed.data() + (b * S + S - 1) * half, half, state.prev_value.data() + b * half);
-        }
+    if (hist > 0) {
+        copy_into(TensorView(qk_rows.data() + S * P, {B, hist, P}, packed_strides), state.qk_history.view());
+    }
+    if (c.value_shift) {
+        const int64_t half = Lkv / 2;
+        copy_into(TensorView(delayed.data() + (S - 1) * half, {B, 1, half}, {S * half, half, 1}),
+                  TensorView(state.prev_value.data(), {B, 1, half}));
     }
     return y;
 }

@@ -14,8 +14,9 @@ Linear Linear::dense(Tensor weight, std::optional<Tensor> bias) {
     l.weight_ = std::move(weight);
     l.bias_ = std::move(bias);
     // On a GPU the weights are uploaded once, at the first call, and stay there.
+    if (!l.bias_) l.zero_bias_ = Tensor({l.weight_.dim(0)});
     l.weight_.keep_on_device();
-    if (l.bias_) l.bias_->keep_on_device();
+    (l.bias_ ? *l.bias_ : l.zero_bias_).keep_on_device();
     return l;
 }
 
@@ -39,8 +40,8 @@ void Linear::apply(const TensorView &x, const TensorView &y) const {
         bitlinear(x, *ternary_, y);
         return;
     }
-    const TensorView b = bias_ ? bias_->view() : TensorView();
-    project(x, weight_.view(), bias_ ? &b : nullptr, y);
+    const TensorView b = bias_ ? bias_->view() : zero_bias_.view();
+    project(x, weight_.view(), &b, y);
 }
 
 }  // namespace hattn

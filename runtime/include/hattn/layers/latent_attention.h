@@ -75,8 +75,10 @@ private:
 
     LatentAttentionConfig config_;
     Linear qk_, value_, value_delayed_, out_;  // value_ is val_proj or val_proj1 / v_proj_current
+    void keep_on_device();  // the weights the kernels read directly (Linear keeps its own)
+
     CcaConvWeights conv_;
-    std::vector<float> key_scale_;
+    Tensor key_scale_;  // [Hkv]
     RopeTable rope_;
 };
 

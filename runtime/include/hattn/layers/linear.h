@@ -32,6 +32,7 @@ public:
 private:
     Tensor weight_;
     std::optional<Tensor> bias_;
+    Tensor zero_bias_;  // [out] zeros where there is no bias: resident, so never uploaded per call
     std::optional<PackedTernary> ternary_;  // BitLinear
 };
 
