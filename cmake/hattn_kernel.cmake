@@ -127,9 +127,11 @@ macro(_hattn_x86_autoscheduled FAMILY SCHEDULER)
     list(APPEND libs ${lib})
 endmacro()
 
-# hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [GPU_PARAMS k=v ...] [X86_TARGETS t ...]
-#              [ARM_VARIANTS v ...] [ASM_CHECKS where regex ...])
+# hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [GPU_PARAMS k=v ...] [GPU_ROWS_PARAMS k=v ...]
+#              [X86_TARGETS t ...] [ARM_VARIANTS v ...] [ASM_CHECKS where regex ...])
 #   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
+#   GPU_ROWS_PARAMS  params of a second GPU schedule per API (family <api>_rows), which
+#                 `--schedule rows` runs instead: kept while the two are compared on a GPU
 #   X86_TARGETS   the multi-target list (default HATTN_X86_TARGETS), most specific first
 #   ARM_VARIANTS  AArch64 variants to build (default HATTN_ARM_VARIANTS; `none` for none); the
 #                 runtime chooses among them
@@ -137,7 +139,8 @@ endmacro()
 #                 compile the first X86 target once more, single-target, to read its assembly.
 #                 Default: `fmla v*.4s` in arm_plain. The CUDA PTX is always checked for sm_80.
 function(hattn_kernel NAME)
-    cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;GPU_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS" ${ARGN})
+    cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS"
+                          ${ARGN})
     if (NOT ARG_GENERATOR)
         set(ARG_GENERATOR ${NAME})
     endif ()
@@ -211,6 +214,13 @@ function(hattn_kernel NAME)
                            USE_RUNTIME hattn_halide_runtime_x86)
             _hattn_record_variant(${NAME} ${lib} ${api} "${HATTN_GPU_TARGET_${api}}")
             list(APPEND libs ${lib})
+            if (ARG_GPU_ROWS_PARAMS)
+                set(lib hattn_${NAME}_${api}_rows)
+                _hattn_library(${lib} ${common} ${ARG_GPU_ROWS_PARAMS} TARGETS ${HATTN_GPU_TARGET_${api}}
+                               USE_RUNTIME hattn_halide_runtime_x86)
+                _hattn_record_variant(${NAME} ${lib} ${api}_rows "${HATTN_GPU_TARGET_${api}}")
+                list(APPEND libs ${lib})
+            endif ()
         endforeach ()
     endif ()
 

@@ -1,10 +1,11 @@
-# The x86 variant families that a kernel may or may not have (Mullapudi2016 is skippable per
-# kernel, a tuned schedule exists only where scripts/tune committed one) are named to the runtime
-# by a generated header, hattn_optional_variants.h: for every kernel with an x86 variant and every
-# family below, HATTN_<FAMILY>_<kernel> is the generated function, or a null pointer of its type.
+# The variant families that a kernel may or may not have (Mullapudi2016 is skippable per kernel,
+# a tuned schedule exists only where scripts/tune committed one, a second GPU schedule only where
+# hattn_kernel names GPU_ROWS_PARAMS) are named to the runtime by a generated header,
+# hattn_optional_variants.h: for every kernel with an x86 variant and every family below,
+# HATTN_<FAMILY>_<kernel> is the generated function, or a null pointer of its type.
 include_guard(GLOBAL)
 
-set(HATTN_OPTIONAL_X86_FAMILIES x86_mullapudi x86_tuned)
+set(HATTN_OPTIONAL_FAMILIES x86_mullapudi x86_tuned cuda_rows opencl_rows)
 
 function(hattn_write_optional_variants TARGET)
     get_property(variants GLOBAL PROPERTY HATTN_VARIANTS)
@@ -21,7 +22,7 @@ function(hattn_write_optional_variants TARGET)
     endforeach ()
     set(lines "")
     foreach (kernel IN LISTS kernels)
-        foreach (family IN LISTS HATTN_OPTIONAL_X86_FAMILIES)
+        foreach (family IN LISTS HATTN_OPTIONAL_FAMILIES)
             string(TOUPPER "${family}" upper)
             set(macro "HATTN_${upper}_${kernel}")
             if ("${kernel}|${family}" IN_LIST built)

@@ -3,10 +3,13 @@ hattn_kernel(projection)
 hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true)
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
-# On a GPU a thread is one query row (tile 1) with one chunk of its scores in local memory.
-hattn_kernel(attention_prefill GPU_PARAMS query_tile=1 key_chunk=32)
+# On a GPU a block is a tile of 16 query rows walking chunks of 16 keys through shared memory;
+# the `rows` schedule (a thread per query row, its chunk of scores in local memory) stays
+# beside it until a GPU measures which is faster.
+hattn_kernel(attention_prefill GPU_PARAMS query_tile=16 key_chunk=16
+             GPU_ROWS_PARAMS query_tile=1 key_chunk=32)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true
-             GPU_PARAMS query_tile=1 key_chunk=32)
+             GPU_PARAMS query_tile=16 key_chunk=16 GPU_ROWS_PARAMS query_tile=1 key_chunk=32)
 # On a GPU a block is one chunk of keys, a thread per key: 256 keys per chunk.
 hattn_kernel(attention_decode GPU_PARAMS key_chunk=256)
 hattn_kernel(cca_qk_latent)

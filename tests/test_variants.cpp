@@ -53,7 +53,15 @@ ScheduleChoice choice_for(const std::string &family) {
     if (family == "x86_auto") return ScheduleChoice::Autoscheduled;
     if (family == "x86_mullapudi") return ScheduleChoice::Mullapudi2016;
     if (family == "x86_tuned") return ScheduleChoice::Tuned;
+    if (family == "cuda_rows" || family == "opencl_rows") return ScheduleChoice::GpuRows;
     return ScheduleChoice::Manual;
+}
+
+// The GPU API a family runs on, or the CPU.
+Device device_of(const std::string &family) {
+    if (family.rfind("cuda", 0) == 0) return Device::CUDA;
+    if (family.rfind("opencl", 0) == 0) return Device::OpenCL;
+    return Device::CPU;
 }
 
 // Forces `target`, runs the kernel's check, and returns why it failed ("" when the forced variant
@@ -61,10 +69,9 @@ ScheduleChoice choice_for(const std::string &family) {
 std::string run_forced(const KernelVariant &v, size_t index, const testing::KernelCheck &check) {
     const KernelTarget &target = v.targets[index];
     const ScheduleChoice choice = choice_for(v.family);
-    const bool autoscheduled = choice != ScheduleChoice::Manual;
+    const bool autoscheduled = choice != ScheduleChoice::Manual && choice != ScheduleChoice::GpuRows;
     set_schedule_choice(choice);
-    const bool gpu = v.family == "cuda" || v.family == "opencl";
-    if (gpu) set_device(device_from_name(v.family));
+    set_device(device_of(v.family));
     // AArch64 chooses in C++: the plain variant runs where dotprod is disabled.
     set_arm_dotprod_enabled(v.family != "arm_plain");
     if (autoscheduled && !check.at_estimates) return "kernel " + v.kernel + " has no check at its estimates";
@@ -135,7 +142,7 @@ TEST_P(KernelVariants, RunsTheForcedSubTargetAndMatchesReference) {
     const KernelVariant &v = *GetParam().variant;
     const KernelTarget &target = v.targets[GetParam().index];
     if (!can_use_target(target)) GTEST_SKIP() << "this CPU cannot run " << target.name;
-    if (v.family == "cuda" || v.family == "opencl") HATTN_SKIP_WITHOUT_DEVICE(device_from_name(v.family));
+    if (device_of(v.family) != Device::CPU) HATTN_SKIP_WITHOUT_DEVICE(device_of(v.family));
     auto check = testing::kernel_checks().find(v.kernel);
     ASSERT_NE(check, testing::kernel_checks().end()) << "kernel " << v.kernel << " has no check";
 

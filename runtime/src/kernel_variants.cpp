@@ -29,10 +29,12 @@ const KernelVariant *find_variant(const std::string &kernel, const std::string &
     return nullptr;
 }
 
-// A kernel's GPU variants, one per API (none on AArch64 builds).
+// A kernel's GPU variants, one per API (none on AArch64 builds), and its second GPU schedule
+// (null where it has none).
 template <typename Fn>
 struct GpuVariants {
     Fn cuda = nullptr, opencl = nullptr;
+    Fn cuda_rows = nullptr, opencl_rows = nullptr;
 };
 
 // Picks among a kernel's variants for the current device and records the pick.
@@ -46,6 +48,11 @@ Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autosched
         family = device_name(device);
         fn = device == Device::CUDA ? gpu.cuda : gpu.opencl;
         require(fn != nullptr, std::string(kernel) + " has no " + family + " variant in this build");
+        const Fn rows = device == Device::CUDA ? gpu.cuda_rows : gpu.opencl_rows;
+        if (rows && schedule_choice() == ScheduleChoice::GpuRows) {
+            family = device == Device::CUDA ? "cuda_rows" : "opencl_rows";
+            fn = rows;
+        }
     } else if (autoscheduled && schedule_choice() != ScheduleChoice::Manual) {
         const KernelVariant *v = find_variant(kernel, auto_family);
         if (v && can_use_target(v->targets.front())) {
@@ -78,7 +85,8 @@ namespace detail {
 // arm_dotprod_allowed() (getauxval), because Halide 14's AArch64 runtime detects no CPU features.
 #if defined(__x86_64__)
 #if HATTN_GPU_VARIANTS
-#define HATTN_GPU(kernel) {hattn_##kernel##_cuda, hattn_##kernel##_opencl}
+#define HATTN_GPU(kernel) \
+    {hattn_##kernel##_cuda, hattn_##kernel##_opencl, HATTN_CUDA_ROWS_##kernel, HATTN_OPENCL_ROWS_##kernel}
 #else
 #define HATTN_GPU(kernel) {}
 #endif

@@ -14,8 +14,70 @@ using namespace Halide;
 // a constant size and lives in the thread's local memory rather than a global scratch buffer.
 // (A block-shared running state, FlashAttention-style, trips an internal error in Halide 14's
 // PartitionLoops once thread loops sit inside the causal chunk predicate.)
+namespace {
+
+// Block tiles (a query tile of T > 1): a block owns T query rows of one head and walks the key
+// chunks in step. Per chunk the whole block stages the K and V tiles (C keys) in shared memory,
+// computes the T x C scores there (a thread per score, K stored key-fastest so the threads of a
+// row read consecutive words), the row statistics and probabilities, then each thread accumulates
+// PV for four consecutive head dims of one row in registers and rescales the
+// block's running state (shared memory) for them. The running (output, max, sum) tuple costs
+// 3 T D floats of shared memory; with T = C = 16 a block stays under 48 KB at D = 128.
+void schedule_block_tiles(AttentionPrefill &g) {
+    ChunkedAttention &a = *g.attention;
+    const int dims_per_thread = 4;
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Var io("io"), ii("ii"), hb("hb"), dt("dt"), dv("dv");
+    auto map_blocks = [&](Stage s) {
+        s.split(a.i, io, ii, a.T, guard)
+            .split(a.d, dt, dv, dims_per_thread, guard)
+            .reorder(dv, dt, ii, io, a.hg, a.hk, a.b)
+            .fuse(a.hk, a.b, hb)
+            .gpu_blocks(io, a.hg, hb)
+            .gpu_threads(dt, ii);
+    };
+    for (int D : {32, 64, 128}) map_blocks(g.out.specialize(a.head_dim == D));
+    map_blocks(g.out);
+
+    a.running.compute_at(g.out, io)
+        .split(a.d, dt, dv, dims_per_thread, guard)
+        .reorder(dv, dt, a.qi)
+        .gpu_threads(dt, a.qi);
+    a.running.update()
+        .split(a.d, dt, dv, dims_per_thread, guard)
+        .reorder(dv, dt, a.qi, a.rc)
+        .gpu_threads(dt, a.qi);
+    const LoopLevel chunk(a.running, RVar(a.rc));
+    for (Func panel : {a.k_panel, a.v_panel}) {
+        panel.compute_at(chunk)
+            .split(a.d, dt, dv, dims_per_thread, guard)
+            .reorder(dv, dt, a.j)
+            .gpu_threads(dt, a.j);
+    }
+    a.k_panel.reorder_storage(a.j, a.d);
+    a.q_tile.compute_inline();
+    a.score.compute_at(chunk).gpu_threads(a.j, a.qi);
+    a.qk.compute_at(a.score, a.j);
+    a.chunk_max.compute_at(chunk).gpu_threads(a.qi);
+    a.chunk_max.update().gpu_threads(a.qi);
+    a.prob.compute_at(chunk).gpu_threads(a.j, a.qi);
+    a.chunk_sum.compute_at(chunk).gpu_threads(a.qi);
+    a.chunk_sum.update().gpu_threads(a.qi);
+    a.chunk_out.compute_inline();
+    // Unrolled, not vectorised: Halide 14's OpenCL C backend cannot extract lanes of the masked
+    // vectors a guarded tail makes (the generic head dim has one).
+    a.pv.compute_at(a.running, dt).bound_extent(a.d, dims_per_thread).unroll(a.d);
+    a.pv.update().reorder(a.d, a.rj).unroll(a.d);
+}
+
+}  // namespace
+
 void schedule(AttentionPrefill &g, const Target &) {
     ChunkedAttention &a = *g.attention;
+    if (a.T > 1) {
+        schedule_block_tiles(g);
+        return;
+    }
     const int rows_per_block = 64;
     Var io("io"), ii("ii"), hb("hb");
     auto map_rows = [&](Stage s) {

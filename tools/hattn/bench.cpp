@@ -37,15 +37,17 @@ bench::AttentionShape attention_shape(const Args &args, bool decode) {
     return s;
 }
 
-// --schedule: which x86 schedule family runs (for side-by-side runs of the autoschedulers'
-// variants; a kernel without the chosen variant runs its hand-written one).
+// --schedule: which schedule family runs (for side-by-side runs of the autoschedulers' x86
+// variants, or of the GPU prefill's two schedules; a kernel without the chosen variant runs its
+// hand-written one).
 ScheduleChoice schedule_from(const Args &args) {
     const std::string name = args.value("--schedule").value_or("hand");
     if (name == "hand") return ScheduleChoice::Manual;
     if (name == "adams2019") return ScheduleChoice::Autoscheduled;
     if (name == "mullapudi2016") return ScheduleChoice::Mullapudi2016;
     if (name == "tuned") return ScheduleChoice::Tuned;
-    throw Error("--schedule must be hand, adams2019, mullapudi2016 or tuned, got '" + name + "'");
+    if (name == "rows") return ScheduleChoice::GpuRows;
+    throw Error("--schedule must be hand, adams2019, mullapudi2016, tuned or rows, got '" + name + "'");
 }
 
 }  // namespace
