@@ -3,8 +3,12 @@
 // The device is process-wide, like the thread count: `hattn --device cuda`, HATTN_DEVICE=cuda or
 // set_device(Device::CUDA). On a GPU every kernel runs its GPU variant (schedules/cuda/); tensors
 // stay on the host side of the API, and the runtime copies what a kernel needs. Tensors marked
-// resident (layer weights, KV caches; Tensor::keep_on_device) keep a device copy across calls, so
-// only what the host changed since the last call is uploaded.
+// resident (layer weights, KV caches, RoPE tables; Tensor::keep_on_device) keep a device copy
+// across calls, so only what the host changed since the last call is uploaded. Within a layer
+// call the intermediate results stay on the device too: a decode step of the attention and
+// CCA/CCGQA layers uploads its input token and downloads its output and the rows it added to the
+// caches, nothing else (BitLinear quantises activations on the host, and the DSA layer selects
+// its top-k keys there: those still round-trip).
 //
 // OpenCL exists so that machines without an NVIDIA GPU run the same GPU code path, residency
 // included: CI runs the GPU tests on PoCL, an OpenCL driver for CPUs.
