@@ -14,7 +14,9 @@ void BitLinear::generate() {
     rk = RDom(0, xq.dim(0).extent(), "rk");
     dot(o, r) = 0;
     dot(o, r) += cast<int32_t>(cast<int16_t>(code(rk, o)) * cast<int16_t>(xq(rk, r)));
-    y(o, r) = cast<float>(dot(o, r) - correction(r)) * row_scale(r);
+    // The s8 x s8 form needs no correction; the input stays so both forms share one signature.
+    const Expr corrected = dot_form == DotForm::U8S8 ? dot(o, r) - correction(r) : dot(o, r);
+    y(o, r) = cast<float>(corrected) * row_scale(r);
     xq.dim(0).set_bounds(0, (xq.dim(0).extent() / k_multiple) * k_multiple);
 }
 

@@ -4,7 +4,7 @@
 //
 // dot_form chooses the integer arithmetic, so that each target reaches its dot-product unit:
 //   s8s8: codes unpacked to Wq ∈ {-1, 0, 1} (int8) times xq: vpmaddwd on AVX2/AVX-512, sdot on
-//         AArch64 with arm_dot_prod. correction = 0.
+//         AArch64 with arm_dot_prod. The correction is not used.
 //   u8s8: the codes themselves (uint8) times xq, corrected by sum_k xq[r, k]: the u8 x s8 form
 //         that AVX-512 VNNI's vpdpbusd takes.
 // The reduction length must be a multiple of 64 (the runtime pads with zero activations).

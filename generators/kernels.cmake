@@ -18,6 +18,8 @@ hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+
 hattn_kernel(layer_norm GENERATOR row_norm PARAMS layer_norm=true ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 hattn_kernel(dsa_index_scores)
 hattn_kernel(dsa_sparse_attention)
+# BitLinear's activation quantisation, ahead of either product form.
+hattn_kernel(bitlinear_quantize ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 # BitLinear's integer products: s8 x s8 (vpmaddwd; sdot on AArch64 dotprod) and u8 x s8 (VNNI).
 hattn_kernel(bitlinear_s8s8 GENERATOR bitlinear PARAMS dot_form=s8s8 ARM_VARIANTS plain dotprod
              ASM_CHECKS x86 "vpmaddwd" arm_dotprod "sdot[ \t]+v")

@@ -14,6 +14,7 @@
     X(Rope)                           \
     X(CcaQkLatent)                    \
     X(BitLinear)                      \
+    X(BitLinearQuantize)              \
     X(DsaIndexScores)                 \
     X(DsaSparseAttention)             \
     X(RowNorm)

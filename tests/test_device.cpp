@@ -152,9 +152,9 @@ TEST_P(GpuResidency, AnAttentionLayerDecodeStepMovesOnlyItsInputOutputAndNewRows
         const Tensor x = testing::random_tensor({B, 1, E}, 60 + step);
         const Tensor expected = cpu_layer.decode_step(x, cpu_cache);
         const testing::OnDevice on(GetParam());
-        const detail::Transfers before = detail::float_transfers();
+        const detail::Transfers before = detail::data_transfers();
         const Tensor got = layer.decode_step(x, gpu_cache);
-        const detail::Transfers after = detail::float_transfers();
+        const detail::Transfers after = detail::data_transfers();
         EXPECT_LE(testing::relative_l2(got, expected), 1e-5) << "step " << step;
         if (step == 0) continue;  // the RoPE table grew to cover position 10: uploaded again
         const int64_t f = sizeof(float);

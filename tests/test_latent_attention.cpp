@@ -157,41 +157,46 @@ TEST(LatentState, CcgqaCachesTwoLkvFloatsPerToken) {
 }
 
 // On a GPU a CCGQA decode step moves only x up, and y, the new K and V rows and the state's new
-// history rows down: every intermediate result stays on the device. The latent widths keep every
-// row the step writes aligned for OpenCL sub-buffers.
-class LatentOnGpu : public testing::OnEachGpu {};
+// history rows down: every intermediate result stays on the device, BitLinear's quantised
+// activations too. The latent widths keep every row the step writes aligned for OpenCL
+// sub-buffers.
+class LatentOnGpu : public testing::OnEachGpu {
+protected:
+    void check_decode_transfers(bool bitnet) {
+        const nlohmann::json config = {{"hidden_size", 64},           {"num_heads", 4},
+                                       {"mode", "decoder"},           {"ccgqa_num_kv_heads", 2},
+                                       {"ccgqa_query_latent_rank", 128}, {"ccgqa_kv_latent_rank", 64},
+                                       {"ccgqa_value_shift", true},   {"use_bitnet", bitnet}};
+        SeedLayer gpu(config, true, 7), cpu(config, true, 7);
+        const int64_t B = 2, E = 64, Lkv = gpu.config.kv_rank(), P = gpu.config.packed(), hist = gpu.config.history();
+        LatentState gpu_state = gpu.layer->make_state(B, 16), cpu_state = cpu.layer->make_state(B, 16);
+        const Tensor prompt = testing::random_tensor({B, 5, E}, 71);
+        cpu.layer->prefill(prompt, cpu_state);
+        {
+            const testing::OnDevice on(GetParam());
+            gpu.layer->prefill(prompt, gpu_state);
+        }
+        for (int step = 0; step < 4; step++) {
+            const Tensor x = testing::random_tensor({B, 1, E}, 72 + step);
+            const Tensor expected = cpu.layer->decode_step(x, cpu_state);
+            const testing::OnDevice on(GetParam());
+            const detail::Transfers before = detail::data_transfers();
+            const Tensor got = gpu.layer->decode_step(x, gpu_state);
+            const detail::Transfers after = detail::data_transfers();
+            EXPECT_LE(testing::relative_l2(got, expected), 1e-5) << "step " << step;
+            if (step == 0) continue;  // the RoPE table grew to cover position 6: uploaded again
+            const int64_t f = sizeof(float);
+            EXPECT_EQ(after.uploaded - before.uploaded, B * E * f) << "step " << step << " uploaded more than x";
+            EXPECT_EQ(after.downloaded - before.downloaded, (B * E + 2 * B * Lkv + B * hist * P + B * Lkv / 2) * f)
+                << "step " << step << " downloaded more than y, the new K and V rows and the new state rows";
+        }
+        EXPECT_LE(testing::relative_l2(gpu_state.qk_history, cpu_state.qk_history), 1e-6);
+        EXPECT_LE(testing::relative_l2(gpu_state.prev_value, cpu_state.prev_value), 1e-5);
+    }
+};
 
-TEST_P(LatentOnGpu, ADecodeStepMovesOnlyItsInputOutputAndNewState) {
-    const nlohmann::json config = {{"hidden_size", 64},           {"num_heads", 4},
-                                   {"mode", "decoder"},           {"ccgqa_num_kv_heads", 2},
-                                   {"ccgqa_query_latent_rank", 128}, {"ccgqa_kv_latent_rank", 64},
-                                   {"ccgqa_value_shift", true}};
-    SeedLayer gpu(config, true, 7), cpu(config, true, 7);
-    const int64_t B = 2, E = 64, Lkv = gpu.config.kv_rank(), P = gpu.config.packed(), hist = gpu.config.history();
-    LatentState gpu_state = gpu.layer->make_state(B, 16), cpu_state = cpu.layer->make_state(B, 16);
-    const Tensor prompt = testing::random_tensor({B, 5, E}, 71);
-    cpu.layer->prefill(prompt, cpu_state);
-    {
-        const testing::OnDevice on(GetParam());
-        gpu.layer->prefill(prompt, gpu_state);
-    }
-    for (int step = 0; step < 4; step++) {
-        const Tensor x = testing::random_tensor({B, 1, E}, 72 + step);
-        const Tensor expected = cpu.layer->decode_step(x, cpu_state);
-        const testing::OnDevice on(GetParam());
-        const detail::Transfers before = detail::float_transfers();
-        const Tensor got = gpu.layer->decode_step(x, gpu_state);
-        const detail::Transfers after = detail::float_transfers();
-        EXPECT_LE(testing::relative_l2(got, expected), 1e-5) << "step " << step;
-        if (step == 0) continue;  // the RoPE table grew to cover position 6: uploaded again
-        const int64_t f = sizeof(float);
-        EXPECT_EQ(after.uploaded - before.uploaded, B * E * f) << "step " << step << " uploaded more than x";
-        EXPECT_EQ(after.downloaded - before.downloaded, (B * E + 2 * B * Lkv + B * hist * P + B * Lkv / 2) * f)
-            << "step " << step << " downloaded more than y, the new K and V rows and the new state rows";
-    }
-    EXPECT_LE(testing::relative_l2(gpu_state.qk_history, cpu_state.qk_history), 1e-6);
-    EXPECT_LE(testing::relative_l2(gpu_state.prev_value, cpu_state.prev_value), 1e-5);
-}
+TEST_P(LatentOnGpu, ADecodeStepMovesOnlyItsInputOutputAndNewState) { check_decode_transfers(false); }
+TEST_P(LatentOnGpu, ABitLinearDecodeStepMovesOnlyItsInputOutputAndNewState) { check_decode_transfers(true); }
 
 HATTN_INSTANTIATE_ON_EACH_GPU(LatentOnGpu);
 

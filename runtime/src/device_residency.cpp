@@ -30,9 +30,11 @@ std::pair<const uint8_t *, ResidentRegion *> region_holding(const halide_buffer_
     return {it->first, it->second};
 }
 
-int64_t float_bytes(const halide_buffer_t *buf) {
-    if (buf->type != halide_type_of<float>()) return 0;
-    return static_cast<int64_t>(buf->number_of_elements()) * static_cast<int64_t>(sizeof(float));
+// The bytes of a data buffer (activations, weights); int32 buffers carry lengths, positions and
+// indices, not data.
+int64_t data_bytes(const halide_buffer_t *buf) {
+    if (buf->type == halide_type_of<int32_t>()) return 0;
+    return static_cast<int64_t>(buf->number_of_elements()) * buf->type.bytes();
 }
 
 }  // namespace
@@ -62,19 +64,19 @@ void sync_device(Device device) {
     check_halide_status(halide_device_sync(nullptr, probe.raw_buffer()), "device sync");
 }
 
-ResidentRegion::ResidentRegion(float *host, int64_t count, Residency residency)
+ResidentRegion::ResidentRegion(void *host, int64_t count, Residency residency)
     : host_(host), count_(count), residency_(residency) {
     require(count <= std::numeric_limits<int32_t>::max(),
             "a resident tensor holds at most 2^31 - 1 floats, got " + std::to_string(count));
-    mirror_ = Halide::Runtime::Buffer<float>(host, static_cast<int>(count));
+    mirror_ = Halide::Runtime::Buffer<float>(static_cast<float *>(host), static_cast<int>(count));
     std::lock_guard<std::mutex> lock(regions_mutex);
-    regions[reinterpret_cast<const uint8_t *>(host)] = this;
+    regions[static_cast<const uint8_t *>(host)] = this;
 }
 
 ResidentRegion::~ResidentRegion() {
     {
         std::lock_guard<std::mutex> lock(regions_mutex);
-        regions.erase(reinterpret_cast<const uint8_t *>(host_));
+        regions.erase(static_cast<const uint8_t *>(host_));
     }
     mirror_.set_device_dirty(false);  // the host memory is going away with us
 }
@@ -129,7 +131,9 @@ bool ResidentRegion::bind(halide_buffer_t *buf, Device device, Halide::Runtime::
         resident_uploaded += (hi - lo) * static_cast<int64_t>(sizeof(float));
     }
     stale_.clear();
-    const int64_t offset = (buf->host - reinterpret_cast<const uint8_t *>(host_)) / static_cast<int64_t>(sizeof(float));
+    const int64_t offset_bytes = buf->host - static_cast<const uint8_t *>(host_);
+    if (offset_bytes % static_cast<int64_t>(sizeof(float)) != 0) return false;
+    const int64_t offset = offset_bytes / static_cast<int64_t>(sizeof(float));
     if (offset == 0) {
         buf->device = mirror_.raw_buffer()->device;
     } else {
@@ -186,7 +190,7 @@ void DeviceCall::finish() {
     if (device_ == Device::CPU) return;
     for (const Bound &b : buffers_) {
         if (!b.buf->device_dirty()) {
-            if (!b.region) call_uploaded += float_bytes(b.buf);  // an input the call uploaded
+            if (!b.region) call_uploaded += data_bytes(b.buf);  // an input the call uploaded
             continue;
         }
         if (b.region && b.region->residency() == Residency::DeviceOutput) {
@@ -196,7 +200,7 @@ void DeviceCall::finish() {
         }
         // Only the elements the kernel wrote come down; a mirror's device copy stays current.
         check_halide_status(halide_copy_to_host(nullptr, b.buf), "copy to host");
-        downloaded += float_bytes(b.buf);
+        downloaded += data_bytes(b.buf);
         if (!b.region) host_wrote(b.buf);  // written through the call's own allocation
     }
 }
@@ -214,17 +218,6 @@ DeviceCall::~DeviceCall() {
     }
 }
 
-void host_reads(const TensorView &t) {
-    if (t.size() == 0) return;
-    const Halide::Runtime::Buffer<float> buf = t.halide_buffer();
-    ResidentRegion *region;
-    {
-        std::lock_guard<std::mutex> lock(regions_mutex);
-        region = region_holding(buf.raw_buffer()).second;
-    }
-    if (region) region->fetch();
-}
-
 void host_wrote(const halide_buffer_t *buf) {
     ResidentRegion *region;
     const uint8_t *start;
@@ -233,7 +226,9 @@ void host_wrote(const halide_buffer_t *buf) {
         std::tie(start, region) = region_holding(buf);
     }
     if (!region) return;
-    const int64_t offset = (buf->host - start) / static_cast<int64_t>(sizeof(float));
+    const int64_t word = sizeof(float), elem = buf->type.bytes();
+    // Bytes [begin, end) changed: the words that hold them are stale.
+    const auto changed = [&](int64_t begin, int64_t end) { region->host_changed(begin / word, (end + word - 1) / word); };
     // The runs of the innermost dimension (rows of a KV-cache slot, say): a strided view marks
     // the rows it wrote, not the span between them, unless that would take millions of runs.
     const int dims = buf->dimensions;
@@ -241,17 +236,16 @@ void host_wrote(const halide_buffer_t *buf) {
     int64_t count = 1;
     for (int d = runs ? 1 : 0; d < dims; d++) count *= buf->dim[d].extent;
     if (!runs || count > (1 << 20)) {
-        region->host_changed((buf->begin() - start) / static_cast<int64_t>(sizeof(float)),
-                             (buf->end() - start + sizeof(float) - 1) / static_cast<int64_t>(sizeof(float)));
+        changed(buf->begin() - start, buf->end() - start);
         return;
     }
     for (int64_t i = 0; i < count; i++) {
-        int64_t at = offset, rest = i;
+        int64_t at = buf->host - start, rest = i;
         for (int d = 1; d < dims; d++) {
-            at += (rest % buf->dim[d].extent) * buf->dim[d].stride;
+            at += (rest % buf->dim[d].extent) * buf->dim[d].stride * elem;
             rest /= buf->dim[d].extent;
         }
-        region->host_changed(at, at + buf->dim[0].extent);
+        changed(at, at + buf->dim[0].extent * elem);
     }
 }
 
@@ -275,17 +269,19 @@ bool copy_on_device(const TensorView &src, const TensorView &dst) {
     return true;
 }
 
-UploadOnce::UploadOnce(const Tensor &x) {
-    if (current_device() == Device::CPU || x.size() == 0) return;
+ScopedRegion::ScopedRegion(const void *host, int64_t bytes, Residency residency) {
+    if (current_device() == Device::CPU || bytes == 0) return;
+    require(bytes % static_cast<int64_t>(sizeof(float)) == 0, "a device region spans whole 4-byte words");
     {
-        // Regions never overlap: the last one starting before x's end must end before x starts.
+        // Regions never overlap: the last one starting before the end must end before the start.
         std::lock_guard<std::mutex> lock(regions_mutex);
-        const auto *begin = reinterpret_cast<const uint8_t *>(x.data());
-        auto it = regions.lower_bound(begin + x.size() * static_cast<int64_t>(sizeof(float)));
+        const auto *begin = static_cast<const uint8_t *>(host);
+        auto it = regions.lower_bound(begin + bytes);
         if (it != regions.begin() && (--it)->first + it->second->count() * static_cast<int64_t>(sizeof(float)) > begin)
             return;
     }
-    region_ = std::make_unique<ResidentRegion>(const_cast<float *>(x.data()), x.size(), Residency::Mirror);
+    region_ = std::make_unique<ResidentRegion>(const_cast<void *>(host), bytes / static_cast<int64_t>(sizeof(float)),
+                                               residency);
 }
 
 Tensor scratch_tensor(Shape shape) {
@@ -294,7 +290,7 @@ Tensor scratch_tensor(Shape shape) {
     return t;
 }
 
-Transfers float_transfers() { return {resident_uploaded + call_uploaded, downloaded}; }
+Transfers data_transfers() { return {resident_uploaded + call_uploaded, downloaded}; }
 int64_t resident_upload_bytes() { return resident_uploaded; }
 
 }  // namespace hattn::detail

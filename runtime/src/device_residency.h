@@ -34,11 +34,12 @@ const halide_device_interface_t *device_interface(Device device);  // nullptr fo
 inline std::atomic<int64_t> opencl_sub_buffer_alignment{0};
 void sync_device(Device device);
 
-// Float memory [host, host + count) with a device copy kept on the current GPU. Registered in a
-// process-wide table while it lives; the owner reports host writes with host_changed().
+// Memory [host, host + 4 count) with a device copy kept on the current GPU, counted in 4-byte
+// words (floats, or packed integers). Registered in a process-wide table while it lives; the owner
+// reports host writes with host_changed().
 class ResidentRegion {
 public:
-    ResidentRegion(float *host, int64_t count, Residency residency);
+    ResidentRegion(void *host, int64_t count, Residency residency);
     ~ResidentRegion();
     ResidentRegion(const ResidentRegion &) = delete;
     ResidentRegion &operator=(const ResidentRegion &) = delete;
@@ -61,7 +62,7 @@ private:
     void fetch_locked();  // fetch(), the caller holding the region table's lock
     bool device_newer() const { return device_newer_; }
 
-    float *host_;
+    void *host_;
     int64_t count_;
     Residency residency_;
     Halide::Runtime::Buffer<float> mirror_;  // the host memory, with the device allocation
@@ -97,35 +98,37 @@ private:
 // nothing, otherwise: the caller copies on the host.
 bool copy_on_device(const TensorView &src, const TensorView &dst);
 
-// Host code is about to read t: where it lies in a region whose kernel results are newer on the
-// device, they are fetched first.
-void host_reads(const TensorView &t);
-
 // The host wrote `buf`'s elements: where they lie in a region with a device copy, it goes stale.
 void host_wrote(const halide_buffer_t *buf);
 
-// Keeps caller memory that several kernels of one layer call read (the layer's input) on the GPU
-// while it lives, so that it is uploaded once. Nothing on the CPU, or where the memory is
-// resident already.
-class UploadOnce {
+// A region for the duration of one layer or kernel call, over memory the caller owns: on a GPU
+// it lives on the device while this lives. Nothing on the CPU, or where the memory is resident
+// already. `bytes` is a multiple of 4.
+class ScopedRegion {
 public:
-    explicit UploadOnce(const Tensor &x);
+    ScopedRegion(const void *host, int64_t bytes, Residency residency);
 
 private:
     std::unique_ptr<ResidentRegion> region_;
 };
 
+// The input of a layer call, which several of its kernels read: uploaded once.
+inline ScopedRegion upload_once(const Tensor &x) {
+    return ScopedRegion(x.data(), x.size() * static_cast<int64_t>(sizeof(float)), Residency::Mirror);
+}
+
 // An intermediate result between kernels. On a GPU it is a DeviceOutput region: it lives on the
 // device, and its host values are not kept. On the CPU, a plain tensor.
 Tensor scratch_tensor(Shape shape);
 
-// Float bytes moved between host and device so far in this process: resident uploads and
-// fetches, and each call's unbound inputs and outputs. Integer buffers (lengths, positions) are
-// not counted. For tests that a step moves only what it must.
+// Data bytes moved between host and device so far in this process: resident uploads and fetches,
+// and each call's unbound inputs and outputs. Data is floats and 8-bit values (activations,
+// weights); int32 buffers (lengths, positions, indices) are not counted. For tests that a step
+// moves only what it must.
 struct Transfers {
     int64_t uploaded = 0, downloaded = 0;
 };
-Transfers float_transfers();
-int64_t resident_upload_bytes();  // the resident part of float_transfers().uploaded
+Transfers data_transfers();
+int64_t resident_upload_bytes();  // the resident part of data_transfers().uploaded
 
 }  // namespace hattn::detail

@@ -135,6 +135,9 @@ AttentionDecodeKernel attention_decode_kernel() {
     return choose("attention_decode", HATTN_VARIANTS(attention_decode));
 }
 CcaQkLatentKernel cca_qk_latent_kernel() { return choose("cca_qk_latent", HATTN_VARIANTS(cca_qk_latent)); }
+BitLinearQuantizeKernel bitlinear_quantize_kernel() {
+    return choose("bitlinear_quantize", HATTN_VARIANTS(bitlinear_quantize));
+}
 RowNormKernel rms_norm_kernel() { return choose("rms_norm", HATTN_VARIANTS(rms_norm)); }
 RowNormKernel layer_norm_kernel() { return choose("layer_norm", HATTN_VARIANTS(layer_norm)); }
 DsaIndexScoresKernel dsa_index_scores_kernel() {

@@ -37,6 +37,10 @@ using CcaQkLatentKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_b
                                   halide_buffer_t *, halide_buffer_t *);
 CcaQkLatentKernel cca_qk_latent_kernel();
 
+// (x, weight_scale, xq, xq_sum, row_scale)
+using BitLinearQuantizeKernel = int (*)(halide_buffer_t *, float, halide_buffer_t *, halide_buffer_t *,
+                                        halide_buffer_t *);
+BitLinearQuantizeKernel bitlinear_quantize_kernel();
 // (xq, packed, correction, row_scale, y)
 using BitLinearKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                 halide_buffer_t *);
@@ -57,7 +61,7 @@ RowNormKernel layer_norm_kernel();
 struct BitLinearChoice {
     const char *name;
     BitLinearKernel kernel;
-    bool u8s8;  // the u8 x s8 form: the caller passes sum_k xq as the correction
+    bool u8s8;  // the u8 x s8 form (codes Wq + 1, corrected by sum_k xq)
 };
 // u8 x s8 where its VNNI sub-target can run (x86), else s8 x s8; integer_dot_form() overrides.
 BitLinearChoice bitlinear_kernel();

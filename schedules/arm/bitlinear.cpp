@@ -5,5 +5,6 @@
 namespace hattn::schedules::arm {
 
 void schedule(BitLinear &g, const Halide::Target &t) { cpu::schedule_bitlinear(g, t); }
+void schedule(BitLinearQuantize &g, const Halide::Target &t) { cpu::schedule_bitlinear_quantize(g, t); }
 
 }  // namespace hattn::schedules::arm

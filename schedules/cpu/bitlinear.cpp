@@ -12,4 +12,13 @@ void schedule_bitlinear(BitLinear &g, const Target &) {
     g.dot.update().split(g.rk, ko, ki, BitLinear::k_multiple).atomic().vectorize(ki);
 }
 
+void schedule_bitlinear_quantize(BitLinearQuantize &g, const Target &t) {
+    const int lanes = t.natural_vector_size<float>();
+    for (Func f : {g.peak, g.sum}) {
+        f.compute_root().parallel(g.r);
+        f.update().parallel(g.r).atomic().vectorize(g.rk, lanes);
+    }
+    g.xq.parallel(g.r).vectorize(g.k, 4 * lanes, TailStrategy::GuardWithIf);
+}
+
 }  // namespace hattn::schedules::cpu

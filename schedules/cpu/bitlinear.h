@@ -1,11 +1,15 @@
 #pragma once
 
 #include "generators/bitlinear.h"
+#include "generators/bitlinear_quantize.h"
 
 namespace hattn::schedules::cpu {
 
 // Parallel over outputs; per output, the weight row is unpacked once and every row's dot product
 // is a vectorised reduction over k (atomic), which the backends lower to their dot-product units.
 void schedule_bitlinear(BitLinear &g, const Halide::Target &t);
+
+// Per row: the peak and the sum as vectorised reductions, the quantised row vectorised.
+void schedule_bitlinear_quantize(BitLinearQuantize &g, const Halide::Target &t);
 
 }  // namespace hattn::schedules::cpu

@@ -45,35 +45,29 @@ void bitlinear(const TensorView &x, const PackedTernary &w, const TensorView &y)
     const int64_t rows = w.in == 0 ? 0 : x.size() / w.in;
     if (rows == 0 || w.out == 0) return;
 
-    const detail::BitLinearChoice choice = detail::bitlinear_kernel();
-    // The activations are quantised here, on the host (on a GPU too: a round trip for x).
-    detail::host_reads(x);
-    std::vector<int8_t> xq(rows * w.in_padded, 0);
-    std::vector<int32_t> correction(rows, 0);
+    // The activations are quantised by a kernel of their own; on a GPU the quantised rows, their
+    // sums and scales live only on the device between the two kernels.
+    std::vector<int8_t> xq(rows * w.in_padded);
+    std::vector<int32_t> xq_sum(rows);
     std::vector<float> row_scale(rows);
-    for (int64_t r = 0; r < rows; r++) {
-        const float *row = x.data + r * w.in;
-        float peak = 0;
-        for (int64_t k = 0; k < w.in; k++) peak = std::max(peak, std::fabs(row[k]));
-        const float a_x = 127.0f / std::max(peak, 1e-5f);
-        int32_t sum = 0;
-        for (int64_t k = 0; k < w.in; k++) {
-            const int8_t q = static_cast<int8_t>(std::clamp(std::nearbyint(row[k] * a_x), -128.0f, 127.0f));
-            xq[r * w.in_padded + k] = q;
-            sum += q;
-        }
-        // The u8 x s8 form multiplies by the codes Wq + 1: subtract sum_k xq to get xq . Wq.
-        correction[r] = choice.u8s8 ? sum : 0;
-        row_scale[r] = 1.0f / (a_x * w.scale);
-    }
-    Halide::Runtime::Buffer<int8_t> xb(xq.data(), static_cast<int>(w.in_padded), static_cast<int>(rows));
+    const int64_t word = sizeof(float);
+    const detail::ScopedRegion on_device[] = {
+        detail::ScopedRegion(xq.data(), static_cast<int64_t>(xq.size()), Residency::DeviceOutput),
+        detail::ScopedRegion(xq_sum.data(), rows * word, Residency::DeviceOutput),
+        detail::ScopedRegion(row_scale.data(), rows * word, Residency::DeviceOutput)};
+    auto xb = TensorView(x.data, {rows, w.in}).halide_buffer();
+    Halide::Runtime::Buffer<int8_t> xqb(xq.data(), static_cast<int>(w.in_padded), static_cast<int>(rows));
+    Halide::Runtime::Buffer<int32_t> sumb(xq_sum.data(), static_cast<int>(rows));
+    Halide::Runtime::Buffer<float> scaleb(row_scale.data(), static_cast<int>(rows));
+    detail::call_kernel("bitlinear_quantize", detail::bitlinear_quantize_kernel(), xb.raw_buffer(), w.scale,
+                        xqb.raw_buffer(), sumb.raw_buffer(), scaleb.raw_buffer());
+
+    const detail::BitLinearChoice choice = detail::bitlinear_kernel();
     Halide::Runtime::Buffer<uint8_t> wb(const_cast<uint8_t *>(w.codes.data()), static_cast<int>(w.in_padded / 4),
                                         static_cast<int>(w.out));
-    Halide::Runtime::Buffer<int32_t> cb(correction.data(), static_cast<int>(rows));
-    Halide::Runtime::Buffer<float> sb(row_scale.data(), static_cast<int>(rows));
     auto yb = TensorView(y.data, {rows, w.out}).halide_buffer();
-    detail::call_kernel(choice.name, choice.kernel, xb.raw_buffer(), wb.raw_buffer(), cb.raw_buffer(),
-                        sb.raw_buffer(), yb.raw_buffer());
+    detail::call_kernel(choice.name, choice.kernel, xqb.raw_buffer(), wb.raw_buffer(), sumb.raw_buffer(),
+                        scaleb.raw_buffer(), yb.raw_buffer());
 }
 
 }  // namespace hattn

@@ -132,8 +132,8 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
 
     // On a GPU everything between the inputs and the output stays on the device: the inputs go up
     // once, the new keys and values are written into the cache there, and only y comes back.
-    const detail::UploadOnce inputs[] = {detail::UploadOnce(x), detail::UploadOnce(key_input),
-                                         detail::UploadOnce(value_input)};
+    const detail::ScopedRegion inputs[] = {detail::upload_once(x), detail::upload_once(key_input),
+                                           detail::upload_once(value_input)};
     Tensor q = project_heads(x, query_, config_.heads);
     const Tensor k = project_heads(key_input, key_, config_.kv_heads);
     const Tensor v = project_heads(value_input, value_, config_.kv_heads);
@@ -191,7 +191,7 @@ ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
     const int64_t B = key_input.dim(0), Sk = key_input.dim(1);
     require(Sk > 0, "cached_attention: the context must hold at least one token");
     KVCache kv = make_cache(B, Sk);
-    const detail::UploadOnce inputs[] = {detail::UploadOnce(key_input), detail::UploadOnce(value_input)};
+    const detail::ScopedRegion inputs[] = {detail::upload_once(key_input), detail::upload_once(value_input)};
     kv.append(project_heads(key_input, key_, config_.kv_heads).view(),
               project_heads(value_input, value_, config_.kv_heads).view());
     return ConditioningCache(std::move(kv));
@@ -203,7 +203,7 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     const KVCache &kv = context.kv();
     require(kv.batch() == x.dim(0), "cached_attention: context batch " + std::to_string(kv.batch()) +
                                         " differs from input batch " + std::to_string(x.dim(0)));
-    const detail::UploadOnce input(x);
+    const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads);
     Tensor attended = detail::scratch_tensor(q.shape());
     attention_prefill(q.view(), kv.keys(), kv.values(), kv.lengths(), scale(), false, mask,

@@ -248,7 +248,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
     // On a GPU everything between x and y stays on the device (detail::scratch_tensor), and the
     // row moves below are device copies (copy_into): x goes up once, y comes back, and the state's
     // new rows are written on the device and mirrored to the host.
-    const detail::UploadOnce input(x);
+    const detail::ScopedRegion input = detail::upload_once(x);
     const Shape packed_strides{(hist + S) * P, P, 1};
 
     // 1. Packed down-projection, after the raw history rows the convolutions need.

@@ -1,5 +1,6 @@
 #include "hattn/layers/linear.h"
 
+#include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/kernels/projection.h"
 
@@ -22,7 +23,11 @@ Linear Linear::dense(Tensor weight, std::optional<Tensor> bias) {
 
 Linear Linear::bitnet(const Tensor &weight) {
     Linear l;
-    l.ternary_ = pack_ternary(weight);
+    auto packed = std::make_shared<const PackedTernary>(pack_ternary(weight));
+    if (packed->bytes() > 0) l.ternary_on_device_ = std::make_shared<detail::ResidentRegion>(
+        const_cast<uint8_t *>(packed->codes.data()), packed->bytes() / static_cast<int64_t>(sizeof(float)),
+        Residency::Mirror);
+    l.ternary_ = std::move(packed);
     return l;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "hattn/kernels/bitlinear.h"
@@ -22,7 +23,7 @@ public:
     int64_t out() const { return ternary_ ? ternary_->out : weight_.dim(0); }
     const std::optional<Tensor> &bias() const { return bias_; }
     const Tensor &weight() const { return weight_; }  // [out, in]; empty for BitLinear
-    const std::optional<PackedTernary> &ternary() const { return ternary_; }
+    const PackedTernary *ternary() const { return ternary_.get(); }  // null unless BitLinear
 
     // x [..., in] -> [..., out].
     Tensor apply(const Tensor &x) const;
@@ -33,7 +34,9 @@ private:
     Tensor weight_;
     std::optional<Tensor> bias_;
     Tensor zero_bias_;  // [out] zeros where there is no bias: resident, so never uploaded per call
-    std::optional<PackedTernary> ternary_;  // BitLinear
+    // BitLinear: packed once, shared by copies, and (on a GPU) kept there like dense weights.
+    std::shared_ptr<const PackedTernary> ternary_;
+    std::shared_ptr<detail::ResidentRegion> ternary_on_device_;
 };
 
 }  // namespace hattn
