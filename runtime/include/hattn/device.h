@@ -6,9 +6,9 @@
 // resident (layer weights, KV caches, RoPE tables; Tensor::keep_on_device) keep a device copy
 // across calls, so only what the host changed since the last call is uploaded. Within a layer
 // call the intermediate results stay on the device too: a decode step of the attention and
-// CCA/CCGQA layers uploads its input token and downloads its output and the rows it added to the
-// caches, nothing else (BitLinear quantises activations on the host, and the DSA layer selects
-// its top-k keys there: those still round-trip).
+// CCA/CCGQA layers (BitLinear included) uploads its input token and downloads its output and the
+// rows it added to the caches, nothing else. The DSA layer still selects its top-k keys on the
+// host, and assembles its per-head operands there: its steps round-trip.
 //
 // OpenCL exists so that machines without an NVIDIA GPU run the same GPU code path, residency
 // included: CI runs the GPU tests on PoCL, an OpenCL driver for CPUs.
