@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/dsa.h"
@@ -17,6 +18,7 @@
 #include "reference/dsa_attention.h"
 #include "support/compare.h"
 #include "support/kernel_checks.h"
+#include "support/device.h"
 #include "support/random.h"
 #include "support/temp_dir.h"
 
@@ -111,6 +113,48 @@ TEST(DsaAttention, DecodeInTheLatentEqualsTheExpandedForward) {
             << "topk " << topk;
     }
 }
+
+// On a GPU a decode step (absorbed form) moves x up, and down: y, the indexer's scores (ranked on
+// the host) and the latent and indexer-key rows it wrote into the caches. Everything else stays on
+// the device. Widths of 32 floats keep every view the step binds aligned for OpenCL sub-buffers.
+class DsaOnGpu : public testing::OnEachGpu {};
+
+TEST_P(DsaOnGpu, ADecodeStepMovesOnlyItsInputOutputScoresAndNewRows) {
+    nlohmann::json config = small_config(4);
+    for (const char *key : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "index_head_dim"})
+        config[key] = 32;
+    config["q_lora_rank"] = 64;
+    config["index_n_heads"] = 4;
+    DsaAttention gpu = make_layer(config), cpu = make_layer(config);
+    const int64_t B = 2, E = 64, capacity = 16, L = 64, ID = 32;
+    DsaState gpu_state = gpu.make_state(B, capacity), cpu_state = cpu.make_state(B, capacity);
+    const Tensor prompt = testing::random_tensor({B, 5, E}, 80);
+    cpu.prefill(prompt, cpu_state);
+    {
+        const testing::OnDevice on(GetParam());
+        gpu.prefill(prompt, gpu_state);
+    }
+    for (int step = 0; step < 4; step++) {
+        const Tensor x = testing::random_tensor({B, 1, E}, 81 + step);
+        TopK cpu_sel, gpu_sel;
+        const Tensor expected = cpu.decode_step(x, cpu_state, &cpu_sel);
+        const testing::OnDevice on(GetParam());
+        const detail::Transfers before = detail::data_transfers();
+        const Tensor got = gpu.decode_step(x, gpu_state, &gpu_sel);
+        const detail::Transfers after = detail::data_transfers();
+        EXPECT_EQ(gpu_sel.indices, cpu_sel.indices) << "step " << step;
+        EXPECT_LE(testing::relative_l2(got, expected), 1e-5) << "step " << step;
+        if (step == 0) continue;  // the RoPE table grew to cover position 6: uploaded again
+        const int64_t f = sizeof(float);
+        EXPECT_EQ(after.uploaded - before.uploaded, B * E * f) << "step " << step << " uploaded more than x";
+        EXPECT_EQ(after.downloaded - before.downloaded, (B * E + B * capacity + B * (L + ID)) * f)
+            << "step " << step << " downloaded more than y, the scores and the new cache rows";
+    }
+    EXPECT_LE(testing::relative_l2(gpu_state.latent, cpu_state.latent), 1e-5);
+    EXPECT_LE(testing::relative_l2(gpu_state.index_keys, cpu_state.index_keys), 1e-5);
+}
+
+HATTN_INSTANTIATE_ON_EACH_GPU(DsaOnGpu);
 
 TEST(DsaAttention, TiesGoToTheMostRecentKeys) {
     // With zero head weights every score is exactly 0: a tie everywhere, so each query must keep

@@ -85,7 +85,7 @@ void ResidentRegion::host_changed(int64_t begin, int64_t end) {
     begin = std::max<int64_t>(begin, 0);
     end = std::min(end, count_);
     // A mirror with nothing on a device yet is uploaded whole at its first binding.
-    if (begin >= end || (on_ == Device::CPU && residency_ == Residency::Mirror)) return;
+    if (begin >= end || (on_ == Device::CPU && residency_ != Residency::DeviceOutput)) return;
     std::lock_guard<std::mutex> lock(regions_mutex);
     stale_.emplace_back(begin, end);
 }
@@ -112,7 +112,7 @@ bool ResidentRegion::bind(halide_buffer_t *buf, Device device, Halide::Runtime::
         on_ = device;
         // A mirror starts as the host's values; a DeviceOutput region only with what the host
         // reported writing (kernels write the rest first).
-        if (residency_ == Residency::Mirror) stale_.assign(1, {0, count_});
+        if (residency_ != Residency::DeviceOutput) stale_.assign(1, {0, count_});
     }
     // Merging ranges first keeps one copy per run of rows.
     std::sort(stale_.begin(), stale_.end());
@@ -165,7 +165,7 @@ DeviceCall::DeviceCall(Device device, std::initializer_list<halide_buffer_t *> b
             }
             if (!region) continue;
             region->fetch();
-            host_wrote(buf);
+            if (region->residency() != Residency::ReadOnly) host_wrote(buf);
         }
         return;
     }
@@ -282,6 +282,19 @@ ScopedRegion::ScopedRegion(const void *host, int64_t bytes, Residency residency)
     }
     region_ = std::make_unique<ResidentRegion>(const_cast<void *>(host), bytes / static_cast<int64_t>(sizeof(float)),
                                                residency);
+}
+
+TensorView resident_zeros(int64_t n) {
+    static std::mutex mutex;
+    // Outgrown buffers stay alive: a call on another thread may still be reading one.
+    static std::vector<std::unique_ptr<Tensor>> buffers;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (buffers.empty() || buffers.back()->size() < n) {
+        const int64_t size = std::max<int64_t>(n, buffers.empty() ? 1024 : 2 * buffers.back()->size());
+        buffers.push_back(std::make_unique<Tensor>(Shape{size}));
+        buffers.back()->keep_on_device(Residency::ReadOnly);
+    }
+    return TensorView(buffers.back()->data(), {n});
 }
 
 Tensor scratch_tensor(Shape shape) {

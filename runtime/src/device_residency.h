@@ -6,9 +6,11 @@
 // persists across calls: the region keeps a device copy of its host memory, and a call's buffer
 // that lies inside the region is bound to that copy (through a device crop when it starts past the
 // region's start).
-// - Mirror regions (weights, KV caches): the host values are the truth. Only the ranges the host
-//   changed since the last call are uploaded; what a kernel writes into the region on the device
-//   is copied to the host (just the written elements), and so never uploaded again.
+// - Mirror regions (KV caches, layer state) and ReadOnly ones (weights, tables): the host values
+//   are the truth. Only the ranges the host changed since the last call are uploaded; what a
+//   kernel writes into the region on the device is copied to the host (just the written
+//   elements), and so never uploaded again. CPU kernels give no sign of what they wrote: each
+//   Mirror region they touched is taken as changed there, a ReadOnly one is not.
 // - DeviceOutput regions (the intermediate results of a layer, a benchmark's output): the device
 //   copy is the truth. Kernel results stay there, and the next kernel reads them in place; the
 //   host values are neither uploaded nor current until fetch().
@@ -116,6 +118,10 @@ private:
 inline ScopedRegion upload_once(const Tensor &x) {
     return ScopedRegion(x.data(), x.size() * static_cast<int64_t>(sizeof(float)), Residency::Mirror);
 }
+
+// n zeros, resident (a kernel's absent bias): one process-wide buffer, grown on demand, so that
+// no call uploads zeros.
+TensorView resident_zeros(int64_t n);
 
 // An intermediate result between kernels. On a GPU it is a DeviceOutput region: it lives on the
 // device, and its host values are not kept. On the CPU, a plain tensor.

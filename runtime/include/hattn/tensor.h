@@ -52,6 +52,9 @@ class ResidentRegion;
 // How a resident tensor's device copy (Tensor::keep_on_device) relates to its host values.
 enum class Residency {
     Mirror,        // the host values are the truth; the device copy follows the host's changes
+    // The same for values kernels only read (weights, tables): CPU kernels, which give no sign of
+    // what they wrote, are not taken to have written them.
+    ReadOnly,
     // Kernels' results stay on the device until fetch_from_device(); the initial host values are
     // not uploaded (a layer's intermediate results, a benchmark's output).
     DeviceOutput,

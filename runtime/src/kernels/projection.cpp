@@ -39,14 +39,7 @@ void project(const TensorView &x, const TensorView &weight, const TensorView *bi
     }
     if (y.size() == 0) return;
 
-    std::vector<float> zeros;
-    Halide::Runtime::Buffer<float> b;
-    if (bias) {
-        b = bias->halide_buffer();
-    } else {
-        zeros.assign(out, 0.0f);
-        b = TensorView(zeros.data(), {out}).halide_buffer();
-    }
+    auto b = (bias ? *bias : detail::resident_zeros(out)).halide_buffer();
     auto xb = as_matrix(x, "input");
     auto wb = weight.halide_buffer();
     auto yb = as_matrix(y, "output");

@@ -31,8 +31,8 @@ void RopeTable::reserve(int64_t positions) {
             sin.data()[p * half + i] = static_cast<float>(std::sin(angle));
         }
     }
-    cos.keep_on_device();
-    sin.keep_on_device();
+    cos.keep_on_device(Residency::ReadOnly);
+    sin.keep_on_device(Residency::ReadOnly);
     cos_ = std::move(cos);
     sin_ = std::move(sin);
     positions_ = grown;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/kernels/dsa.h"
 #include "hattn/kernels/norm.h"
@@ -76,15 +77,24 @@ DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), r
     index_k_ = Linear::dense(w.get("indexer.wk.weight", {c.index_dim, E}));
     index_norm_w_ = w.get("indexer.k_norm.weight", {c.index_dim});
     index_norm_b_ = w.get("indexer.k_norm.bias", {c.index_dim});
-    index_w_ = Linear::dense(w.get("indexer.weights_proj.weight", {c.index_heads, E}));
-    // Per head, W_kvb's key rows transposed ([R, N]): the absorbed query is q_nope_h times them.
+    // The indexer's head weights are x W_w^T / sqrt(IH): the scale is folded into W_w once.
+    Tensor head_weights = w.get("indexer.weights_proj.weight", {c.index_heads, E});
+    const float head_scale = static_cast<float>(1.0 / std::sqrt(double(c.index_heads)));
+    for (float &v : head_weights.values()) v *= head_scale;
+    index_w_ = Linear::dense(std::move(head_weights));
+    // Per head, W_kvb's key rows transposed ([R, N]): the absorbed query is q_nope_h times them;
+    // and its value rows [V, R], applied to the attended latent.
     const Tensor &kvb = kv_b_.weight();
+    const int64_t N = c.nope_dim, V = c.v_dim;
     for (int64_t h = 0; h < H; h++) {
-        Tensor t({R, c.nope_dim});
-        for (int64_t i = 0; i < c.nope_dim; i++)
-            for (int64_t r = 0; r < R; r++) t.data()[r * c.nope_dim + i] = kvb.data()[(h * (c.nope_dim + c.v_dim) + i) * R + r];
-        key_absorb_.push_back(std::move(t));
+        Tensor t({R, N});
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t r = 0; r < R; r++) t.data()[r * N + i] = kvb.data()[(h * (N + V) + i) * R + r];
+        key_absorb_.push_back(Linear::dense(std::move(t)));
+        const float *values = kvb.data() + (h * (N + V) + N) * R;
+        value_absorb_.push_back(Linear::dense(Tensor({V, R}, std::vector<float>(values, values + V * R))));
     }
+    for (Tensor *t : {&q_a_norm_, &kv_a_norm_, &index_norm_w_, &index_norm_b_}) t->keep_on_device(Residency::ReadOnly);
 }
 
 DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
@@ -139,50 +149,47 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     for (int64_t b = 0; b < B; b++) longest = std::max<int32_t>(longest, start[b] + static_cast<int32_t>(S));
     rope_.reserve(longest);
 
+    // On a GPU every stage but the top-k selection stays on the device (detail::scratch_tensor,
+    // copy_into between views): x goes up once; the indexer's scores come down to be ranked.
+    const detail::ScopedRegion input = detail::upload_once(x);
+    const auto matrix = [](const Tensor &t, int64_t rows, int64_t cols) {
+        return TensorView(const_cast<float *>(t.data()), {rows, cols});
+    };
+
     // Queries: q_resid = RMSNorm(x W_qa^T), q = q_resid W_qb^T -> [H, N + Rd], the last Rd rotated.
-    const Tensor q_a = q_a_.apply(x);
-    Tensor q_resid(q_a.shape());
-    rms_norm(TensorView(const_cast<float *>(q_a.data()), {B * S, c.q_lora_rank}), q_a_norm_, c.rms_eps,
-             TensorView(q_resid.data(), {B * S, c.q_lora_rank}));
-    const Tensor q = q_b_.apply(q_resid);
-    Tensor q_rot({B, S, H, Rd});
+    Tensor q_a = detail::scratch_tensor({B, S, c.q_lora_rank}), q_resid = detail::scratch_tensor(q_a.shape());
+    q_a_.apply(x.view(), q_a.view());
+    rms_norm(matrix(q_a, B * S, c.q_lora_rank), q_a_norm_, c.rms_eps, matrix(q_resid, B * S, c.q_lora_rank));
+    Tensor q = detail::scratch_tensor({B, S, H * (N + Rd)}), q_rot = detail::scratch_tensor({B, S, H, Rd});
+    q_b_.apply(q_resid.view(), q.view());
     apply_rope(slice(q, H, N + Rd, N, Rd), rope_, start, q_rot.view(), RopeLayout::Interleaved);
 
     // The latent: kv = RMSNorm(first R of x W_kva^T), k_rot = the last Rd, rotated (one head).
-    const Tensor ckv = kv_a_.apply(x);
-    Tensor kv({B, S, R});
-    rms_norm(TensorView(const_cast<float *>(ckv.data()), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps,
-             TensorView(kv.data(), {B * S, R}));
-    Tensor k_rot({B, S, 1, Rd});
+    Tensor ckv = detail::scratch_tensor({B, S, L}), kv = detail::scratch_tensor({B, S, R});
+    kv_a_.apply(x.view(), ckv.view());
+    rms_norm(TensorView(ckv.data(), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps, matrix(kv, B * S, R));
+    Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), rope_, start, k_rot.view(), RopeLayout::Interleaved);
 
     // Indexer: iq = q_resid W_iq^T, ik = LayerNorm(x W_ik^T), both rotated on their first Rd dims;
     // head weights w = x W_w^T / sqrt(IH).
-    Tensor iq = index_q_.apply(q_resid).reshaped({B, S, IH, ID});
-    Tensor iq_rot(iq.shape());
+    Tensor iq = detail::scratch_tensor({B, S, IH, ID}), iq_rot = detail::scratch_tensor({B, S, IH, ID});
+    index_q_.apply(q_resid.view(), TensorView(iq.data(), {B, S, IH * ID}));
     apply_rope(iq.view(), rope_, start, iq_rot.view(), RopeLayout::Interleaved);
-    const Tensor ik_raw = index_k_.apply(x);
-    Tensor ik({B, S, 1, ID});
-    layer_norm(TensorView(const_cast<float *>(ik_raw.data()), {B * S, ID}), index_norm_w_, index_norm_b_, 1e-6f,
-               TensorView(ik.data(), {B * S, ID}));
-    Tensor ik_rot({B, S, 1, ID});
+    Tensor ik_raw = detail::scratch_tensor({B, S, ID}), ik = detail::scratch_tensor({B, S, 1, ID});
+    index_k_.apply(x.view(), ik_raw.view());
+    layer_norm(matrix(ik_raw, B * S, ID), index_norm_w_, index_norm_b_, 1e-6f, matrix(ik, B * S, ID));
+    Tensor ik_rot = detail::scratch_tensor({B, S, 1, ID}), head_w = detail::scratch_tensor({B, S, IH});
     apply_rope(ik.view(), rope_, start, ik_rot.view(), RopeLayout::Interleaved);
-    Tensor head_w = index_w_.apply(x);
-    for (float &v : head_w.values()) v *= static_cast<float>(1.0 / std::sqrt(double(IH)));
+    index_w_.apply(x.view(), head_w.view());
 
     // Stage the new tokens past each sequence's end; they join it only at the end.
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t s = 0; s < S; s++) {
-            float *lat = state.latent.data() + (b * state.capacity + start[b] + s) * L;
-            std::copy_n(kv.data() + (b * S + s) * R, R, lat);
-            std::copy_n(k_rot.data() + (b * S + s) * Rd, Rd, lat + R);
-            std::copy_n(ik_rot.data() + (b * S + s) * ID, ID,
-                        state.index_keys.data() + (b * state.capacity + start[b] + s) * ID);
-        }
     for (int64_t b = 0; b < B; b++) {
         const int64_t first = b * state.capacity + start[b];
-        state.latent.host_changed(first * L, (first + S) * L);
-        state.index_keys.host_changed(first * ID, (first + S) * ID);
+        copy_into(TensorView(kv.data() + b * S * R, {S, R}), TensorView(state.latent.data() + first * L, {S, R}, {L, 1}));
+        copy_into(TensorView(k_rot.data() + b * S * Rd, {S, Rd}),
+                  TensorView(state.latent.data() + first * L + R, {S, Rd}, {L, 1}));
+        copy_into(TensorView(ik_rot.data() + b * S * ID, {S, ID}), TensorView(state.index_keys.data() + first * ID, {S, ID}));
     }
 
     std::vector<int32_t> lengths = start;
@@ -202,6 +209,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     } else {
         // One kernel scores every key for forward and decode alike, so both select the same keys.
         // Queries go in blocks so the scores held at once stay [block, capacity], not [S, S].
+        // The scores are ranked on the host (a GPU sends them back).
         constexpr int64_t block = 256;
         const float index_scale = static_cast<float>(1.0 / std::sqrt(double(ID)));
         for (int64_t s0 = 0; s0 < S; s0 += block) {
@@ -231,32 +239,28 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     }
 
     const float scale = static_cast<float>(1.0 / std::sqrt(double(N + Rd)));
-    const Tensor &w_kvb = kv_b_.weight();
-    Tensor attended({B, S, H, V});
+    const int64_t cap = state.capacity;
+    Tensor attended = detail::scratch_tensor({B, S, H, V});
     if (!absorbed) {
         // Expanded: per-head keys [k_nope_h | k_rot] and values of every cached token.
         for (int64_t b = 0; b < B; b++) {
             const int64_t len = lengths[b];
-            Tensor lat({len, R});
-            for (int64_t t = 0; t < len; t++) {
-                std::copy_n(state.latent.data() + (b * state.capacity + t) * L, R, lat.data() + t * R);
+            const float *rows = state.latent.data() + b * cap * L;
+            Tensor lat = detail::scratch_tensor({len, R}), expanded = detail::scratch_tensor({len, H * (N + V)});
+            copy_into(TensorView(const_cast<float *>(rows), {len, R}, {L, 1}), lat.view());
+            kv_b_.apply(lat.view(), expanded.view());  // [len, H * (N + V)]
+            Tensor keys = detail::scratch_tensor({1, len, H, N + Rd}), q_b = detail::scratch_tensor({1, S, H, N + Rd});
+            copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),
+                      TensorView(keys.data(), {len, H, N}, {H * (N + Rd), N + Rd, 1}));
+            for (int64_t h = 0; h < H; h++) {  // every head shares the token's rotated key
+                copy_into(TensorView(const_cast<float *>(rows) + R, {len, Rd}, {L, 1}),
+                          TensorView(keys.data() + h * (N + Rd) + N, {len, Rd}, {H * (N + Rd), 1}));
             }
-            const Tensor expanded = kv_b_.apply(lat);  // [len, H * (N + V)]
-            Tensor keys({1, len, H, N + Rd}), q_b({1, S, H, N + Rd});
-            for (int64_t t = 0; t < len; t++)
-                for (int64_t h = 0; h < H; h++) {
-                    float *key = keys.data() + (t * H + h) * (N + Rd);
-                    std::copy_n(expanded.data() + (t * H + h) * (N + V), N, key);
-                    std::copy_n(state.latent.data() + (b * state.capacity + t) * L + R, Rd, key + N);
-                }
-            for (int64_t s = 0; s < S; s++)
-                for (int64_t h = 0; h < H; h++) {
-                    float *row = q_b.data() + (s * H + h) * (N + Rd);
-                    std::copy_n(q.data() + ((b * S + s) * H + h) * (N + Rd), N, row);
-                    std::copy_n(q_rot.data() + ((b * S + s) * H + h) * Rd, Rd, row + N);
-                }
-            const TensorView values(const_cast<float *>(expanded.data()) + N, {1, len, H, V},
-                                    {len * H * (N + V), H * (N + V), N + V, 1});
+            copy_into(TensorView(q.data() + b * S * H * (N + Rd), {S, H, N}, {H * (N + Rd), N + Rd, 1}),
+                      TensorView(q_b.data(), {S, H, N}, {H * (N + Rd), N + Rd, 1}));
+            copy_into(TensorView(q_rot.data() + b * S * H * Rd, {S, H, Rd}),
+                      TensorView(q_b.data() + N, {S, H, Rd}, {H * (N + Rd), N + Rd, 1}));
+            const TensorView values(expanded.data() + N, {1, len, H, V}, {len * H * (N + V), H * (N + V), N + V, 1});
             const std::vector<int32_t> idx(chosen.indices.begin() + b * S * K, chosen.indices.begin() + (b + 1) * S * K);
             dsa_sparse_attention(q_b.view(), keys.view(), values, idx, K, scale,
                                  TensorView(attended.data() + b * S * H * V, {1, S, H, V}));
@@ -264,30 +268,28 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     } else {
         // Absorbed: W_kvb's key part folded into the query, attention over the latent rows shared
         // by all heads, W_kvb's value part applied after.
-        Tensor q_abs({B, S, H, L});
+        Tensor q_abs = detail::scratch_tensor({B, S, H, L});
         for (int64_t h = 0; h < H; h++) {
-            Tensor q_nope({B * S, N}), q_lat({B * S, R});
-            for (int64_t r = 0; r < B * S; r++) std::copy_n(q.data() + (r * H + h) * (N + Rd), N, q_nope.data() + r * N);
-            project(q_nope.view(), key_absorb_[h].view(), nullptr, q_lat.view());
-            for (int64_t r = 0; r < B * S; r++) {
-                std::copy_n(q_lat.data() + r * R, R, q_abs.data() + (r * H + h) * L);
-                std::copy_n(q_rot.data() + (r * H + h) * Rd, Rd, q_abs.data() + (r * H + h) * L + R);
-            }
+            Tensor q_nope = detail::scratch_tensor({B * S, N}), q_lat = detail::scratch_tensor({B * S, R});
+            copy_into(TensorView(q.data() + h * (N + Rd), {B * S, N}, {H * (N + Rd), 1}), q_nope.view());
+            key_absorb_[h].apply(q_nope.view(), q_lat.view());
+            copy_into(q_lat.view(), TensorView(q_abs.data() + h * L, {B * S, R}, {H * L, 1}));
+            copy_into(TensorView(q_rot.data() + h * Rd, {B * S, Rd}, {H * Rd, 1}),
+                      TensorView(q_abs.data() + h * L + R, {B * S, Rd}, {H * L, 1}));
         }
-        Tensor out_lat({B, S, H, R});
-        const int64_t cap = state.capacity;
+        Tensor out_lat = detail::scratch_tensor({B, S, H, R});
         dsa_sparse_attention(q_abs.view(), TensorView(state.latent.data(), {B, cap, 1, L}),
                              TensorView(state.latent.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
                              scale, out_lat.view());
         for (int64_t h = 0; h < H; h++) {
-            Tensor lat_h({B * S, R}), out_h({B * S, V});
-            for (int64_t r = 0; r < B * S; r++) std::copy_n(out_lat.data() + (r * H + h) * R, R, lat_h.data() + r * R);
-            project(lat_h.view(), TensorView(const_cast<float *>(w_kvb.data()) + (h * (N + V) + N) * R, {V, R}),
-                    nullptr, out_h.view());
-            for (int64_t r = 0; r < B * S; r++) std::copy_n(out_h.data() + r * V, V, attended.data() + (r * H + h) * V);
+            Tensor lat_h = detail::scratch_tensor({B * S, R}), out_h = detail::scratch_tensor({B * S, V});
+            copy_into(TensorView(out_lat.data() + h * R, {B * S, R}, {H * R, 1}), lat_h.view());
+            value_absorb_[h].apply(lat_h.view(), out_h.view());
+            copy_into(out_h.view(), TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
         }
     }
-    Tensor y = o_.apply(attended.reshaped({B, S, H * V}));
+    Tensor y({B, S, c.hidden});
+    o_.apply(TensorView(attended.data(), {B, S, H * V}), y.view());
     for (int64_t b = 0; b < B; b++) state.lengths[b] += static_cast<int32_t>(S);
     if (selected) *selected = std::move(chosen);
     return y;

@@ -189,7 +189,7 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
 
 void LatentAttention::keep_on_device() {
     // On a GPU the convolution weights and key scales are uploaded once, like the projections'.
-    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1, &key_scale_}) t->keep_on_device();
+    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1, &key_scale_}) t->keep_on_device(Residency::ReadOnly);
 }
 
 void LatentAttention::require_decoder(const char *call) const {

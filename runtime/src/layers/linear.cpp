@@ -15,9 +15,8 @@ Linear Linear::dense(Tensor weight, std::optional<Tensor> bias) {
     l.weight_ = std::move(weight);
     l.bias_ = std::move(bias);
     // On a GPU the weights are uploaded once, at the first call, and stay there.
-    if (!l.bias_) l.zero_bias_ = Tensor({l.weight_.dim(0)});
-    l.weight_.keep_on_device();
-    (l.bias_ ? *l.bias_ : l.zero_bias_).keep_on_device();
+    l.weight_.keep_on_device(Residency::ReadOnly);
+    if (l.bias_) l.bias_->keep_on_device(Residency::ReadOnly);
     return l;
 }
 
@@ -26,7 +25,7 @@ Linear Linear::bitnet(const Tensor &weight) {
     auto packed = std::make_shared<const PackedTernary>(pack_ternary(weight));
     if (packed->bytes() > 0) l.ternary_on_device_ = std::make_shared<detail::ResidentRegion>(
         const_cast<uint8_t *>(packed->codes.data()), packed->bytes() / static_cast<int64_t>(sizeof(float)),
-        Residency::Mirror);
+        Residency::ReadOnly);
     l.ternary_ = std::move(packed);
     return l;
 }
@@ -45,8 +44,8 @@ void Linear::apply(const TensorView &x, const TensorView &y) const {
         bitlinear(x, *ternary_, y);
         return;
     }
-    const TensorView b = bias_ ? bias_->view() : zero_bias_.view();
-    project(x, weight_.view(), &b, y);
+    const TensorView b = bias_ ? bias_->view() : TensorView();
+    project(x, weight_.view(), bias_ ? &b : nullptr, y);
 }
 
 }  // namespace hattn

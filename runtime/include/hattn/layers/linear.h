@@ -33,7 +33,6 @@ public:
 private:
     Tensor weight_;
     std::optional<Tensor> bias_;
-    Tensor zero_bias_;  // [out] zeros where there is no bias: resident, so never uploaded per call
     // BitLinear: packed once, shared by copies, and (on a GPU) kept there like dense weights.
     std::shared_ptr<const PackedTernary> ternary_;
     std::shared_ptr<detail::ResidentRegion> ternary_on_device_;
