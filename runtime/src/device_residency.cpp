@@ -85,7 +85,7 @@ void ResidentRegion::host_changed(int64_t begin, int64_t end) {
     begin = std::max<int64_t>(begin, 0);
     end = std::min(end, count_);
     // A mirror with nothing on a device yet is uploaded whole at its first binding.
-    if (begin >= end || (on_ == Device::CPU && residency_ != Residency::DeviceOutput)) return;
+    if (begin >= end || !tracks_host_changes()) return;
     std::lock_guard<std::mutex> lock(regions_mutex);
     stale_.emplace_back(begin, end);
 }
@@ -225,7 +225,7 @@ void host_wrote(const halide_buffer_t *buf) {
         std::lock_guard<std::mutex> lock(regions_mutex);
         std::tie(start, region) = region_holding(buf);
     }
-    if (!region) return;
+    if (!region || !region->tracks_host_changes()) return;  // (the CPU-only case: nothing to do)
     const int64_t word = sizeof(float), elem = buf->type.bytes();
     // Bytes [begin, end) changed: the words that hold them are stale.
     const auto changed = [&](int64_t begin, int64_t end) { region->host_changed(begin / word, (end + word - 1) / word); };

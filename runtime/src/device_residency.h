@@ -50,6 +50,8 @@ public:
     int64_t count() const { return count_; }
     // Elements [begin, end) now differ on the host: uploaded before the next call that binds them.
     void host_changed(int64_t begin, int64_t end);
+    // Whether host_changed() records anything: not before a mirror has a device copy.
+    bool tracks_host_changes() const { return on_ != Device::CPU || residency_ == Residency::DeviceOutput; }
     // DeviceOutput: copies what kernels left on the device into the host memory.
     void fetch();
 
