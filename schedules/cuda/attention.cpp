@@ -100,7 +100,9 @@ void schedule(AttentionPrefill &g, const Target &) {
 
 // Split-KV: one block per (chunk, KV head, sequence) computes the chunk's partial result for the
 // whole head group, with thread loops over its keys (QK, softmax) and over the head dim (PV), so
-// consecutive threads read consecutive floats of each V row; the scores stay in shared memory.
+// consecutive threads read consecutive floats of each V row; the queries and scores stay in shared
+// memory. (A thread's K row is read with scalar loads, 32 lines per warp load: a lead for the
+// H200 is float4 loads through an rfactor'd QK, specialised per head dim.)
 // Then one block per (KV head, sequence), a thread per (head dim, head), merges the chunks.
 void schedule(AttentionDecode &g, const Target &) {
     ChunkedAttention &a = *g.attention;
@@ -112,9 +114,13 @@ void schedule(AttentionDecode &g, const Target &) {
         .gpu_blocks(a.c, hb)
         .gpu_threads(a.x);
     const LoopLevel block(a.part, a.c);
-    a.score.compute_inline();
-    a.qk.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
-    a.qk.update().reorder(a.rd, a.j, a.hg).gpu_threads(a.j);
+    // The group's scaled queries once per block in shared memory: inlined, every key's dot product
+    // loaded them from global memory and scaled them again.
+    a.q_tile.compute_at(block).gpu_threads(a.d);
+    // The scores are stored (shared); each one's dot product accumulates in a register (qk at the
+    // thread), not in shared memory, which could alias the queries and took a store per FMA.
+    a.score.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
+    a.qk.compute_at(a.score, a.j);
     a.chunk_max.compute_at(block).gpu_threads(a.hg);
     a.chunk_max.update().gpu_threads(a.hg);
     a.prob.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
