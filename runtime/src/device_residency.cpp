@@ -106,13 +106,16 @@ void ResidentRegion::fetch_locked() {
 bool ResidentRegion::bind(halide_buffer_t *buf, Device device, Halide::Runtime::Buffer<float> &crop) {
     const halide_device_interface_t *iface = device_interface(device);
     if (on_ != device) {
+        // Moving from another GPU API: what only that device held comes to the host first.
+        const bool moving = on_ != Device::CPU;
+        if (moving) fetch_locked();
         mirror_.set_device_dirty(false);
         mirror_.device_free();
         check_halide_status(mirror_.device_malloc(iface), "resident allocation");
         on_ = device;
-        // A mirror starts as the host's values; a DeviceOutput region only with what the host
+        // A mirror starts as the host's values; a new DeviceOutput region only with what the host
         // reported writing (kernels write the rest first).
-        if (residency_ != Residency::DeviceOutput) stale_.assign(1, {0, count_});
+        if (residency_ != Residency::DeviceOutput || moving) stale_.assign(1, {0, count_});
     }
     // Merging ranges first keeps one copy per run of rows.
     std::sort(stale_.begin(), stale_.end());
