@@ -114,6 +114,28 @@ TEST_P(GpuResidency, ADeviceOutputStaysOnTheDeviceUntilFetched) {
     EXPECT_LE(testing::relative_l2(y, expected), 1e-6);
 }
 
+// Host writes into kernel results held on the device survive a fetch, and a copy made on the CPU
+// (another device) reads the results, not the stale host values.
+TEST_P(GpuResidency, HostWritesAndCpuCopiesSeeWhatOnlyTheDeviceHeld) {
+    const Tensor x = testing::random_tensor({2, 16}, 42), w = testing::random_tensor({8, 16}, 43);
+    Tensor expected({2, 8});
+    project(x.view(), w.view(), nullptr, expected.view());
+    const Tensor ones({1, 8}, std::vector<float>(8, 1.0f));
+    Tensor y({2, 8});
+    y.keep_on_device(Residency::DeviceOutput);
+    {
+        const testing::OnDevice on(GetParam());
+        project(x.view(), w.view(), nullptr, y.view());
+        copy_into(ones.view(), TensorView(y.data() + 8, {1, 8}));  // row 1, on the host
+    }
+    Tensor copied({2, 8});
+    copy_into(y.view(), copied.view());  // on the CPU
+    std::copy_n(ones.data(), 8, expected.data() + 8);
+    EXPECT_LE(testing::relative_l2(copied, expected), 1e-6) << "the CPU copy read stale host values";
+    y.fetch_from_device();
+    EXPECT_LE(testing::relative_l2(y, expected), 1e-6) << "the fetch overwrote the host's row";
+}
+
 // A GQA layer with RoPE and biases, seeded random weights, loaded from a safetensors file.
 CachedAttention gqa_layer(const testing::TempDir &dir, int64_t E, int64_t H, int64_t Hkv, int64_t D) {
     std::map<std::string, Tensor> tensors{

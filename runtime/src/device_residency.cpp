@@ -20,14 +20,17 @@ std::mutex regions_mutex;
 std::map<const uint8_t *, ResidentRegion *> regions;
 std::atomic<int64_t> resident_uploaded{0}, call_uploaded{0}, downloaded{0};
 
-// The region whose memory holds all of `buf`, or nullptr. Caller holds regions_mutex.
-std::pair<const uint8_t *, ResidentRegion *> region_holding(const halide_buffer_t *buf) {
-    const uint8_t *begin = buf->begin(), *end = buf->end();
+// The region whose memory holds all of [begin, end), or nullptr. Caller holds regions_mutex.
+std::pair<const uint8_t *, ResidentRegion *> region_holding(const uint8_t *begin, const uint8_t *end) {
     auto it = regions.upper_bound(begin);
     if (it == regions.begin()) return {nullptr, nullptr};
     --it;
     if (end > it->first + it->second->count() * static_cast<int64_t>(sizeof(float))) return {nullptr, nullptr};
     return {it->first, it->second};
+}
+
+std::pair<const uint8_t *, ResidentRegion *> region_holding(const halide_buffer_t *buf) {
+    return region_holding(buf->begin(), buf->end());
 }
 
 // The bytes of a data buffer (activations, weights); int32 buffers carry lengths, positions and
@@ -70,7 +73,8 @@ ResidentRegion::ResidentRegion(void *host, int64_t count, Residency residency)
             "a resident tensor holds at most 2^31 - 1 floats, got " + std::to_string(count));
     mirror_ = Halide::Runtime::Buffer<float>(static_cast<float *>(host), static_cast<int>(count));
     std::lock_guard<std::mutex> lock(regions_mutex);
-    regions[static_cast<const uint8_t *>(host)] = this;
+    const bool added = regions.emplace(static_cast<const uint8_t *>(host), this).second;
+    require(added, "internal: memory made resident twice");
 }
 
 ResidentRegion::~ResidentRegion() {
@@ -87,7 +91,15 @@ void ResidentRegion::host_changed(int64_t begin, int64_t end) {
     // A mirror with nothing on a device yet is uploaded whole at its first binding.
     if (begin >= end || !tracks_host_changes()) return;
     std::lock_guard<std::mutex> lock(regions_mutex);
-    stale_.emplace_back(begin, end);
+    // Rows marked in order join the previous range; past a few thousand ranges (a CPU kernel that
+    // touched a whole cache row by row) the region is simply stale as a whole.
+    if (!stale_.empty() && begin <= stale_.back().second && end >= stale_.back().first) {
+        stale_.back() = {std::min(begin, stale_.back().first), std::max(end, stale_.back().second)};
+    } else if (stale_.size() >= 4096) {
+        stale_.assign(1, {0, count_});
+    } else {
+        stale_.emplace_back(begin, end);
+    }
 }
 
 void ResidentRegion::fetch() {
@@ -97,8 +109,13 @@ void ResidentRegion::fetch() {
 
 void ResidentRegion::fetch_locked() {
     if (!device_newer_) return;
+    // Host writes not uploaded yet are newer than the device copy: they survive the download.
+    float *host = static_cast<float *>(host_);
+    std::vector<std::vector<float>> kept;
+    for (const auto &[lo, hi] : stale_) kept.emplace_back(host + lo, host + hi);
     mirror_.set_device_dirty(true);
     check_halide_status(mirror_.copy_to_host(), "fetch from device");
+    for (size_t i = 0; i < stale_.size(); i++) std::copy(kept[i].begin(), kept[i].end(), host + stale_[i].first);
     downloaded += count_ * static_cast<int64_t>(sizeof(float));
     device_newer_ = false;
 }
@@ -123,7 +140,10 @@ bool ResidentRegion::bind(halide_buffer_t *buf, Device device, Halide::Runtime::
         int64_t lo = stale_[i].first, hi = stale_[i].second;
         while (i + 1 < stale_.size() && stale_[i + 1].first <= hi) hi = std::max(hi, stale_[++i].second);
         Halide::Runtime::Buffer<float> part = mirror_.cropped(0, static_cast<int>(lo), static_cast<int>(hi - lo));
-        if (!part.raw_buffer()->device) {  // no crop there: the whole region goes up instead
+        if (!part.raw_buffer()->device) {
+            // No crop there (an OpenCL offset the device cannot align): the whole region goes up,
+            // after what only the device held has come down.
+            fetch_locked();
             part = mirror_;
             lo = 0;
             hi = count_;
@@ -172,20 +192,25 @@ DeviceCall::DeviceCall(Device device, std::initializer_list<halide_buffer_t *> b
         }
         return;
     }
-    std::lock_guard<std::mutex> lock(regions_mutex);
-    for (halide_buffer_t *buf : buffers) {
-        if (!buf) continue;  // a scalar argument
-        ResidentRegion *region = region_holding(buf).second;
-        Bound bound{buf, nullptr, {}};
-        if (region && buf->begin() == buf->host && region->bind(buf, device, bound.crop)) {
-            bound.region = region;
-        } else {
-            // Unbound memory of a region is read from the host: make it current there.
-            if (region) region->fetch_locked();
-            // Halide uploads an input only when its host side is marked newer than its device side.
-            buf->set_host_dirty(true);
+    try {
+        std::lock_guard<std::mutex> lock(regions_mutex);
+        for (halide_buffer_t *buf : buffers) {
+            if (!buf) continue;  // a scalar argument
+            ResidentRegion *region = region_holding(buf).second;
+            Bound bound{buf, nullptr, {}};
+            if (region && buf->begin() == buf->host && region->bind(buf, device, bound.crop)) {
+                bound.region = region;
+            } else {
+                // Unbound memory of a region is read from the host: make it current there.
+                if (region) region->fetch_locked();
+                // Halide uploads an input only when its host side is marked newer than its device side.
+                buf->set_host_dirty(true);
+            }
+            buffers_.push_back(std::move(bound));
         }
-        buffers_.push_back(std::move(bound));
+    } catch (...) {
+        release();  // the buffers bound so far must not free the regions' allocations
+        throw;
     }
 }
 
@@ -206,10 +231,16 @@ void DeviceCall::finish() {
         downloaded += data_bytes(b.buf);
         if (!b.region) host_wrote(b.buf);  // written through the call's own allocation
     }
+    finished_ = true;
 }
 
-DeviceCall::~DeviceCall() {
+DeviceCall::~DeviceCall() { release(); }
+
+void DeviceCall::release() {
     for (const Bound &b : buffers_) {
+        // A call that failed may have written part of a mirror's device copy: the host's values,
+        // unchanged, go up again before the next use.
+        if (!finished_ && b.region && b.region->residency() == Residency::Mirror) host_wrote(b.buf);
         if (b.region) {
             b.buf->device = 0;  // the region's allocation, not ours to free
             b.buf->device_interface = nullptr;
@@ -221,35 +252,87 @@ DeviceCall::~DeviceCall() {
     }
 }
 
-void host_wrote(const halide_buffer_t *buf) {
-    ResidentRegion *region;
-    const uint8_t *start;
-    {
-        std::lock_guard<std::mutex> lock(regions_mutex);
-        std::tie(start, region) = region_holding(buf);
+namespace {
+
+// Memory an array view covers: its first element, element size, and (extent, stride in elements)
+// per dimension, innermost first. Strides are non-negative.
+struct Footprint {
+    const uint8_t *host;
+    int64_t elem;
+    std::vector<std::pair<int64_t, int64_t>> dims;
+
+    int64_t span_bytes() const {
+        int64_t last = 0;
+        for (const auto &[extent, stride] : dims) {
+            if (extent == 0) return 0;
+            last += (extent - 1) * stride;
+        }
+        return (last + 1) * elem;
     }
+};
+
+Footprint footprint_of(const halide_buffer_t *buf) {
+    Footprint f{buf->host, buf->type.bytes(), {}};
+    for (int d = 0; d < buf->dimensions; d++) f.dims.emplace_back(buf->dim[d].extent, buf->dim[d].stride);
+    return f;
+}
+
+Footprint footprint_of(const TensorView &t) {
+    Footprint f{reinterpret_cast<const uint8_t *>(t.data), static_cast<int64_t>(sizeof(float)), {}};
+    int64_t dense = 1;  // the stride of a contiguous view's dimension
+    for (int d = t.rank() - 1; d >= 0; d--) {
+        f.dims.emplace_back(t.shape[d], t.strides.empty() ? dense : t.strides[d]);
+        dense *= t.shape[d];
+    }
+    return f;
+}
+
+// The region holding all of f's memory, or nullptr; `start` receives the region's start.
+ResidentRegion *region_of(const Footprint &f, const uint8_t **start = nullptr) {
+    const int64_t span = f.span_bytes();
+    if (span == 0) return nullptr;
+    std::lock_guard<std::mutex> lock(regions_mutex);
+    auto [at, region] = region_holding(f.host, f.host + span);
+    if (start) *start = at;
+    return region;
+}
+
+void mark_host_writes(const Footprint &f) {
+    const uint8_t *start = nullptr;
+    ResidentRegion *region = region_of(f, &start);
     if (!region || !region->tracks_host_changes()) return;  // (the CPU-only case: nothing to do)
-    const int64_t word = sizeof(float), elem = buf->type.bytes();
+    const int64_t word = sizeof(float);
     // Bytes [begin, end) changed: the words that hold them are stale.
     const auto changed = [&](int64_t begin, int64_t end) { region->host_changed(begin / word, (end + word - 1) / word); };
-    // The runs of the innermost dimension (rows of a KV-cache slot, say): a strided view marks
-    // the rows it wrote, not the span between them, unless that would take millions of runs.
-    const int dims = buf->dimensions;
-    const bool runs = dims > 0 && buf->dim[0].stride == 1;
+    // Runs of contiguous memory (the rows of a KV-cache slot, say): a strided view marks the rows
+    // it wrote, not the span between them, unless that would take very many runs.
+    size_t contiguous = 0;
+    int64_t run = 1;
+    while (contiguous < f.dims.size() && f.dims[contiguous].second == run) run *= f.dims[contiguous++].first;
     int64_t count = 1;
-    for (int d = runs ? 1 : 0; d < dims; d++) count *= buf->dim[d].extent;
-    if (!runs || count > (1 << 20)) {
-        changed(buf->begin() - start, buf->end() - start);
+    for (size_t d = contiguous; d < f.dims.size(); d++) count *= f.dims[d].first;
+    const int64_t offset = f.host - start;
+    if (contiguous == 0 || count > (1 << 16)) {
+        changed(offset, offset + f.span_bytes());
         return;
     }
     for (int64_t i = 0; i < count; i++) {
-        int64_t at = buf->host - start, rest = i;
-        for (int d = 1; d < dims; d++) {
-            at += (rest % buf->dim[d].extent) * buf->dim[d].stride * elem;
-            rest /= buf->dim[d].extent;
+        int64_t at = offset, rest = i;
+        for (size_t d = contiguous; d < f.dims.size(); d++) {
+            at += (rest % f.dims[d].first) * f.dims[d].second * f.elem;
+            rest /= f.dims[d].first;
         }
-        changed(at, at + buf->dim[0].extent * elem);
+        changed(at, at + run * f.elem);
     }
+}
+
+}  // namespace
+
+void host_wrote(const halide_buffer_t *buf) { mark_host_writes(footprint_of(buf)); }
+void host_wrote(const TensorView &t) { mark_host_writes(footprint_of(t)); }
+
+void host_reads(const TensorView &t) {
+    if (ResidentRegion *region = region_of(footprint_of(t))) region->fetch();
 }
 
 bool copy_on_device(const TensorView &src, const TensorView &dst) {

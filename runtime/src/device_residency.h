@@ -70,7 +70,7 @@ private:
     int64_t count_;
     Residency residency_;
     Halide::Runtime::Buffer<float> mirror_;  // the host memory, with the device allocation
-    Device on_ = Device::CPU;                // where mirror_ is allocated
+    std::atomic<Device> on_{Device::CPU};    // where mirror_ is allocated
     std::vector<std::pair<int64_t, int64_t>> stale_;
     bool device_newer_ = false;  // DeviceOutput: kernels wrote it since the last fetch
 };
@@ -87,6 +87,7 @@ public:
     void finish();  // after a successful call: outputs to the host
 
 private:
+    void release();  // unbinds the region memory and frees the call's own allocations
     struct Bound {
         halide_buffer_t *buf;
         ResidentRegion *region;  // nullptr: the pipeline's own allocation
@@ -94,6 +95,7 @@ private:
     };
     Device device_;
     std::vector<Bound> buffers_;
+    bool finished_ = false;
 };
 
 // Copies src into dst on the current GPU when src holds kernel results that live only there (a
@@ -104,6 +106,10 @@ bool copy_on_device(const TensorView &src, const TensorView &dst);
 
 // The host wrote `buf`'s elements: where they lie in a region with a device copy, it goes stale.
 void host_wrote(const halide_buffer_t *buf);
+void host_wrote(const TensorView &t);
+// Host code is about to read t: where it lies in a region whose device copy holds newer kernel
+// results, they come to the host first.
+void host_reads(const TensorView &t);
 
 // A region for the duration of one layer or kernel call, over memory the caller owns: on a GPU
 // it lives on the device while this lives. Nothing on the CPU, or where the memory is resident

@@ -90,8 +90,13 @@ Tensor::Tensor() = default;
 Tensor::~Tensor() = default;
 Tensor::Tensor(Tensor &&other) noexcept = default;  // the values' memory, and so its region, moves
 
-Tensor::Tensor(const Tensor &other) : shape_(other.shape_), values_(other.values_) {
+Tensor::Tensor(const Tensor &other) : shape_(other.shape_), values_((other.host_current(), other.values_)) {
     if (other.resident_) keep_on_device(other.resident_->residency());
+}
+
+const Tensor &Tensor::host_current() const {
+    if (resident_) resident_->fetch();
+    return *this;
 }
 
 Tensor &Tensor::operator=(const Tensor &other) {
@@ -109,6 +114,7 @@ Tensor &Tensor::operator=(Tensor &&other) noexcept {
 
 void Tensor::keep_on_device(Residency residency) {
     if (resident_ && resident_->residency() == residency) return;
+    host_current();  // what only a device held is not dropped with the old region
     resident_.reset();
     if (!values_.empty()) resident_ = std::make_unique<detail::ResidentRegion>(values_.data(), size(), residency);
 }
@@ -137,7 +143,7 @@ Tensor Tensor::reshaped(Shape shape) const {
                                  std::to_string(size()) + " elements) to " +
                                  shape_to_string(shape) + " (" + std::to_string(count) +
                                  " elements)");
-    return Tensor(std::move(shape), values_);
+    return Tensor(std::move(shape), host_current().values_);
 }
 
 namespace {
@@ -160,15 +166,16 @@ void copy_into(const TensorView &src, const TensorView &dst) {
     require(src.shape == dst.shape, "copy: shapes " + shape_to_string(src.shape) + " and " +
                                         shape_to_string(dst.shape) + " differ");
     if (src.size() == 0) return;
+    if (detail::copy_on_device(src, dst)) return;  // src's values live on the current GPU
+    detail::host_reads(src);
     if (src.shape.empty()) {
         *dst.data = *src.data;
-        return;
+    } else {
+        const Shape s = src.strides.empty() ? contiguous_strides(src.shape) : src.strides;
+        const Shape d = dst.strides.empty() ? contiguous_strides(dst.shape) : dst.strides;
+        copy_dims(src.data, s.data(), dst.data, d.data(), src.shape.data(), src.shape.size());
     }
-    if (detail::copy_on_device(src, dst)) return;  // src's values live on a GPU
-    const Shape s = src.strides.empty() ? contiguous_strides(src.shape) : src.strides;
-    const Shape d = dst.strides.empty() ? contiguous_strides(dst.shape) : dst.strides;
-    copy_dims(src.data, s.data(), dst.data, d.data(), src.shape.data(), src.shape.size());
-    detail::host_wrote(dst.halide_buffer().raw_buffer());
+    detail::host_wrote(dst);
 }
 
 Tensor Tensor::tokens(int64_t begin, int64_t end) const {
@@ -179,6 +186,7 @@ Tensor Tensor::tokens(int64_t begin, int64_t end) const {
     out_shape[1] = end - begin;
     Tensor out(out_shape);
     if (out.size() == 0) return out;
+    host_current();
     const int64_t row = size() / (dim(0) * std::max<int64_t>(dim(1), 1));
     for (int64_t b = 0; b < dim(0); b++) {
         std::copy_n(data() + (b * dim(1) + begin) * row, (end - begin) * row,

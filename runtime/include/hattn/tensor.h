@@ -102,6 +102,10 @@ public:
     void fetch_from_device();
 
 private:
+    // Brings kernel results held only on a device (Residency::DeviceOutput) to the values before
+    // the host reads them for a copy.
+    const Tensor &host_current() const;
+
     Shape shape_;
     std::vector<float> values_;
     std::unique_ptr<detail::ResidentRegion> resident_;
