@@ -69,9 +69,6 @@ void sync_device(Device device) {
 
 ResidentRegion::ResidentRegion(void *host, int64_t count, Residency residency)
     : host_(host), count_(count), residency_(residency) {
-    require(count <= std::numeric_limits<int32_t>::max(),
-            "a resident tensor holds at most 2^31 - 1 floats, got " + std::to_string(count));
-    mirror_ = Halide::Runtime::Buffer<float>(static_cast<float *>(host), static_cast<int>(count));
     std::lock_guard<std::mutex> lock(regions_mutex);
     const bool added = regions.emplace(static_cast<const uint8_t *>(host), this).second;
     require(added, "internal: memory made resident twice");
@@ -126,6 +123,11 @@ bool ResidentRegion::bind(halide_buffer_t *buf, Device device, Halide::Runtime::
         // Moving from another GPU API: what only that device held comes to the host first.
         const bool moving = on_ != Device::CPU;
         if (moving) fetch_locked();
+        // The mirror (a Halide buffer, 32-bit extents) is made at the first binding, so that the
+        // CPU never meets its limit.
+        require(count_ <= std::numeric_limits<int32_t>::max(),
+                "a tensor kept on a GPU holds at most 2^31 - 1 floats, got " + std::to_string(count_));
+        if (!moving) mirror_ = Halide::Runtime::Buffer<float>(static_cast<float *>(host_), static_cast<int>(count_));
         mirror_.set_device_dirty(false);
         mirror_.device_free();
         check_halide_status(mirror_.device_malloc(iface), "resident allocation");
