@@ -20,12 +20,15 @@ namespace {
 // chunks in step. Per chunk the whole block stages the K and V tiles (C keys) in shared memory,
 // computes the T x C scores there (a thread per score, K stored key-fastest so the threads of a
 // row read consecutive words), the row statistics and probabilities, then each thread accumulates
-// PV for four consecutive head dims of one row in registers and rescales the
+// PV for eight consecutive head dims of one row in registers and rescales the
 // block's running state (shared memory) for them. The running (output, max, sum) tuple costs
 // 3 T D floats of shared memory; with T = C = 16 a block stays under 48 KB at D = 128.
 void schedule_block_tiles(AttentionPrefill &g) {
     ChunkedAttention &a = *g.attention;
-    const int dims_per_thread = 4;
+    // 8 head dims per thread keep a block at 16 x 16 = 256 threads at D = 128, so that it launches
+    // whatever registers the driver's PTX compiler gives a thread (up to 255; Halide 14 states no
+    // launch bounds, and 512 threads would allow only 128).
+    const int dims_per_thread = 8;
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var io("io"), ii("ii"), hb("hb"), dt("dt"), dv("dv");
     auto map_blocks = [&](Stage s) {
@@ -129,7 +132,9 @@ void schedule(AttentionDecode &g, const Target &) {
     a.pv.compute_at(block).reorder(a.d, a.hg).gpu_threads(a.d);
     a.pv.update().reorder(a.d, a.rj, a.hg).gpu_threads(a.d);
     a.chunk_out.compute_inline();
-    g.out.gpu_blocks(hk, b).gpu_threads(g.out.args()[0], g.out.args()[1]);
+    // A block per (head, KV head, sequence), a thread per head dim: at most 128 threads, where
+    // threads over (head dim, head in group) reached 1024 for groups of 8.
+    g.out.gpu_blocks(g.out.args()[1], hk, b).gpu_threads(g.out.args()[0]);
     const LoopLevel head(g.out, g.out.args()[0]);
     for (Func f : {a.merged_max, a.merged_sum, a.merged_out}) f.compute_at(head);
     a.weight.compute_inline();  // stored, it would need a global array per thread (one per chunk)
