@@ -14,10 +14,24 @@ void schedule(DsaIndexScores &g, const Target &) {
     g.dot.compute_at(g.score, tt);
 }
 
+// A block per (head, query, sequence): a decode step has as many blocks as heads, where a thread
+// per head (the first mapping) left one block to walk every selected key serially. Threads split
+// the selected keys for the logits (each accumulated in a register, stored in shared memory) and
+// the probabilities, and the value dims for PV, reading consecutive floats of each gathered row.
+// The row's max and sum run in one thread over the K keys.
 void schedule(DsaSparseAttention &g, const Target &) {
-    g.out.reorder(g.d, g.h, g.s, g.b).gpu_blocks(g.s, g.b).gpu_threads(g.h);
-    const LoopLevel row(g.out, g.h);
-    for (Func f : {g.logit, g.row_max, g.prob, g.row_sum, g.acc}) f.compute_at(row);
+    constexpr int threads = 256;
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Var ds("ds"), dt("dt"), ns("ns"), nt("nt");
+    g.out.split(g.d, ds, dt, threads, guard).reorder(ds, dt, g.h, g.s, g.b).gpu_blocks(g.h, g.s, g.b).gpu_threads(dt);
+    const LoopLevel block(g.out, g.h);
+    Func logits = g.logit.in();
+    for (Func f : {logits, g.prob}) {
+        f.compute_at(block).split(g.n, ns, nt, threads, guard).reorder(ns, nt).gpu_threads(nt);
+    }
+    g.logit.compute_at(logits, ns);
+    for (Func f : {g.row_max, g.row_sum}) f.compute_at(block);
+    g.acc.compute_at(g.out, ds);
 }
 
 }  // namespace hattn::schedules::cuda
