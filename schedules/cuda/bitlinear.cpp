@@ -6,11 +6,22 @@ namespace hattn::schedules::cuda {
 
 using namespace Halide;
 
-// One thread per output; its dot product over k runs serially from the packed row.
+// As the projection's GEMV: a block owns 8 outputs of one row; 32 lanes split each dot product
+// over k (rfactor), so a warp reads consecutive packed bytes of a weight row (four lanes a byte);
+// each lane's sum stays in a register until it is stored once to shared memory, where the
+// per-output sums read them. (Was a thread per output walking its packed row alone.)
 void schedule(BitLinear &g, const Target &) {
-    Var ob("ob"), ot("ot");
-    g.y.split(g.o, ob, ot, 64, TailStrategy::GuardWithIf).gpu_blocks(ob, g.r).gpu_threads(ot);
-    g.dot.compute_at(g.y, ot);
+    constexpr int outputs = 8, lanes = 32;
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Var ob("ob"), ot("ot"), u("u");
+    RVar ko("ko"), lane("lane");
+    g.y.split(g.o, ob, ot, outputs, guard).gpu_blocks(ob, g.r).gpu_threads(ot);
+    Func partial = g.dot.update().split(g.rk, ko, lane, lanes, guard).rfactor(lane, u);
+    g.dot.compute_at(g.y, ob).gpu_threads(g.o);
+    g.dot.update().gpu_threads(g.o);  // the sum over lanes
+    Func lane_sums = partial.in();
+    lane_sums.compute_at(g.y, ob).store_in(MemoryType::GPUShared).reorder(u, g.o).gpu_threads(u, g.o);
+    partial.compute_at(lane_sums, u);
 }
 
 // A thread per row for the peak and the sum (one or a few rows in decode), a thread per element
