@@ -156,9 +156,9 @@ TEST(LatentState, CcgqaCachesTwoLkvFloatsPerToken) {
     EXPECT_EQ(layer.config.kv_rank(), 16);  // E / 8
 }
 
-// On a GPU a CCGQA decode step moves only x up, and y, the new K and V rows and the state's new
-// history rows down: every intermediate result stays on the device, BitLinear's quantised
-// activations too. The latent widths keep every row the step writes aligned for OpenCL
+// On a GPU a CCGQA decode step moves only x up, and y, the new K and V rows and the rows of the
+// state down: every intermediate result stays on the device, BitLinear's quantised activations
+// too. The latent widths keep every row the step writes aligned for OpenCL
 // sub-buffers.
 class LatentOnGpu : public testing::OnEachGpu {
 protected:
@@ -187,8 +187,10 @@ protected:
             if (step == 0) continue;  // the RoPE table grew to cover position 6: uploaded again
             const int64_t f = sizeof(float);
             EXPECT_EQ(after.uploaded - before.uploaded, B * E * f) << "step " << step << " uploaded more than x";
-            EXPECT_EQ(after.downloaded - before.downloaded, (B * E + 2 * B * Lkv + B * hist * P + B * Lkv / 2) * f)
-                << "step " << step << " downloaded more than y, the new K and V rows and the new state rows";
+            // The new history rows reach the host state from the step's packed rows, fetched whole
+            // (the history before them too: one contiguous download).
+            EXPECT_EQ(after.downloaded - before.downloaded, (B * E + 2 * B * Lkv + B * (hist + 1) * P + B * Lkv / 2) * f)
+                << "step " << step << " downloaded more than y, the new K and V rows and the step's state rows";
         }
         EXPECT_LE(testing::relative_l2(gpu_state.qk_history, cpu_state.qk_history), 1e-6);
         EXPECT_LE(testing::relative_l2(gpu_state.prev_value, cpu_state.prev_value), 1e-5);

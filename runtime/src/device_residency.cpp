@@ -337,24 +337,33 @@ void host_reads(const TensorView &t) {
     if (ResidentRegion *region = region_of(footprint_of(t))) region->fetch();
 }
 
-bool copy_on_device(const TensorView &src, const TensorView &dst) {
+DeviceCopy copy_on_device(const TensorView &src, const TensorView &dst) {
     const Device device = current_device();
-    if (device == Device::CPU) return false;
+    if (device == Device::CPU) return DeviceCopy::NotDone;
     Halide::Runtime::Buffer<float> from = src.halide_buffer(), to = dst.halide_buffer();
+    bool mirror_from_host;
     {
         // On the device when src's values are only there, or when both sides have a device copy
         // there (the copy then costs no transfer, and leaves dst's device copy current).
         std::lock_guard<std::mutex> lock(regions_mutex);
         const ResidentRegion *source = region_holding(from.raw_buffer()).second;
-        if (!source || source->on_ != device) return false;
+        if (!source || source->on_ != device) return DeviceCopy::NotDone;
         const bool only_there = source->residency() == Residency::DeviceOutput && source->device_newer();
-        if (!only_there && !region_holding(to.raw_buffer()).second) return false;
+        const ResidentRegion *target = region_holding(to.raw_buffer()).second;
+        if (!only_there && !target) return DeviceCopy::NotDone;
+        // Kernel results copied into a mirror (new cache rows): its host copy is better fed from
+        // src's region, fetched whole (one contiguous download, once), than from the rows
+        // written in dst, downloaded run by run (a copy per row and head).
+        mirror_from_host = source->residency() == Residency::DeviceOutput && target &&
+                           target->residency() != Residency::DeviceOutput;
     }
     DeviceCall call(device, {from.raw_buffer(), to.raw_buffer()});
+    const bool dst_bound = !to.raw_buffer()->host_dirty();  // bound to the region's device copy
     check_halide_status(halide_buffer_copy(nullptr, from.raw_buffer(), device_interface(device), to.raw_buffer()),
                         "copy on device");
+    if (mirror_from_host && dst_bound) to.raw_buffer()->set_device_dirty(false);
     call.finish();
-    return true;
+    return mirror_from_host && dst_bound ? DeviceCopy::DoneMirrorFromHost : DeviceCopy::Done;
 }
 
 ScopedRegion::ScopedRegion(const void *host, int64_t bytes, Residency residency) {

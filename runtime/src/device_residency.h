@@ -36,6 +36,14 @@ const halide_device_interface_t *device_interface(Device device);  // nullptr fo
 inline std::atomic<int64_t> opencl_sub_buffer_alignment{0};
 void sync_device(Device device);
 
+// What copy_on_device() did.
+enum DeviceCopy {
+    NotDone,             // nothing done: the caller copies on the host
+    Done,
+    DoneMirrorFromHost,  // dst's device copy is done; the caller copies src to dst's host memory
+                         // (src's region is fetched first), which stays current that way
+};
+
 // Memory [host, host + 4 count) with a device copy kept on the current GPU, counted in 4-byte
 // words (floats, or packed integers). Registered in a process-wide table while it lives; the owner
 // reports host writes with host_changed().
@@ -57,7 +65,7 @@ public:
 
 private:
     friend class DeviceCall;
-    friend bool copy_on_device(const TensorView &src, const TensorView &dst);
+    friend DeviceCopy copy_on_device(const TensorView &src, const TensorView &dst);
     // Gives `buf` (which lies inside the region) this region's device copy, uploading stale
     // ranges first. The copy starts where `buf` starts: a crop of the allocation, kept in `crop`
     // while `buf` uses it. False where the device API cannot crop there (buf is left unbound).
@@ -100,9 +108,8 @@ private:
 
 // Copies src into dst on the current GPU when src holds kernel results that live only there (a
 // DeviceOutput region), or when src and dst both lie in resident regions and src's has a copy on
-// the device; the result lands where dst's memory lives (its region, or the host). False, doing
-// nothing, otherwise: the caller copies on the host.
-bool copy_on_device(const TensorView &src, const TensorView &dst);
+// the device; the result lands where dst's memory lives (its region, or the host). See DeviceCopy.
+DeviceCopy copy_on_device(const TensorView &src, const TensorView &dst);
 
 // The host wrote `buf`'s elements: where they lie in a region with a device copy, it goes stale.
 void host_wrote(const halide_buffer_t *buf);

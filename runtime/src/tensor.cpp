@@ -166,7 +166,8 @@ void copy_into(const TensorView &src, const TensorView &dst) {
     require(src.shape == dst.shape, "copy: shapes " + shape_to_string(src.shape) + " and " +
                                         shape_to_string(dst.shape) + " differ");
     if (src.size() == 0) return;
-    if (detail::copy_on_device(src, dst)) return;  // src's values live on the current GPU
+    const detail::DeviceCopy on_device = detail::copy_on_device(src, dst);
+    if (on_device == detail::DeviceCopy::Done) return;
     detail::host_reads(src);
     if (src.shape.empty()) {
         *dst.data = *src.data;
@@ -175,7 +176,8 @@ void copy_into(const TensorView &src, const TensorView &dst) {
         const Shape d = dst.strides.empty() ? contiguous_strides(dst.shape) : dst.strides;
         copy_dims(src.data, s.data(), dst.data, d.data(), src.shape.data(), src.shape.size());
     }
-    detail::host_wrote(dst);
+    // (After a device copy the device holds these values already.)
+    if (on_device == detail::DeviceCopy::NotDone) detail::host_wrote(dst);
 }
 
 Tensor Tensor::tokens(int64_t begin, int64_t end) const {

@@ -151,13 +151,16 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         apply_rope(q.view(), *rope_, start, rotated.view());
         q = std::move(rotated);
     }
+    // Keys are rotated into a tensor of their own, then copied into the cache like the values:
+    // on a GPU both copies run there, and the host cache is fed from the contiguous results.
+    Tensor k_rotated;
+    if (rope_) {
+        k_rotated = detail::scratch_tensor(k.shape());
+        apply_rope(k.view(), *rope_, start, k_rotated.view());
+    }
+    const Tensor &keys = rope_ ? k_rotated : k;
     for (int64_t b = 0; b < B; b++) {
-        const TensorView k_b(const_cast<float *>(k.data()) + b * row, one);
-        if (rope_) {
-            apply_rope(k_b, *rope_, {start[b]}, cache->key_slot(b, S));
-        } else {
-            copy_into(k_b, cache->key_slot(b, S));
-        }
+        copy_into(TensorView(const_cast<float *>(keys.data()) + b * row, one), cache->key_slot(b, S));
         copy_into(TensorView(const_cast<float *>(v.data()) + b * row, one), cache->value_slot(b, S));
     }
 
