@@ -29,12 +29,12 @@
 namespace hattn::detail {
 
 const halide_device_interface_t *device_interface(Device device);  // nullptr for the CPU
+void sync_device(Device device);
 
 // OpenCL binds memory inside a resident region through sub-buffers, whose start every device
 // wants aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN): the largest such alignment in bytes, set when
 // OpenCL is probed. CUDA crops anywhere.
 inline std::atomic<int64_t> opencl_sub_buffer_alignment{0};
-void sync_device(Device device);
 
 // What copy_on_device() did.
 enum DeviceCopy {
@@ -60,7 +60,8 @@ public:
     void host_changed(int64_t begin, int64_t end);
     // Whether host_changed() records anything: not before a mirror has a device copy.
     bool tracks_host_changes() const { return on_ != Device::CPU || residency_ == Residency::DeviceOutput; }
-    // DeviceOutput: copies what kernels left on the device into the host memory.
+    // Copies what kernels left only on the device (DeviceOutput) into the host memory, keeping
+    // host writes not uploaded yet.
     void fetch();
 
 private:

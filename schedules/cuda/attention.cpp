@@ -6,22 +6,14 @@ namespace hattn::schedules::cuda {
 
 using namespace Halide;
 
-// One GPU thread per query row of one head, which runs the chunk loop for its row with the chunk's
-// scores in its own memory; blocks are (rows, head in group, KV head x sequence). The GPU variants
-// are generated with a query tile of 1 (hattn_kernel GPU_PARAMS), so a thread's tile is its row:
-// with larger tiles Halide's bounds of running(d, i % T, ...) cover the whole tile per thread.
-// The head dims with a fast path get their own specialisation, where every per-thread array has
-// a constant size and lives in the thread's local memory rather than a global scratch buffer.
-// (A block-shared running state, FlashAttention-style, trips an internal error in Halide 14's
-// PartitionLoops once thread loops sit inside the causal chunk predicate.)
 namespace {
 
 // Block tiles (a query tile of T > 1): a block owns T query rows of one head and walks the key
 // chunks in step. Per chunk the whole block stages the K and V tiles (C keys) in shared memory,
 // computes the T x C scores there (a thread per score, K stored key-fastest so the threads of a
 // row read consecutive words), the row statistics and probabilities, then each thread accumulates
-// PV for eight consecutive head dims of one row in registers and rescales the
-// block's running state (shared memory) for them. The running (output, max, sum) tuple costs
+// PV for eight consecutive head dims of one row in registers and rescales the block's running
+// state (shared memory) for them. The running (output, max, sum) tuple costs
 // 3 T D floats of shared memory; with T = C = 16 a block stays under 48 KB at D = 128.
 void schedule_block_tiles(AttentionPrefill &g) {
     ChunkedAttention &a = *g.attention;
@@ -75,6 +67,13 @@ void schedule_block_tiles(AttentionPrefill &g) {
 
 }  // namespace
 
+// The query tile the GPU variant was generated with picks the schedule: block tiles (T > 1, the
+// default GPU_PARAMS), or the `rows` family's (T = 1): one GPU thread per query row of one head,
+// which runs the chunk loop for its row with the chunk's scores in its own memory; blocks are
+// (rows, head in group, KV head x sequence). (With T > 1 that mapping would compute the whole tile
+// per thread: Halide's bounds of running(d, i % T, ...) cover it.) The head dims with a fast path
+// get their own specialisation, where every per-thread array has a constant size and lives in the
+// thread's local memory rather than a global scratch buffer.
 void schedule(AttentionPrefill &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     if (a.T > 1) {

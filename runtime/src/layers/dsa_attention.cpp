@@ -82,8 +82,8 @@ DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), r
     const float head_scale = static_cast<float>(1.0 / std::sqrt(double(c.index_heads)));
     for (float &v : head_weights.values()) v *= head_scale;
     index_w_ = Linear::dense(std::move(head_weights));
-    // Per head, W_kvb's key rows transposed ([R, N]): the absorbed query is q_nope_h times them;
-    // and its value rows [V, R], applied to the attended latent.
+    // Per head, W_kvb's key rows transposed ([R, N]): the absorbed query is q_nope_h times them.
+    // (Its value rows are applied to the attended latent in place, as views of W_kvb.)
     const Tensor &kvb = kv_b_.weight();
     const int64_t N = c.nope_dim, V = c.v_dim;
     for (int64_t h = 0; h < H; h++) {
@@ -91,8 +91,6 @@ DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), r
         for (int64_t i = 0; i < N; i++)
             for (int64_t r = 0; r < R; r++) t.data()[r * N + i] = kvb.data()[(h * (N + V) + i) * R + r];
         key_absorb_.push_back(Linear::dense(std::move(t)));
-        const float *values = kvb.data() + (h * (N + V) + N) * R;
-        value_absorb_.push_back(Linear::dense(Tensor({V, R}, std::vector<float>(values, values + V * R))));
     }
     for (Tensor *t : {&q_a_norm_, &kv_a_norm_, &index_norm_w_, &index_norm_b_}) t->keep_on_device(Residency::ReadOnly);
 }
@@ -284,7 +282,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
         for (int64_t h = 0; h < H; h++) {
             Tensor lat_h = detail::scratch_tensor({B * S, R}), out_h = detail::scratch_tensor({B * S, V});
             copy_into(TensorView(out_lat.data() + h * R, {B * S, R}, {H * R, 1}), lat_h.view());
-            value_absorb_[h].apply(lat_h.view(), out_h.view());
+            const TensorView values(const_cast<float *>(kv_b_.weight().data()) + (h * (N + V) + N) * R, {V, R});
+            project(lat_h.view(), values, nullptr, out_h.view());
             copy_into(out_h.view(), TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
         }
     }

@@ -71,8 +71,7 @@ private:
     Linear q_a_, q_b_, kv_a_, kv_b_, o_, index_q_, index_k_, index_w_;
     Tensor q_a_norm_, kv_a_norm_, index_norm_w_, index_norm_b_;
     RopeTable rope_;        // on the Rd rotary dims (interleaved layout)
-    std::vector<Linear> key_absorb_;    // per head: W_kvb's key rows transposed, [R, N]
-    std::vector<Linear> value_absorb_;  // per head: W_kvb's value rows, [V, R]
+    std::vector<Linear> key_absorb_;  // per head: W_kvb's key rows transposed, [R, N]
 };
 
 }  // namespace hattn

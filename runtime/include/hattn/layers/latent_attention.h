@@ -72,11 +72,10 @@ public:
 private:
     Tensor run(const Tensor &x, LatentState &state);
     void require_decoder(const char *call) const;
+    void keep_on_device();  // the weights the kernels read directly (Linear keeps its own)
 
     LatentAttentionConfig config_;
     Linear qk_, value_, value_delayed_, out_;  // value_ is val_proj or val_proj1 / v_proj_current
-    void keep_on_device();  // the weights the kernels read directly (Linear keeps its own)
-
     CcaConvWeights conv_;
     Tensor key_scale_;  // [Hkv]
     RopeTable rope_;
