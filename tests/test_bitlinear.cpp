@@ -26,8 +26,8 @@ TEST(PackTernary, UsesTwoBitsPerWeight) {
     const PackedTernary p = pack_ternary(testing::random_tensor({48, 256}, 1));
     EXPECT_EQ(p.bytes(), 48 * 256 / 4);
     const PackedTernary odd = pack_ternary(testing::random_tensor({5, 70}, 2));
-    EXPECT_EQ(odd.bytes(), 5 * 128 / 4);  // rows padded to a multiple of 64 inputs, padding weighs 0
-    for (int64_t k = 70; k < 128; k++) EXPECT_EQ(odd.weight(4, k), 0);
+    EXPECT_EQ(odd.bytes(), 5 * 256 / 4);  // rows padded to a multiple of 256 inputs, padding weighs 0
+    for (int64_t k = 70; k < 256; k++) EXPECT_EQ(odd.weight(4, k), 0);
 }
 
 double bitlinear_error(int64_t rows, int64_t in, int64_t out, IntegerDotForm form, uint32_t seed) {

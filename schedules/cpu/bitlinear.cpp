@@ -5,11 +5,22 @@ namespace hattn::schedules::cpu {
 using namespace Halide;
 
 void schedule_bitlinear(BitLinear &g, const Target &) {
-    RVar ko("ko"), ki("ki");
-    g.y.parallel(g.o, 8, TailStrategy::GuardWithIf);
-    g.code.compute_at(g.y, g.o).vectorize(g.k, BitLinear::k_multiple);
+    // A vector holds 64 packed bytes against 64 activations: 16 int32 lanes, each the sum of 4
+    // byte products (vpdpbusd, vpmaddwd pairs, sdot). Each code position s (the byte's 2-bit
+    // field) has lanes of its own, so the four products of a vector of bytes are independent
+    // chains; all of them are summed once per output, not once per vector.
+    constexpr int bytes = BitLinear::k_multiple / 4;
+    RVar po("po"), pi("pi"), pg("pg"), pq("pq");
+    Var lane("lane"), field("field");
+    g.xq_by_code.compute_root().parallel(g.r).vectorize(g.p, bytes);
+    // Tasks of 64 outputs: with 8, a decode step spent half its time handing out tasks.
+    g.y.reorder(g.r, g.o).parallel(g.o, 64, TailStrategy::GuardWithIf);
     g.dot.compute_at(g.y, g.o);
-    g.dot.update().split(g.rk, ko, ki, BitLinear::k_multiple).atomic().vectorize(ki);
+    g.dot.update().split(g.rk.x, po, pi, bytes).split(pi, pg, pq, 4);
+    Func lanes = g.dot.update().rfactor({{pg, lane}, {g.rk.y, field}});
+    g.dot.update().atomic().vectorize(pg).vectorize(g.rk.y);
+    lanes.compute_at(g.dot, g.o).reorder_storage(lane, field, g.o, g.r).vectorize(lane).unroll(field);
+    lanes.update().reorder(pq, lane, field, po).atomic().vectorize(pq).vectorize(lane).unroll(field);
 }
 
 void schedule_bitlinear_quantize(BitLinearQuantize &g, const Target &t) {

@@ -5,8 +5,8 @@
 
 namespace hattn::schedules::cpu {
 
-// Parallel over outputs; per output, the weight row is unpacked once and every row's dot product
-// is a vectorised reduction over k (atomic), which the backends lower to their dot-product units.
+// Parallel over outputs; every dot product is a vectorised reduction over packed bytes (atomic),
+// which the backends lower to their dot-product units.
 void schedule_bitlinear(BitLinear &g, const Halide::Target &t);
 
 // Per row: the peak and the sum as vectorised reductions, the quantised row vectorised.

@@ -7,7 +7,8 @@ namespace hattn::schedules::cuda {
 using namespace Halide;
 
 // As the projection's GEMV: a block owns 8 outputs of one row; 32 lanes split each dot product
-// over k (rfactor), so a warp reads consecutive packed bytes of a weight row (four lanes a byte);
+// over packed bytes (rfactor), so a warp reads 32 consecutive bytes of a weight row and each lane
+// the 4 activations of its byte;
 // each lane's sum stays in a register until it is stored once to shared memory, where the
 // per-output sums read them. (Was a thread per output walking its packed row alone.)
 void schedule(BitLinear &g, const Target &) {
@@ -16,7 +17,7 @@ void schedule(BitLinear &g, const Target &) {
     Var ob("ob"), ot("ot"), u("u");
     RVar ko("ko"), lane("lane");
     g.y.split(g.o, ob, ot, outputs, guard).gpu_blocks(ob, g.r).gpu_threads(ot);
-    Func partial = g.dot.update().split(g.rk, ko, lane, lanes, guard).rfactor(lane, u);
+    Func partial = g.dot.update().split(g.rk.x, ko, lane, lanes, guard).rfactor(lane, u);
     g.dot.compute_at(g.y, ob).gpu_threads(g.o);
     g.dot.update().gpu_threads(g.o);  // the sum over lanes
     Func lane_sums = partial.in();

@@ -10,7 +10,7 @@
 namespace hattn {
 
 namespace {
-constexpr int64_t k_multiple = 64;  // BitLinear::k_multiple in the generator
+constexpr int64_t k_multiple = 256;  // BitLinear::k_multiple in the generator
 }  // namespace
 
 PackedTernary pack_ternary(const Tensor &w) {

@@ -12,7 +12,7 @@ namespace hattn {
 
 struct PackedTernary {
     int64_t out = 0, in = 0;
-    int64_t in_padded = 0;  // in rounded up to the kernel's multiple of 64; the padding weighs 0
+    int64_t in_padded = 0;  // in rounded up to the kernel's multiple of 256; the padding weighs 0
     float scale = 1.0f;     // a_w = 1 / max(mean |W|, 1e-5)
     std::vector<uint8_t> codes;  // [out, in_padded / 4]: Wq + 1 in 2 bits, four to a byte, low first
 
