@@ -11,7 +11,8 @@ void AttentionPrefill::configure() {
 }
 
 void AttentionPrefill::generate() {
-    attention = std::make_unique<ChunkedAttention>(query_tile, key_chunk);
+    const int T = query_tile > 0 ? int(query_tile) : schedules::prefill_query_tile(get_target());
+    attention = std::make_unique<ChunkedAttention>(T, key_chunk);
     ChunkedAttention &a = *attention;
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;

@@ -11,8 +11,10 @@ namespace hattn {
 
 class AttentionPrefill : public Halide::Generator<AttentionPrefill> {
 public:
-    // Tile sizes the algorithm is written in terms of; schedules pick them per target.
-    GeneratorParam<int> query_tile{"query_tile", 32};
+    // Tile sizes the algorithm is written in terms of; schedules pick them per target. A query
+    // tile of 0 is the schedule family's choice (schedules::prefill_query_tile), because the
+    // sub-targets of one multi-target library are generated with the same parameters.
+    GeneratorParam<int> query_tile{"query_tile", 0};
     GeneratorParam<int> key_chunk{"key_chunk", 256};
     GeneratorParam<bool> masked{"masked", false};
 

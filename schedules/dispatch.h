@@ -27,16 +27,22 @@ HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_GENERATOR)
 
 namespace hattn::schedules {
 
+// Besides the schedules, each family chooses the tiles that an algorithm takes as parameters
+// (where a generator leaves one to the family).
 #define HATTN_DECLARE_SCHEDULE(G) void schedule(G &g, const Halide::Target &t);
+#define HATTN_DECLARE_FAMILY                    \
+    HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE) \
+    int prefill_query_tile(const Halide::Target &t);
 namespace x86 {
-HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE)
+HATTN_DECLARE_FAMILY
 }
 namespace arm {
-HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE)
+HATTN_DECLARE_FAMILY
 }
 namespace cuda {
-HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE)
+HATTN_DECLARE_FAMILY
 }
+#undef HATTN_DECLARE_FAMILY
 #undef HATTN_DECLARE_SCHEDULE
 
 template <typename Generator>
@@ -48,6 +54,13 @@ void apply(Generator &g, const Halide::Target &t) {
     } else {
         x86::schedule(g, t);
     }
+}
+
+// The prefill's query tile (queries that share each K/V chunk load) for the target's family.
+inline int prefill_query_tile(const Halide::Target &t) {
+    if (t.has_gpu_feature()) return cuda::prefill_query_tile(t);
+    if (t.arch == Halide::Target::ARM) return arm::prefill_query_tile(t);
+    return x86::prefill_query_tile(t);
 }
 
 }  // namespace hattn::schedules

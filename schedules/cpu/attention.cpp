@@ -43,7 +43,7 @@ void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool ro
 
 void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
-    Var io("io"), ii("ii"), qo("qo"), qv("qv"), jo("jo"), ji("ji");
+    Var io("io"), ii("ii"), qo("qo"), qv("qv"), qg("qg"), qr("qr"), jo("jo"), ji("ji");
 
     // Parallel over sequences, KV heads and query tiles; a tile's queries and its group's heads
     // are computed together so each K/V chunk is loaded once for all of them.
@@ -62,15 +62,16 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionC
     a.running.update().reorder(a.d, a.qi, a.hg, a.rc).vectorize(a.d, vec, TailStrategy::GuardWithIf);
     const LoopLevel chunk(a.running, RVar(a.rc));
 
-    // QK: scores stored per chunk, computed in register tiles of (query vectors x keys_per_step).
+    // QK: scores stored per chunk, computed in register tiles of (query_vectors x keys_per_step).
     a.score.compute_at(chunk)
         .split(a.j, jo, ji, tiles.keys_per_step)
         .split(a.qi, qo, qv, vec)
-        .reorder(qv, qo, ji, jo, a.hg)
+        .split(qo, qg, qr, tiles.query_vectors)
+        .reorder(qv, qr, ji, qg, jo, a.hg)
         .vectorize(qv)
-        .unroll(qo)
+        .unroll(qr)
         .unroll(ji);
-    a.qk.compute_at(a.score, jo).split(a.qi, qo, qv, vec).vectorize(qv).unroll(qo).unroll(a.j);
+    a.qk.compute_at(a.score, qg).split(a.qi, qo, qv, vec).vectorize(qv).unroll(qo).unroll(a.j);
     a.qk.update().split(a.qi, qo, qv, vec).reorder(qv, qo, a.j, a.rd).vectorize(qv).unroll(qo).unroll(a.j);
 
     // Softmax pieces, vectorised across the tile's queries.
