@@ -30,7 +30,7 @@ namespace hattn::schedules {
 // Besides the schedules, each family chooses the tiles that an algorithm takes as parameters
 // (where a generator leaves one to the family).
 #define HATTN_DECLARE_SCHEDULE(G) void schedule(G &g, const Halide::Target &t);
-#define HATTN_DECLARE_FAMILY                    \
+#define HATTN_DECLARE_FAMILY                           \
     HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE) \
     int prefill_query_tile(const Halide::Target &t);
 namespace x86 {
