@@ -18,10 +18,13 @@ void CcaQkLatent::generate() {
     conv0(c, e, b) = conv0_b(c);
     conv0(c, e, b) += conv0_w(j0, c) * qk(c, e - (k0 - 1) + j0, b);
 
+    // Channels past the last are clamped, so that a schedule may compute whole register tiles of
+    // conv1 past a group's last channel (those values are never used).
+    const Expr P = conv0_w.dim(1).extent();
     Var grp("grp");
-    conv1_w_t(d, grp, i, j) = conv1_w(j, i, grp * dh + d);
+    conv1_w_t(d, grp, i, j) = conv1_w(j, i, min(grp * dh + d, P - 1));
     r1 = RDom(0, k1, 0, dh, "r1");
-    conv1(d, grp, s, b) = conv1_b(grp * dh + d);
+    conv1(d, grp, s, b) = conv1_b(min(grp * dh + d, P - 1));
     conv1(d, grp, s, b) += conv1_w_t(d, grp, r1.y, r1.x) * conv0(grp * dh + r1.y, s + (k0 - 1) + r1.x, b);
 
     // The raw rows of the new tokens, for q-k-mean.
