@@ -9,10 +9,11 @@ using namespace Halide;
 void DsaIndexScores::generate() {
     rd = RDom(0, iq.dim(0).extent(), "rd");
     rh = RDom(0, iq.dim(1).extent(), "rh");
+    // h and t clamped so that schedules may compute whole vectors of heads or keys (the same
+    // arithmetic in every lane, whatever the length) without reading past the heads or the cache.
+    queries(d, h, s, b) = iq(d, min(h, iq.dim(1).extent() - 1), s, b);
     dot(t, h, s, b) = 0.0f;
-    // t clamped so that schedules may compute whole vectors of keys (the same arithmetic in every
-    // lane, whatever the length) without reading past the cache.
-    dot(t, h, s, b) += iq(rd, h, s, b) * ik(rd, clamp(t, 0, ik.dim(1).extent() - 1), b);
+    dot(t, h, s, b) += queries(rd, h, s, b) * ik(rd, clamp(t, 0, ik.dim(1).extent() - 1), b);
     total(t, s, b) = 0.0f;
     total(t, s, b) += head_w(rh, s, b) * max(dot(t, rh, s, b) * scale, 0.0f);
     // Query s is the (S - s)-th newest of its sequence's kv_len keys.

@@ -18,8 +18,9 @@ public:
     Input<float> scale{"scale"};               // 1 / sqrt(ID)
     Output<Buffer<float>> score{"score", 3};   // (capacity, S, B)
 
-    Halide::Var t{"t"}, s{"s"}, b{"b"}, h{"h"};
+    Halide::Var t{"t"}, s{"s"}, b{"b"}, h{"h"}, d{"d"};
     Halide::RDom rd, rh;
+    Halide::Func queries{"queries"};  // (d, h, s, b): iq with the head clamped
     Halide::Func dot{"dot"};    // (t, h, s, b): iq . ik
     Halide::Func total{"total"};  // (t, s, b)
 

@@ -63,6 +63,17 @@ bool TensorView::is_contiguous() const {
     return true;
 }
 
+TensorView TensorView::crop(int dim, int64_t begin, int64_t end) const {
+    require(dim >= 0 && dim < rank() && begin >= 0 && begin <= end && end <= shape[dim],
+            "crop [" + std::to_string(begin) + ", " + std::to_string(end) + ") of dimension " + std::to_string(dim) +
+                " is outside shape " + shape_to_string(shape));
+    Shape steps = strides.empty() ? contiguous_strides(shape) : strides;
+    Shape cropped = shape;
+    cropped[dim] = end - begin;
+    float *first = data + begin * steps[dim];
+    return TensorView(first, std::move(cropped), std::move(steps));
+}
+
 Halide::Runtime::Buffer<float> TensorView::halide_buffer() const {
     const Shape steps = strides.empty() ? contiguous_strides(shape) : strides;
     constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();

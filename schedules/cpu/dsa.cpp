@@ -4,20 +4,43 @@ namespace hattn::schedules::cpu {
 
 using namespace Halide;
 
-void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t) {
+void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t, int keys) {
     const int vec = t.natural_vector_size<float>();
-    g.score.vectorize(g.t, vec, TailStrategy::GuardWithIf).parallel(g.s);
-    g.total.compute_at(g.score, g.s).vectorize(g.t, vec, TailStrategy::RoundUp);
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    // Blocks of keys in parallel, per query, so that a decode step (one query) uses every core.
+    constexpr int key_block = 256;
+    Var to("to"), ti("ti"), tt("tt"), tk("tk"), hv("hv"), hp("hp"), hl("hl");
+    g.score.split(g.t, to, ti, key_block, guard)
+        .reorder(ti, to, g.s, g.b)
+        .vectorize(ti, vec, guard)
+        .parallel(g.s)
+        .parallel(to);
+    const LoopLevel block(g.score, to);
+    // The sum over heads in order, in whole vectors of keys (no scalar tail: the same arithmetic
+    // for any length, so forward and decode agree bit for bit).
+    g.total.compute_at(block).vectorize(g.t, vec, TailStrategy::RoundUp);
     g.total.update().reorder(g.t, g.rh).vectorize(g.t, vec, TailStrategy::RoundUp);
-    // Each dot product reads one contiguous key row: vector lanes along it (rfactor), summed at the
-    // end in a fixed order that does not depend on how many queries or keys there are.
-    RVar rdo("rdo"), rdi("rdi");
-    Var lane("lane");
-    g.dot.compute_at(g.score, g.s);
-    g.dot.update().split(g.rd, rdo, rdi, vec, TailStrategy::GuardWithIf);
-    Func lanes = g.dot.update().rfactor(rdi, lane);
-    lanes.compute_at(g.dot, g.t).vectorize(lane);
-    lanes.update().reorder(lane, rdo).vectorize(lane);
+    // The dot products as a small GEMM per block: register tiles of 2 vectors of heads x `keys`
+    // keys, each over the head dim in order. Each query vector loaded serves every key of the
+    // tile and each key value (broadcast) both head vectors; the queries are staged heads-fastest
+    // once per query. (Was a dot product at a time, its 16 lanes summed one by one.)
+    Func dot_block = g.dot.in(g.total);
+    dot_block.compute_at(block)
+        .split(g.t, tt, tk, keys, guard)
+        .split(g.h, hv, hl, 2 * vec, guard)
+        .reorder(hl, tk, hv, tt)
+        .vectorize(hl, vec, guard);
+    g.dot.compute_at(dot_block, hv)
+        .bound_extent(g.h, 2 * vec)
+        .bound_extent(g.t, keys)
+        .reorder_storage(g.h, g.t)
+        .split(g.h, hp, hl, vec)
+        .reorder(hl, hp, g.t)
+        .vectorize(hl)
+        .unroll(hp)
+        .unroll(g.t);
+    g.dot.update().split(g.h, hp, hl, vec).reorder(hl, hp, g.t, g.rd).vectorize(hl).unroll(hp).unroll(g.t);
+    g.queries.compute_at(g.score, g.s).reorder_storage(g.h, g.d).reorder(g.h, g.d).vectorize(g.h, vec, TailStrategy::RoundUp);
 }
 
 void schedule_dsa_sparse_attention(DsaSparseAttention &g, const Target &t) {

@@ -5,9 +5,9 @@
 
 namespace hattn::schedules::cpu {
 
-// Per query, every key's score in whole vectors of keys (no scalar tail: the same arithmetic for
-// any length, so forward and decode agree bit for bit).
-void schedule_dsa_index_scores(DsaIndexScores &g, const Halide::Target &t);
+// Per query and block of keys, the visible keys' scores: the dot products in register tiles of
+// 2 vectors of heads x `keys` keys, the sum over heads in whole vectors of keys.
+void schedule_dsa_index_scores(DsaIndexScores &g, const Halide::Target &t, int keys);
 
 // Per query and head: logits over its selected keys, softmax, and the weighted sum of values.
 void schedule_dsa_sparse_attention(DsaSparseAttention &g, const Halide::Target &t);

@@ -5,7 +5,7 @@
 
 namespace hattn::schedules::x86 {
 
-void schedule(DsaIndexScores &g, const Halide::Target &t) { cpu::schedule_dsa_index_scores(g, t); }
+void schedule(DsaIndexScores &g, const Halide::Target &t) { cpu::schedule_dsa_index_scores(g, t, t.has_feature(Halide::Target::AVX512) ? 12 : 4); }
 void schedule(DsaSparseAttention &g, const Halide::Target &t) { cpu::schedule_dsa_sparse_attention(g, t); }
 
 }  // namespace hattn::schedules::x86

@@ -34,6 +34,8 @@ struct TensorView {
     int64_t dim(int i) const { return shape.at(i); }
     int64_t size() const { return element_count(shape); }
     bool is_contiguous() const;
+    // Elements [begin, end) of dimension `dim`: the same memory, with explicit strides.
+    TensorView crop(int dim, int64_t begin, int64_t end) const;
 
     // The same memory as a Halide buffer, dimensions reversed. Throws Error if an extent or stride
     // does not fit Halide's 32-bit fields.

@@ -1,5 +1,7 @@
 #include "hattn/kernels/dsa.h"
 
+#include <algorithm>
+
 #include "halide_call.h"
 #include "hattn/error.h"
 #include "kernel_variants.h"
@@ -17,7 +19,13 @@ void dsa_index_scores(const TensorView &iq, const TensorView &ik, const TensorVi
                 shape_to_string(head_w.shape) + ", " + shape_to_string(scores.shape) + " do not fit");
     for (int32_t len : kv_len) require(len >= S && len <= cap, "dsa index scores: KV length outside the cache");
     if (scores.size() == 0) return;
-    auto qb = iq.halide_buffer(), kb = ik.halide_buffer(), wb = head_w.halide_buffer(), sb = scores.halide_buffer();
+    // No query sees a key past the longest sequence: the kernel scores the keys up to there (a
+    // decode step in a large cache, or a prefill block, costs what its queries see), and the rest
+    // of every row is zeroed here.
+    const int64_t visible = *std::max_element(kv_len.begin(), kv_len.end());
+    if (visible < cap) copy_into(Tensor({B, S, cap - visible}).view(), scores.crop(2, visible, cap));
+    const TensorView ik_seen = ik.crop(1, 0, visible), seen = scores.crop(2, 0, visible);
+    auto qb = iq.halide_buffer(), kb = ik_seen.halide_buffer(), wb = head_w.halide_buffer(), sb = seen.halide_buffer();
     Halide::Runtime::Buffer<int32_t> lb(const_cast<int32_t *>(kv_len.data()), static_cast<int>(B));
     detail::call_kernel("dsa_index_scores", detail::dsa_index_scores_kernel(), qb.raw_buffer(), kb.raw_buffer(),
                         wb.raw_buffer(), lb.raw_buffer(), scale, sb.raw_buffer());
