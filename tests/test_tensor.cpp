@@ -78,6 +78,20 @@ TEST(TensorTest, StridedViewKeepsStrides) {
     EXPECT_EQ(element(buffer, {2, 5}), t.values()[2 * 6 + 5]);
 }
 
+TEST(TensorTest, CropSelectsARangeOfOneDimension) {
+    Tensor t = iota_tensor({2, 3, 4});
+    const TensorView middle = t.view().crop(1, 1, 3);  // [2, 2, 4]: rows 1 and 2 of each matrix
+    EXPECT_EQ(middle.shape, Shape({2, 2, 4}));
+    EXPECT_EQ(middle.strides, Shape({12, 4, 1}));
+    EXPECT_EQ(middle.data[1 * 12 + 0 * 4 + 3], t.values()[1 * 12 + 1 * 4 + 3]);
+    const TensorView tail = middle.crop(2, 3, 4);  // a crop of a crop: the last column
+    EXPECT_EQ(tail.shape, Shape({2, 2, 1}));
+    EXPECT_EQ(tail.data[1 * 12 + 1 * 4], t.values()[1 * 12 + 2 * 4 + 3]);
+    EXPECT_EQ(t.view().crop(0, 2, 2).size(), 0);
+    expect_contains(error_message([&] { t.view().crop(2, 3, 5); }), "outside shape [2, 3, 4]");
+    expect_contains(error_message([&] { t.view().crop(3, 0, 1); }), "dimension 3");
+}
+
 TEST(TensorTest, Contiguity) {
     float data[6] = {};
     EXPECT_TRUE(TensorView(data, {2, 3}).is_contiguous());
