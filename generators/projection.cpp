@@ -13,8 +13,9 @@ void Projection::generate() {
     k = RDom(0, x.dim(0).extent(), "k");
 
     Var kv("kv");
-    x_rows(kv, r) = x(kv, clamp(r, 0, rows - 1));
-    weight_t(o, kv) = weight(kv, clamp(o, 0, outs - 1));
+    const Expr kv_clamped = clamp(kv, 0, x.dim(0).extent() - 1);
+    x_rows(kv, r) = x(kv_clamped, clamp(r, 0, rows - 1));
+    weight_t(o, kv) = weight(kv_clamped, clamp(o, 0, outs - 1));
 
     acc(o, r) = bias(clamp(o, 0, outs - 1));
     acc(o, r) += x_rows(k, r) * weight_t(o, k);

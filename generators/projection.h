@@ -24,10 +24,11 @@ public:
     // Named stages that schedules place and lay out.
     Halide::Var o{"o"}, r{"r"};
     Halide::RDom k;
-    // x with the row index clamped, so a schedule may compute whole register tiles past the last row.
+    // x with the row and input indices clamped, so a schedule may compute whole register tiles
+    // past the last row and stage whole slices of k past its end.
     Halide::Func x_rows{"x_rows"};
-    // W transposed to (o, k) with o clamped: the packed panel a schedule stages so that the inner
-    // product vectorises over outputs with contiguous loads.
+    // W transposed to (o, k) with o and k clamped: the packed panel a schedule stages so that the
+    // inner product vectorises over outputs with contiguous loads.
     Halide::Func weight_t{"weight_t"};
     // The running sum per output, initialised with the bias.
     Halide::Func acc{"acc"};

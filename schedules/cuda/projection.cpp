@@ -45,16 +45,20 @@ void schedule_tiles(Projection &g) {
     g.acc.bound_extent(g.o, tile_o).bound_extent(g.r, tile_r);
 
     // The block's 16 x 8 threads stage each slice: consecutive threads read consecutive k of a
-    // row, and each thread covers 8 rows of x or of W.
+    // row, and each thread covers 8 rows of x or of W. The last slice is staged whole too (k is
+    // clamped in the algorithm; the product's guard skips the copies): its thread-masked stores
+    // to local memory came out wrong on PoCL for AVX2 hosts with 64-bit indices (large_buffers).
     const Var kv = g.x_rows.args()[0];
     Var serial("serial"), thread("thread");
     g.x_rows.compute_at(g.acc, ko)
         .store_in(MemoryType::GPUShared)
+        .bound_extent(kv, slice)
         .split(g.r, serial, thread, tile_r / reg_r)
         .reorder(serial, kv, thread)
         .gpu_threads(kv, thread);
     g.weight_t.compute_at(g.acc, ko)
         .store_in(MemoryType::GPUShared)
+        .bound_extent(kv, slice)
         .split(g.o, serial, thread, tile_r / reg_r)
         .reorder(serial, kv, thread)
         .gpu_threads(kv, thread);
