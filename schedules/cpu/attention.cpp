@@ -104,19 +104,30 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     a.part.compute_at(sequence).reorder(a.x, a.qi, a.hg, a.hk, a.c).parallel(a.c).parallel(a.hk);
     const LoopLevel chunk(a.part, a.hk);
 
-    // QK: one key row at a time against every head of the group (the row stays in L1), the dot
-    // product split into vector lanes (rfactor) and summed across them at the end. All of a
-    // chunk's scores in one allocation per task, not one per key.
+    // Scores and probabilities are stored keys-fastest, so the softmax's passes read whole
+    // vectors of keys (heads-fastest made every one a gather of stride g).
+    for (Func f : {a.qk, a.score, a.prob}) f.reorder_storage(a.j, a.hg);
+    a.score.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
+    a.prob.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
+
+    // QK: one key row at a time against the heads of the group (the row stays in L1). Each dot
+    // product is split into vector lanes (rfactor) that are summed once at the end. A group of 4
+    // or 8 (GQA) takes its heads 4 at a time: they share every K vector load and keep 4
+    // independent FMA chains in flight, where one head alone waits on a chain of D / vec FMAs.
+    // Groups of any multiple of 4 (g = 16 too) take that path; a group of 2 goes in pairs.
+    const Expr group = out.output_buffer().dim(1).extent();
     RVar rdo("rdo"), rdi("rdi");
-    Var lane("lane");
-    a.score.compute_at(chunk).vectorize(a.j, vec, TailStrategy::GuardWithIf);
+    Var lane("lane"), ho("ho"), hi("hi");
     a.qk.compute_at(chunk);
     a.qk.update().reorder(a.qi, a.hg, a.j).split(a.rd, rdo, rdi, vec, TailStrategy::GuardWithIf);
     Func lanes = a.qk.update().rfactor(rdi, lane);
-    lanes.compute_at(a.qk, a.hg).vectorize(lane);
-    lanes.update().reorder(lane, rdo).vectorize(lane);
-    a.prob.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
-
+    a.qk.update().atomic().vectorize(rdi);  // the lanes' sum as a shuffle tree, not 16 dependent adds
+    for (int heads : {4, 2}) {
+        a.qk.update().specialize(group % heads == 0).split(a.hg, ho, hi, heads).reorder(rdi, hi, a.qi, ho, a.j);
+    }
+    a.qk.update().split(a.hg, ho, hi, 1).reorder(rdi, hi, a.qi, ho, a.j);
+    lanes.compute_at(a.qk, ho).reorder_storage(lane, a.hg).vectorize(lane).unroll(a.hg);
+    lanes.update().reorder(lane, a.hg, rdo).vectorize(lane).unroll(a.hg);
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
     a.chunk_out.compute_at(chunk);
     schedule_pv(a, t, tiles.accumulators, false);
