@@ -11,26 +11,35 @@ namespace {
 // Head dims with a fast path: the D loop has a constant extent there, so register tiles unroll.
 constexpr int fast_head_dims[] = {32, 64, 128};
 
-// PV into chunk_out, one register tile (rows x D/vec vectors) at a time.
-void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool rows_are_queries) {
+// PV into chunk_out, one register tile (rows x D/vec vectors) at a time. `one_row`, where
+// defined, says that a call has a single row (decode with one query head per KV head): then a tile
+// is one row of as many vectors as the accumulators allow.
+void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool rows_are_queries,
+                 Expr one_row = Expr()) {
     const int vec = t.natural_vector_size<float>();
     const Var row = rows_are_queries ? a.qi : a.hg;  // decode: the heads of a group share V rows
     Var ro("ro"), ri("ri"), dt("dt"), dv("dv"), di("di");
-    for (int D : fast_head_dims) {
-        // A register tile spans at most 4 vectors of D (more D loops outside the chunk), so that
-        // each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
-        const int vectors = std::min(std::max(D / vec, 1), 4);
-        const int rows = std::max(1, std::min(8, accumulators / vectors));
-        a.chunk_out.specialize(a.head_dim == D).split(row, ro, ri, rows, TailStrategy::GuardWithIf)
+    auto tile = [&](Expr condition, int rows, int vectors) {
+        a.chunk_out.specialize(condition).split(row, ro, ri, rows, TailStrategy::GuardWithIf)
             .reorder(a.d, ri, ro).vectorize(a.d, vec);
-        a.pv.specialize(a.head_dim == D).vectorize(a.d, vec);
-        a.pv.update(0).specialize(a.head_dim == D)
+        a.pv.specialize(condition).vectorize(a.d, vec);
+        a.pv.update(0).specialize(condition)
             .split(a.d, dt, dv, vectors * vec)
             .split(dv, dv, di, vec)
             .reorder(di, dv, row, a.rj, dt)
             .vectorize(di)
             .unroll(dv)
             .unroll(row);
+    };
+    for (int D : fast_head_dims) {
+        // One row: fewer passes over the chunk's V rows, each reading more of every row.
+        if (one_row.defined()) tile(one_row && a.head_dim == D, 1, std::min(std::max(D / vec, 1), accumulators));
+    }
+    for (int D : fast_head_dims) {
+        // A register tile spans at most 4 vectors of D (more D loops outside the chunk), so that
+        // each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
+        const int vectors = std::min(std::max(D / vec, 1), 4);
+        tile(a.head_dim == D, std::max(1, std::min(8, accumulators / vectors)), vectors);
     }
     a.chunk_out.split(row, ro, ri, 4, TailStrategy::GuardWithIf)
         .reorder(a.d, ri, ro)
@@ -130,7 +139,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     lanes.update().reorder(lane, a.hg, rdo).vectorize(lane).unroll(a.hg);
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
     a.chunk_out.compute_at(chunk);
-    schedule_pv(a, t, tiles.accumulators, false);
+    schedule_pv(a, t, tiles.accumulators, false, group == 1);
 }
 
 }  // namespace hattn::schedules::cpu
