@@ -10,10 +10,11 @@ using namespace Halide;
 void Projection::generate() {
     Expr rows = x.dim(1).extent();
     Expr outs = weight.dim(1).extent();
-    k = RDom(0, x.dim(0).extent(), "k");
+    Expr ins = x.dim(0).extent();
+    k = RDom(0, ins, "k");
 
     Var kv("kv");
-    const Expr kv_clamped = clamp(kv, 0, x.dim(0).extent() - 1);
+    const Expr kv_clamped = clamp(kv, 0, ins - 1);
     x_rows(kv, r) = x(kv_clamped, clamp(r, 0, rows - 1));
     weight_t(o, kv) = weight(kv_clamped, clamp(o, 0, outs - 1));
 

@@ -32,13 +32,12 @@ void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool ro
             .unroll(row);
     };
     for (int D : fast_head_dims) {
+        const int row_vectors = std::max(D / vec, 1);
         // One row: fewer passes over the chunk's V rows, each reading more of every row.
-        if (one_row.defined()) tile(one_row && a.head_dim == D, 1, std::min(std::max(D / vec, 1), accumulators));
-    }
-    for (int D : fast_head_dims) {
-        // A register tile spans at most 4 vectors of D (more D loops outside the chunk), so that
-        // each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
-        const int vectors = std::min(std::max(D / vec, 1), 4);
+        if (one_row.defined()) tile(one_row && a.head_dim == D, 1, std::min(row_vectors, accumulators));
+        // Else a register tile spans at most 4 vectors of D (more D loops outside the chunk), so
+        // that each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
+        const int vectors = std::min(row_vectors, 4);
         tile(a.head_dim == D, std::max(1, std::min(8, accumulators / vectors)), vectors);
     }
     a.chunk_out.split(row, ro, ri, 4, TailStrategy::GuardWithIf)
@@ -120,10 +119,11 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     a.prob.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
 
     // QK: one key row at a time against the heads of the group (the row stays in L1). Each dot
-    // product is split into vector lanes (rfactor) that are summed once at the end. A group of 4
-    // or 8 (GQA) takes its heads 4 at a time: they share every K vector load and keep 4
-    // independent FMA chains in flight, where one head alone waits on a chain of D / vec FMAs.
-    // Groups of any multiple of 4 (g = 16 too) take that path; a group of 2 goes in pairs.
+    // product is split into vector lanes (rfactor) that are summed once at the end. A group that
+    // is a multiple of 4 (GQA) takes its heads 4 at a time, one of 2 in pairs: they share every K
+    // vector load and keep independent FMA chains in flight, where one head alone waits on a
+    // chain of D / vec FMAs. Other groups go one head at a time (the split by 1 gives every
+    // branch the `ho` loop that the lanes are computed at).
     const Expr group = out.output_buffer().dim(1).extent();
     RVar rdo("rdo"), rdi("rdi");
     Var lane("lane"), ho("ho"), hi("hi");
