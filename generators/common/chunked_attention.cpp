@@ -30,7 +30,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     qk(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
     score(qi, hg, j, c, qt, hk, b) = qk(qi, hg, j, c, qt, hk, b);
 
-    Expr visible = key < len && (!in.causal || key <= position);
+    // A key is visible below one limit per query (the causal diagonal or the sequence's end).
+    const Expr key_limit = select(in.causal, min(len, position + 1), len);
+    Expr visible = key < key_limit;
     if (in.masked.defined()) visible = visible && !in.masked(key_clamped, i_clamped, b);
     const Expr s = select(visible, score(qi, hg, j, c, qt, hk, b), masked_score);
 
@@ -59,10 +61,14 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         const Expr o_c = chunk_out(d, qi, hg, rc, qt, hk, b);
         running(d, qi, hg, qt, hk, b) = Tuple(0.0f, masked_score, 0.0f);
         const FuncRef r = running(d, qi, hg, qt, hk, b);
+        // Of the old and the chunk's maximum, the smaller is rescaled by exp(smaller - larger) and
+        // the larger by 1: one exp per element, where exp(old - new) and exp(m_c - new) took two.
         const Expr has_keys = l_c > 0.0f;
-        const Expr m_new = select(has_keys, max(r[1], m_c), r[1]);
-        const Expr rescale = exp(r[1] - m_new);  // 0 the first time a key shows up
-        const Expr w = select(has_keys, exp(m_c - m_new), 0.0f);
+        const Expr grows = has_keys && m_c > r[1];
+        const Expr m_new = select(grows, m_c, r[1]);
+        const Expr e = exp(min(r[1], m_c) - max(r[1], m_c));  // 0 the first time a key shows up
+        const Expr rescale = select(grows, e, 1.0f);
+        const Expr w = select(has_keys, select(grows, 1.0f, e), 0.0f);
         running(d, qi, hg, qt, hk, b) = Tuple(r[0] * rescale + w * o_c, m_new, r[2] * rescale + w * l_c);
         const Expr total = running(d, i % T, hg, i / T, hk, b)[2];
         out(d, hg, hk, i, b) =

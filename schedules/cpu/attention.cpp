@@ -11,13 +11,12 @@ namespace {
 // Head dims with a fast path: the D loop has a constant extent there, so register tiles unroll.
 constexpr int fast_head_dims[] = {32, 64, 128};
 
-// PV into chunk_out, one register tile (rows x D/vec vectors) at a time. `one_row`, where
-// defined, says that a call has a single row (decode with one query head per KV head): then a tile
-// is one row of as many vectors as the accumulators allow.
-void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool rows_are_queries,
-                 Expr one_row = Expr()) {
+// Decode PV into chunk_out, one register tile (rows x D/vec vectors) at a time; the rows are the
+// heads of a group, which share V rows. `one_row` says that a call has a single row (one query
+// head per KV head): then a tile is one row of as many vectors as the accumulators allow.
+void schedule_decode_pv(ChunkedAttention &a, const Target &t, int accumulators, Expr one_row) {
     const int vec = t.natural_vector_size<float>();
-    const Var row = rows_are_queries ? a.qi : a.hg;  // decode: the heads of a group share V rows
+    const Var row = a.hg;
     Var ro("ro"), ri("ri"), dt("dt"), dv("dv"), di("di");
     auto tile = [&](Expr condition, int rows, int vectors) {
         a.chunk_out.specialize(condition).split(row, ro, ri, rows, TailStrategy::GuardWithIf)
@@ -34,7 +33,7 @@ void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool ro
     for (int D : fast_head_dims) {
         const int row_vectors = std::max(D / vec, 1);
         // One row: fewer passes over the chunk's V rows, each reading more of every row.
-        if (one_row.defined()) tile(one_row && a.head_dim == D, 1, std::min(row_vectors, accumulators));
+        tile(one_row && a.head_dim == D, 1, std::min(row_vectors, accumulators));
         // Else a register tile spans at most 4 vectors of D (more D loops outside the chunk), so
         // that each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
         const int vectors = std::min(row_vectors, 4);
@@ -45,6 +44,40 @@ void schedule_pv(ChunkedAttention &a, const Target &t, int accumulators, bool ro
         .vectorize(a.d, vec, TailStrategy::GuardWithIf);
     a.pv.compute_at(a.chunk_out, ro).vectorize(a.d, vec, TailStrategy::GuardWithIf);
     a.pv.update(0).reorder(a.d, row, a.rj).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+}
+
+// Prefill PV into chunk_out, stored queries-fastest like the probabilities it reads: a register
+// tile is (query_vectors x values_per_step) accumulators, each step one vector load of a key's
+// probabilities for the tile's queries and a broadcast of each of its V values, the way QK reads
+// K. The chunk's keys go in blocks outside the tiles, so a block's probabilities and the V lines
+// its D slices share stay in L1 (rows of D vectors re-read the whole chunk's V from L2 per row
+// tile, and ran at 60% of QK's rate).
+void schedule_prefill_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t,
+                         AttentionCpuTiles tiles) {
+    const int vec = t.natural_vector_size<float>();
+    const int values_per_step = std::max(1, tiles.accumulators / tiles.query_vectors);
+    const int keys_per_block = 64;
+    Var qo("qo"), qv("qv"), qg("qg"), qr("qr"), dt("dt"), dv("dv");
+    RVar rjo("rjo"), rji("rji");
+    a.chunk_out.compute_at(chunk)
+        .reorder_storage(a.qi, a.d, a.hg)
+        .reorder(a.qi, a.d, a.hg)
+        .vectorize(a.qi, vec, TailStrategy::GuardWithIf);
+    a.pv.compute_at(a.chunk_out, a.hg).reorder_storage(a.qi, a.d).reorder(a.qi, a.d)
+        .vectorize(a.qi, vec, TailStrategy::GuardWithIf);
+    auto tile = [&](Stage pv) {
+        pv.split(a.rj, rjo, rji, keys_per_block, TailStrategy::GuardWithIf)
+            .split(a.qi, qo, qv, vec, TailStrategy::GuardWithIf)
+            .split(qo, qg, qr, tiles.query_vectors, TailStrategy::GuardWithIf)
+            .split(a.d, dt, dv, values_per_step, TailStrategy::GuardWithIf)
+            .reorder(qv, qr, dv, rji, qg, dt, rjo)
+            .vectorize(qv)
+            .unroll(qr)
+            .unroll(dv);
+    };
+    // A constant D splits exactly, so the unrolled V values carry no bounds check.
+    for (int D : fast_head_dims) tile(a.pv.update(0).specialize(a.head_dim == D));
+    tile(a.pv.update(0));
 }
 
 }  // namespace
@@ -66,8 +99,10 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionC
     // Queries transposed once per tile so the QK product is vector(queries) x broadcast(key).
     a.q_tile.compute_at(tile).reorder_storage(a.qi, a.d, a.hg).vectorize(a.qi, vec, TailStrategy::GuardWithIf);
     // The running merge of the tile; its chunk loop (bounded by causality) holds the chunk stages.
-    a.running.compute_at(tile).bound(a.qi, 0, a.T).vectorize(a.d, vec, TailStrategy::GuardWithIf);
-    a.running.update().reorder(a.d, a.qi, a.hg, a.rc).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    // Stored queries-fastest like the chunk outputs and the softmax pieces it merges.
+    a.running.compute_at(tile).bound(a.qi, 0, a.T).reorder_storage(a.qi, a.d, a.hg)
+        .reorder(a.qi, a.d, a.hg).vectorize(a.qi, vec, TailStrategy::GuardWithIf);
+    a.running.update().reorder(a.qi, a.d, a.hg, a.rc).vectorize(a.qi, vec, TailStrategy::GuardWithIf);
     const LoopLevel chunk(a.running, RVar(a.rc));
 
     // QK: scores stored per chunk, computed in register tiles of (query_vectors x keys_per_step).
@@ -89,8 +124,7 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionC
     }
     a.prob.compute_at(chunk).reorder(a.qi, a.j, a.hg).vectorize(a.qi, vec);
 
-    a.chunk_out.compute_at(chunk);
-    schedule_pv(a, t, tiles.accumulators, true);
+    schedule_prefill_pv(a, chunk, t, tiles);
 }
 
 void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCpuTiles tiles) {
@@ -139,7 +173,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     lanes.update().reorder(lane, a.hg, rdo).vectorize(lane).unroll(a.hg);
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
     a.chunk_out.compute_at(chunk);
-    schedule_pv(a, t, tiles.accumulators, false, group == 1);
+    schedule_decode_pv(a, t, tiles.accumulators, group == 1);
 }
 
 }  // namespace hattn::schedules::cpu

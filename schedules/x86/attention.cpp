@@ -7,16 +7,17 @@ namespace hattn::schedules::x86 {
 
 // AVX-512 tiles 64 queries, whose 4 query vectors QK takes against 6 keys at a time (24 of the 32
 // vector registers accumulate); PV keeps 16 accumulators. Against 32-query tiles (2 query vectors
-// x 8 keys) this ran 10% faster at D = 32, 64 and 128. AVX2 and SSE have 16 registers and tile 32
-// queries (64 ran AVX2 10% slower): QK 2 query vectors x 4 keys (8 accumulators beside the 2
-// query vectors and a broadcast key), PV 8 accumulators. 4 x 4 left no register for the loads and
-// spilled accumulators in the inner loop: 16-29% slower on an AVX2-only EPYC.
-int prefill_query_tile(const Halide::Target &t) { return t.has_feature(Halide::Target::AVX512) ? 64 : 32; }
+// x 8 keys) this ran 10% faster at D = 32, 64 and 128. AVX2 and SSE have 16 registers and tile 48
+// queries: both products keep 3 query vectors x 4 keys (or V values) = 12 accumulators, beside the
+// 3 query vectors and one broadcast. Zen 2's FMA has 2 pipes of latency 5, so fewer than 10
+// independent chains cannot keep it busy: 2 x 4 (8) ran 8-18% slower, 4 x 4 spilled, and 2 x 5 or
+// 2 x 6 leave a tail in a 256-key chunk.
+int prefill_query_tile(const Halide::Target &t) { return t.has_feature(Halide::Target::AVX512) ? 64 : 48; }
 
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     cpu::schedule_prefill(*g.attention, g.out, t,
-                          avx512 ? cpu::AttentionCpuTiles{4, 6, 16} : cpu::AttentionCpuTiles{2, 4, 8});
+                          avx512 ? cpu::AttentionCpuTiles{4, 6, 16} : cpu::AttentionCpuTiles{3, 4, 12});
 }
 
 void schedule(AttentionDecode &g, const Halide::Target &t) {
