@@ -1,9 +1,9 @@
 // Softmax attention over key chunks with partial results, shared by the prefill and decode
 // generators (spec/attention.md §1).
 //
-// The working set stays bounded without a running-softmax recurrence (awkward in Halide 14): for a
-// tile of T queries and a chunk c of C keys, three plain reductions give the chunk's maximum
-// score, its sum of exp(s - max) and its partial output. A merge over chunks rescales them:
+// The working set stays bounded without a per-key running-softmax recurrence (awkward in Halide
+// 14): for a tile of T queries and a chunk c of C keys, three plain reductions give the chunk's
+// maximum score, its sum of exp(s - max) and its partial output. A merge over chunks rescales them:
 //     M = max_c m_c,  w_c = exp(m_c - M),  out = sum_c w_c o_c / sum_c w_c l_c.
 // Neither the Sq x Sk scores nor a strip over all keys is materialised.
 //

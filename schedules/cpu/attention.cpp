@@ -56,6 +56,7 @@ void schedule_prefill_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targ
                          AttentionCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
     const int values_per_step = std::max(1, tiles.accumulators / tiles.query_vectors);
+    // 64 keys' probabilities (12 KB at 48 queries) and V lines (64 per D slice) fit L1 together.
     const int keys_per_block = 64;
     Var qo("qo"), qv("qv"), qg("qg"), qr("qr"), dt("dt"), dv("dv");
     RVar rjo("rjo"), rji("rji");

@@ -7,10 +7,10 @@
 namespace hattn::schedules::cpu {
 
 struct AttentionCpuTiles {
-    int query_vectors;  // prefill QK register tile: vectors of queries (x keys_per_step)
+    int query_vectors;  // prefill register tiles of both products: vectors of queries
     int keys_per_step;  // keys unrolled in the QK product (prefill: vector(queries) x broadcast(K))
-    int accumulators;   // vector registers a PV register tile may keep live (prefill: query_vectors
-                        // x accumulators / query_vectors V values)
+    int accumulators;   // vector registers a PV register tile may keep live; a prefill PV tile is
+                        // query_vectors x (accumulators / query_vectors) V values
 };
 
 // Prefill: parallel over batch, KV heads and query tiles; per tile, the chunks in turn.
