@@ -14,21 +14,22 @@ constexpr int fast_head_dims[] = {32, 64, 128};
 // Decode PV into chunk_out, one register tile (rows x D/vec vectors) at a time; the rows are the
 // heads of a group, which share V rows. `one_row` says that a call has a single row (one query
 // head per KV head): then a tile is one row of as many vectors as the accumulators allow.
-void schedule_decode_pv(ChunkedAttention &a, const Target &t, int accumulators, Expr one_row) {
+void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t, int accumulators,
+                        Expr one_row) {
     const int vec = t.natural_vector_size<float>();
-    const Var row = a.hg;
+    a.chunk_out.compute_at(chunk);
     Var ro("ro"), ri("ri"), dt("dt"), dv("dv"), di("di");
     auto tile = [&](Expr condition, int rows, int vectors) {
-        a.chunk_out.specialize(condition).split(row, ro, ri, rows, TailStrategy::GuardWithIf)
+        a.chunk_out.specialize(condition).split(a.hg, ro, ri, rows, TailStrategy::GuardWithIf)
             .reorder(a.d, ri, ro).vectorize(a.d, vec);
         a.pv.specialize(condition).vectorize(a.d, vec);
         a.pv.update(0).specialize(condition)
             .split(a.d, dt, dv, vectors * vec)
             .split(dv, dv, di, vec)
-            .reorder(di, dv, row, a.rj, dt)
+            .reorder(di, dv, a.hg, a.rj, dt)
             .vectorize(di)
             .unroll(dv)
-            .unroll(row);
+            .unroll(a.hg);
     };
     for (int D : fast_head_dims) {
         const int row_vectors = std::max(D / vec, 1);
@@ -39,11 +40,11 @@ void schedule_decode_pv(ChunkedAttention &a, const Target &t, int accumulators, 
         const int vectors = std::min(row_vectors, 4);
         tile(a.head_dim == D, std::max(1, std::min(8, accumulators / vectors)), vectors);
     }
-    a.chunk_out.split(row, ro, ri, 4, TailStrategy::GuardWithIf)
+    a.chunk_out.split(a.hg, ro, ri, 4, TailStrategy::GuardWithIf)
         .reorder(a.d, ri, ro)
         .vectorize(a.d, vec, TailStrategy::GuardWithIf);
     a.pv.compute_at(a.chunk_out, ro).vectorize(a.d, vec, TailStrategy::GuardWithIf);
-    a.pv.update(0).reorder(a.d, row, a.rj).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    a.pv.update(0).reorder(a.d, a.hg, a.rj).vectorize(a.d, vec, TailStrategy::GuardWithIf);
 }
 
 // Prefill PV into chunk_out, stored queries-fastest like the probabilities it reads: a register
@@ -173,8 +174,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     lanes.compute_at(a.qk, ho).reorder_storage(lane, a.hg).vectorize(lane).unroll(a.hg);
     lanes.update().reorder(lane, a.hg, rdo).vectorize(lane).unroll(a.hg);
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
-    a.chunk_out.compute_at(chunk);
-    schedule_decode_pv(a, t, tiles.accumulators, group == 1);
+    schedule_decode_pv(a, chunk, t, tiles.accumulators, group == 1);
 }
 
 }  // namespace hattn::schedules::cpu
