@@ -8,18 +8,24 @@ namespace hattn {
 using namespace Halide;
 
 void Projection::generate() {
+    if (!gemv) {
+        const schedules::ProjectionTile tile = schedules::projection_tile(get_target());
+        row_tile = tile.rows;
+        output_tile = tile.outputs;
+    }
     Expr rows = x.dim(1).extent();
     Expr outs = weight.dim(1).extent();
     Expr ins = x.dim(0).extent();
     k = RDom(0, ins, "k");
 
-    Var kv("kv");
+    Var kv("kv"), row_in_tile("row_in_tile"), tile("tile"), out_in_panel("out_in_panel"), panel("panel");
     const Expr kv_clamped = clamp(kv, 0, ins - 1);
-    x_rows(kv, r) = x(kv_clamped, clamp(r, 0, rows - 1));
-    weight_t(o, kv) = weight(kv_clamped, clamp(o, 0, outs - 1));
+    x_tiles(row_in_tile, kv, tile) = x(kv_clamped, clamp(tile * row_tile + row_in_tile, 0, rows - 1));
+    weight_panels(out_in_panel, kv, panel) =
+        weight(kv_clamped, clamp(panel * output_tile + out_in_panel, 0, outs - 1));
 
     acc(o, r) = bias(clamp(o, 0, outs - 1));
-    acc(o, r) += x_rows(k, r) * weight_t(o, k);
+    acc(o, r) += x_tiles(r % row_tile, k, r / row_tile) * weight_panels(o % output_tile, k, o / output_tile);
     y(o, r) = acc(o, r);
 }
 

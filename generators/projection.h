@@ -24,14 +24,19 @@ public:
     // Named stages that schedules place and lay out.
     Halide::Var o{"o"}, r{"r"};
     Halide::RDom k;
-    // x with the row and input indices clamped, so a schedule may compute whole register tiles
-    // past the last row and stage whole slices of k past its end.
-    Halide::Func x_rows{"x_rows"};
-    // W transposed to (o, k) with o and k clamped: the packed panel a schedule stages so that the
-    // inner product vectorises over outputs with contiguous loads.
-    Halide::Func weight_t{"weight_t"};
+    // x and W cut into the tiles of the schedule family's register tile (row_tile rows of x,
+    // output_tile outputs of W), with every index clamped, so a schedule may compute whole
+    // register tiles past the last row or output and stage whole slices of k past its end. A CPU
+    // schedule packs both with the tile innermost: a register tile's broadcasts of x are then one
+    // pointer plus constant offsets (read in place, x's clamped row addresses cost more
+    // instructions than the FMAs they feed), and its W vectors one contiguous stream per panel.
+    Halide::Func x_tiles{"x_tiles"};              // (row in tile, k, tile)
+    Halide::Func weight_panels{"weight_panels"};  // (output in panel, k, panel)
     // The running sum per output, initialised with the bias.
     Halide::Func acc{"acc"};
+    // Set by generate() from the schedule family (schedules::projection_tile); 1 x 1 in the gemv
+    // variant, whose few rows are read in place.
+    int row_tile = 1, output_tile = 1;
 
     void generate();
     void schedule();

@@ -27,12 +27,18 @@ HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_GENERATOR)
 
 namespace hattn::schedules {
 
+// A projection's register tile, in rows of x by outputs: the tiles x and W are packed in.
+struct ProjectionTile {
+    int rows, outputs;
+};
+
 // Besides the schedules, each family chooses the tiles that an algorithm takes as parameters
 // (where a generator leaves one to the family).
 #define HATTN_DECLARE_SCHEDULE(G) void schedule(G &g, const Halide::Target &t);
 #define HATTN_DECLARE_FAMILY                           \
     HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE) \
-    int prefill_query_tile(const Halide::Target &t);
+    int prefill_query_tile(const Halide::Target &t);   \
+    ProjectionTile projection_tile(const Halide::Target &t);
 namespace x86 {
 HATTN_DECLARE_FAMILY
 }
@@ -61,6 +67,13 @@ inline int prefill_query_tile(const Halide::Target &t) {
     if (t.has_gpu_feature()) return cuda::prefill_query_tile(t);
     if (t.arch == Halide::Target::ARM) return arm::prefill_query_tile(t);
     return x86::prefill_query_tile(t);
+}
+
+// The projection's register tile for the target's family.
+inline ProjectionTile projection_tile(const Halide::Target &t) {
+    if (t.has_gpu_feature()) return cuda::projection_tile(t);
+    if (t.arch == Halide::Target::ARM) return arm::projection_tile(t);
+    return x86::projection_tile(t);
 }
 
 }  // namespace hattn::schedules

@@ -37,15 +37,16 @@ TEST_P(ProjectionTest, MatchesFloat64Reference) {
     EXPECT_LE(testing::relative_l2(y, reference::projection(x, w, s.bias ? &b : nullptr)), 1e-5);
 }
 
-// Rows (batch x seq) and widths that are 1, odd, or just past a multiple of the 8-row and 32-, 16-
-// and 8-column register tiles of the CPU schedules.
+// Rows (batch x seq) and widths that are 1, odd, or just past a multiple of the CPU schedules'
+// register tiles (4 or 6 rows, 12 to 64 outputs), and the last shape past their cache blocks too
+// (240 or 256 rows, 480 or 512 outputs, 128 or 256 inputs).
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ProjectionTest,
     ::testing::Values(ProjectionShape{{1}, 1, 1, true}, ProjectionShape{{1}, 7, 3, false},
                       ProjectionShape{{1, 1}, 64, 64, true}, ProjectionShape{{3}, 5, 1, true},
                       ProjectionShape{{2, 7}, 37, 29, true}, ProjectionShape{{3, 11}, 64, 33, false},
                       ProjectionShape{{1, 9}, 129, 70, true}, ProjectionShape{{2, 37}, 96, 97, true},
-                      ProjectionShape{{65}, 256, 48, false}));
+                      ProjectionShape{{65}, 256, 48, false}, ProjectionShape{{2, 131}, 300, 517, true}));
 
 TEST(Projection, ShapeMismatchNamesBothShapes) {
     Tensor x({2, 5}), w({3, 4}), y({2, 3});

@@ -4,30 +4,59 @@ namespace hattn::schedules::cpu {
 
 using namespace Halide;
 
-// Outputs are cut into panels of `vectors_per_row` vectors; each thread takes whole panels, packs
-// that panel of W once (weight_t, transposed so the inner product loads contiguous vectors), and
-// streams every row tile through it. The accumulator of one tile stays in registers: the row loop
-// and the vector loop are unrolled inside the reduction over k.
-void schedule_projection_tiled(Projection &g, const Target &t, ProjectionTile tile) {
+// The GEMM's loop nest, outermost first: a thread's block of rows x outputs (acc, in memory);
+// slices of k; panels of W; row tiles; k within the slice, where one register tile accumulates
+// (slice_sum, unrolled over its rows and vectors) before it is added to acc. x and W are packed
+// once per call, each tile's elements innermost (x_tiles, weight_panels), so the innermost loop
+// reads one stream of W vectors and broadcasts x from one pointer.
+void schedule_projection_blocked(Projection &g, const Target &t, ProjectionBlocks blocks) {
     const int vec = t.natural_vector_size<float>();
-    const int panel = vec * tile.vectors_per_row;
-    Var oo("oo"), oi("oi"), ro("ro"), ri("ri"), ov("ov"), ovi("ovi");
+    const TailStrategy guard = TailStrategy::GuardWithIf, round_up = TailStrategy::RoundUp;
+    if (g.output_tile % vec != 0 || blocks.rows % g.row_tile != 0 || blocks.outputs % g.output_tile != 0) {
+        throw CompileError("projection: the blocks must be whole register tiles, and the tile whole vectors");
+    }
 
-    g.y.tile(g.o, g.r, oo, ro, oi, ri, panel, tile.rows, TailStrategy::GuardWithIf)
-        .reorder(oi, ri, ro, oo)
-        .vectorize(oi, vec, TailStrategy::GuardWithIf)
-        .parallel(oo);
+    Var ob("ob"), rb("rb"), oi("oi"), ri("ri"), block("block");
+    g.y.tile(g.o, g.r, ob, rb, oi, ri, blocks.outputs, blocks.rows, guard)
+        .vectorize(oi, vec, guard)
+        .fuse(ob, rb, block)
+        .parallel(block);
 
-    g.weight_t.compute_at(g.y, oo).vectorize(g.o, vec);
+    const std::vector<Var> x_args = g.x_tiles.args(), w_args = g.weight_panels.args();
+    g.x_tiles.compute_root().bound_extent(x_args[0], g.row_tile).unroll(x_args[0]).parallel(x_args[2]);
+    g.weight_panels.compute_root()
+        .bound_extent(w_args[0], g.output_tile)
+        .vectorize(w_args[0], vec)
+        .parallel(w_args[2]);
 
-    g.acc.compute_at(g.y, ro).vectorize(g.o, vec).unroll(g.r);
+    // acc's region is rounded out to whole register tiles (the packed stages clamp past the end).
+    g.acc.compute_at(g.y, block)
+        .align_bounds(g.o, g.output_tile)
+        .align_bounds(g.r, g.row_tile)
+        .vectorize(g.o, vec);
+    Var u("u"), panel("panel"), po("po"), pv("pv"), pvi("pvi"), tile("tile"), row("row");
+    RVar ko("ko"), ki("ki");
+    Func slice_sum = g.acc.update().split(g.k, ko, ki, blocks.k, guard).rfactor(ko, u);
     g.acc.update()
-        .reorder(g.o, g.r, g.k)
-        .split(g.o, ov, ovi, vec)
-        .vectorize(ovi)
-        .unroll(ov)
+        .split(g.o, panel, po, g.output_tile, round_up)
+        .split(po, pv, pvi, vec)
+        .split(g.r, tile, row, g.row_tile, round_up)
+        .reorder(pvi, pv, row, tile, panel, ko)
+        .vectorize(pvi)
+        .unroll(pv)
+        .unroll(row);
+    // Constant extents keep the register tile in registers.
+    slice_sum.compute_at(g.acc, tile)
+        .bound_extent(g.o, g.output_tile)
+        .bound_extent(g.r, g.row_tile)
+        .vectorize(g.o, vec)
         .unroll(g.r);
-    g.acc.bound_extent(g.o, panel).bound_extent(g.r, tile.rows);
+    slice_sum.update()
+        .reorder(g.o, g.r, ki)
+        .split(g.o, pv, pvi, vec)
+        .vectorize(pvi)
+        .unroll(pv)
+        .unroll(g.r);
 }
 
 void schedule_projection_gemv(Projection &g, const Target &t) {

@@ -48,20 +48,23 @@ void schedule_tiles(Projection &g) {
     // row, and each thread covers 8 rows of x or of W. The last slice is staged whole too (k is
     // clamped in the algorithm; the product's guard skips the copies): its thread-masked stores
     // to local memory came out wrong on PoCL for AVX2 hosts with 64-bit indices (large_buffers).
-    const Var kv = g.x_rows.args()[0];
+    // The tiles here are one row of x and one output of W (projection_tile), so a tile's index
+    // is its row or output.
+    const Var kv = g.x_tiles.args()[1], row = g.x_tiles.args()[2];
+    const Var w_kv = g.weight_panels.args()[1], output = g.weight_panels.args()[2];
     Var serial("serial"), thread("thread");
-    g.x_rows.compute_at(g.acc, ko)
+    g.x_tiles.compute_at(g.acc, ko)
         .store_in(MemoryType::GPUShared)
         .bound_extent(kv, slice)
-        .split(g.r, serial, thread, tile_r / reg_r)
+        .split(row, serial, thread, tile_r / reg_r)
         .reorder(serial, kv, thread)
         .gpu_threads(kv, thread);
-    g.weight_t.compute_at(g.acc, ko)
+    g.weight_panels.compute_at(g.acc, ko)
         .store_in(MemoryType::GPUShared)
-        .bound_extent(kv, slice)
-        .split(g.o, serial, thread, tile_r / reg_r)
-        .reorder(serial, kv, thread)
-        .gpu_threads(kv, thread);
+        .bound_extent(w_kv, slice)
+        .split(output, serial, thread, tile_r / reg_r)
+        .reorder(serial, w_kv, thread)
+        .gpu_threads(w_kv, thread);
 }
 
 // A few rows (decode): bound by reading W once. A block owns 8 outputs; its 32 x 8 threads split
@@ -88,6 +91,9 @@ void schedule_gemv(Projection &g) {
 }
 
 }  // namespace
+
+// Threads own rows and outputs; packing x or W in tiles would only add a stage.
+ProjectionTile projection_tile(const Target &) { return {1, 1}; }
 
 void schedule(Projection &g, const Target &) {
     if (g.gemv) {

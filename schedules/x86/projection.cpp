@@ -4,13 +4,24 @@
 
 namespace hattn::schedules::x86 {
 
-// AVX-512 has 32 vector registers: a 4 x 6 tile keeps 24 accumulators live beside the 4 W vectors
-// and the broadcast x (6 broadcasts and 4 loads per 24 FMAs; 2 x 8 needed 10 per 16 and ran at
-// 80-84% of OpenBLAS sgemm, 4 x 6 at 97%). AVX2 and SSE have 16: 2 x 4 keeps 8 accumulators.
+// AVX-512 has 32 vector registers: a 64-output x 6-row tile keeps 24 accumulators live beside the
+// 4 W vectors and the broadcast x (6 broadcasts and 4 loads per 24 FMAs; 2 vectors x 8 rows needed
+// 10 per 16 and ran at 80-84% of OpenBLAS sgemm, 4 x 6 at 97%). AVX2 and SSE have 16: 3 vectors x
+// 4 rows keeps 12 accumulators, the chains that Zen 2's two FMA pipes of latency 5 need (2 x 4, 8
+// of them, ran 25% slower once x was packed; before, the row addresses' arithmetic hid it).
+ProjectionTile projection_tile(const Halide::Target &t) {
+    if (t.has_feature(Halide::Target::AVX512)) return {6, 64};
+    return {4, 3 * t.natural_vector_size<float>()};
+}
+
+// AVX2 on Zen 2 (32 KB L1d, 512 KB L2): a 24 KB slice of a W panel (256 inputs) in L1, 256 KB of
+// x (256 rows) in L2, blocks of 480 outputs. AVX-512 keeps the W slice at 32 KB (128 inputs of 64
+// outputs); its blocks are sized by the same rule, not yet measured on an AVX-512 machine.
 void schedule(Projection &g, const Halide::Target &t) {
     if (g.gemv) return cpu::schedule_projection_gemv(g, t);
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
-    cpu::schedule_projection_tiled(g, t, avx512 ? cpu::ProjectionTile{4, 6} : cpu::ProjectionTile{2, 4});
+    cpu::schedule_projection_blocked(g, t, avx512 ? cpu::ProjectionBlocks{128, 240, 512}
+                                                  : cpu::ProjectionBlocks{256, 256, 480});
 }
 
 }  // namespace hattn::schedules::x86
