@@ -12,9 +12,11 @@ class Projection : public Halide::Generator<Projection> {
 public:
     // Schedule for a few rows (decode: one token per sequence). There the cost is reading W once,
     // so schedules read it as stored instead of packing panels; the runtime picks this variant for
-    // calls with at most `gemv_max_rows` rows.
+    // calls with at most gemv_max_rows_cpu rows on a CPU (where each W row, read once, meets
+    // every row from L1) and gemv_max_rows_gpu on a GPU (whose schedule keeps that many rows'
+    // sums in registers).
     GeneratorParam<bool> gemv{"gemv", false};
-    static constexpr int gemv_max_rows = 4;
+    static constexpr int gemv_max_rows_cpu = 32, gemv_max_rows_gpu = 4;
 
     Input<Buffer<float>> x{"x", 2};
     Input<Buffer<float>> weight{"weight", 2};

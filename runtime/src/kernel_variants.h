@@ -8,7 +8,7 @@ namespace hattn::detail {
 using ProjectionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                  halide_buffer_t *);
 ProjectionKernel projection_kernel();
-ProjectionKernel projection_gemv_kernel();  // for calls with at most Projection::gemv_max_rows rows
+ProjectionKernel projection_gemv_kernel();  // for calls with few rows (see project())
 
 // (x, cos_table, sin_table, start, y)
 using RopeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,

@@ -59,16 +59,22 @@ void schedule_projection_blocked(Projection &g, const Target &t, ProjectionBlock
         .unroll(g.r);
 }
 
+// A task owns 32 outputs for every row: an output's W row is read from memory once, then from L1
+// for the other rows (with rows outermost, W was streamed again per row). Each dot product is
+// split over `chains` vectors of lanes (rfactor), so that many FMA chains are in flight. One row
+// keeps rows outermost: with them inside the outputs, a one-row call ran 10-20% slower.
 void schedule_projection_gemv(Projection &g, const Target &t) {
     const int vec = t.natural_vector_size<float>();
-    Var oo("oo"), oi("oi"), lane("lane");
+    constexpr int chains = 4;
+    Var oo("oo"), oi("oi"), lane("lane"), lo("lo"), li("li");
     RVar ko("ko"), ki("ki");
     g.y.split(g.o, oo, oi, 32, TailStrategy::GuardWithIf).parallel(oo);
+    g.y.specialize(g.x.dim(1).extent() > 1).reorder(g.r, oi, oo);
     g.acc.compute_at(g.y, oi);
-    g.acc.update().split(g.k, ko, ki, vec, TailStrategy::GuardWithIf);
+    g.acc.update().split(g.k, ko, ki, chains * vec, TailStrategy::GuardWithIf);
     Func lanes = g.acc.update().rfactor(ki, lane);
-    lanes.compute_at(g.acc, g.r).vectorize(lane);
-    lanes.update().reorder(lane, ko).vectorize(lane);
+    lanes.compute_at(g.acc, g.r).vectorize(lane, vec);
+    lanes.update().split(lane, lo, li, vec).reorder(li, lo, ko).vectorize(li).unroll(lo);
 }
 
 }  // namespace hattn::schedules::cpu

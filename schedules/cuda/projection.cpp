@@ -86,7 +86,7 @@ void schedule_gemv(Projection &g) {
     // then stores them once to shared memory (the wrapper), where the per-output sums read them.
     Func lane_sums = partial.in();
     lane_sums.compute_at(g.y, ob).store_in(MemoryType::GPUShared).reorder(g.r, u, g.o).gpu_threads(u, g.o);
-    partial.compute_at(lane_sums, u).bound_extent(g.r, Projection::gemv_max_rows).unroll(g.r);
+    partial.compute_at(lane_sums, u).bound_extent(g.r, Projection::gemv_max_rows_gpu).unroll(g.r);
     partial.update().reorder(g.r, ko).unroll(g.r);
 }
 
