@@ -8,9 +8,8 @@ namespace hattn::schedules::x86 {
 // widens to 16 bits for vpmaddwd, which sums pairs: lanes of 2 products accumulate its results
 // directly (lanes of 4 cost two shuffles and a permute per pair of vpmaddwd on AVX2).
 void schedule(BitLinear &g, const Halide::Target &t) {
-    const bool avx512 = t.has_feature(Halide::Target::AVX512);
     if (g.dot_form == DotForm::U8S8) return cpu::schedule_bitlinear(g, t, {64, 4});
-    cpu::schedule_bitlinear(g, t, {avx512 ? 64 : 32, 2});
+    cpu::schedule_bitlinear(g, t, {t.has_feature(Halide::Target::AVX512) ? 64 : 32, 2});
 }
 void schedule(BitLinearQuantize &g, const Halide::Target &t) { cpu::schedule_bitlinear_quantize(g, t); }
 
