@@ -16,7 +16,9 @@ ProjectionTile projection_tile(const Halide::Target &t) {
 
 // AVX2 on Zen 2 (32 KB L1d, 512 KB L2): a 24 KB slice of a W panel (256 inputs) in L1, 256 KB of
 // x (256 rows) in L2, blocks of 480 outputs. AVX-512 keeps the W slice at 32 KB (128 inputs of 64
-// outputs); its blocks are sized by the same rule, not yet measured on an AVX-512 machine.
+// outputs); its blocks are sized by the same rule. On a Sapphire Rapids class Xeon (48 KB L1d,
+// 2 MB L2) k slices of 96-192, blocks of 120-480 rows and 512 or 1024 outputs all ran within
+// noise of these (docs/perf/log.md): the tile, not the blocking, sets the rate there.
 void schedule(Projection &g, const Halide::Target &t) {
     if (g.gemv) return cpu::schedule_projection_gemv(g, t);
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
