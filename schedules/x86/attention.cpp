@@ -23,7 +23,7 @@ void schedule(AttentionPrefill &g, const Halide::Target &t) {
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     cpu::schedule_decode(*g.attention, g.out, t,
-                         avx512 ? cpu::AttentionCpuTiles{1, 1, 16} : cpu::AttentionCpuTiles{1, 1, 8});
+                         avx512 ? cpu::AttentionCpuTiles{1, 2, 16} : cpu::AttentionCpuTiles{1, 2, 8});
 }
 
 }  // namespace hattn::schedules::x86
