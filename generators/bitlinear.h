@@ -18,6 +18,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "generators/common/kernel_contract.h"
 
 namespace hattn {
 
@@ -26,7 +27,7 @@ enum class DotForm { S8S8, U8S8 };
 class BitLinear : public Halide::Generator<BitLinear> {
 public:
     GeneratorParam<DotForm> dot_form{"dot_form", DotForm::S8S8, {{"s8s8", DotForm::S8S8}, {"u8s8", DotForm::U8S8}}};
-    static constexpr int k_multiple = 256;
+    static constexpr int k_multiple = kernel_contract::bitlinear_k_multiple;
 
     Input<Buffer<int8_t>> xq{"xq", 2};               // (in, rows)
     Input<Buffer<uint8_t>> packed{"packed", 2};      // (in / 4, out): 2-bit codes, low bits first

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "generators/common/kernel_contract.h"
 
 namespace hattn {
 
@@ -16,7 +17,8 @@ public:
     // every row from L1) and gemv_max_rows_gpu on a GPU (whose schedule keeps that many rows'
     // sums in registers).
     GeneratorParam<bool> gemv{"gemv", false};
-    static constexpr int gemv_max_rows_cpu = 32, gemv_max_rows_gpu = 4;
+    static constexpr int gemv_max_rows_cpu = kernel_contract::projection_gemv_max_rows_cpu,
+                         gemv_max_rows_gpu = kernel_contract::projection_gemv_max_rows_gpu;
 
     Input<Buffer<float>> x{"x", 2};
     Input<Buffer<float>> weight{"weight", 2};

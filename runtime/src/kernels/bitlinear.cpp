@@ -3,21 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "generators/common/kernel_contract.h"
 #include "halide_call.h"
 #include "hattn/error.h"
 #include "kernel_variants.h"
 
 namespace hattn {
 
-namespace {
-constexpr int64_t k_multiple = 256;  // BitLinear::k_multiple in the generator
-}  // namespace
-
 PackedTernary pack_ternary(const Tensor &w) {
     require(w.rank() == 2, "BitLinear: weight must be [out, in], got " + shape_to_string(w.shape()));
     PackedTernary p;
     p.out = w.dim(0);
     p.in = w.dim(1);
+    constexpr int64_t k_multiple = kernel_contract::bitlinear_k_multiple;
     p.in_padded = (p.in + k_multiple - 1) / k_multiple * k_multiple;
     double total = 0;
     for (float v : w.values()) total += std::fabs(v);

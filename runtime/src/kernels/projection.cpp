@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "generators/common/kernel_contract.h"
 #include "halide_call.h"
 #include "hattn/device.h"
 #include "hattn/error.h"
@@ -10,9 +11,6 @@
 namespace hattn {
 
 namespace {
-
-// Projection::gemv_max_rows_cpu and _gpu in the generator: the most rows the gemv variant takes.
-constexpr int64_t gemv_max_rows_cpu = 32, gemv_max_rows_gpu = 4;
 
 // Rows of a contiguous [..., n] tensor as the Halide matrix (n, rows).
 Halide::Runtime::Buffer<float> as_matrix(const TensorView &t, const char *what) {
@@ -49,7 +47,8 @@ void project(const TensorView &x, const TensorView &weight, const TensorView *bi
     auto yb = as_matrix(y, "output");
     // Few rows (decode): the variant that streams W as stored instead of packing it. On the AVX2
     // machine it ran 1.3-2x faster than the packed GEMM at 16-32 rows, slower at 64.
-    const int64_t gemv_max_rows = current_device() == Device::CPU ? gemv_max_rows_cpu : gemv_max_rows_gpu;
+    const int64_t gemv_max_rows = current_device() == Device::CPU ? kernel_contract::projection_gemv_max_rows_cpu
+                                                                     : kernel_contract::projection_gemv_max_rows_gpu;
     const bool few_rows = xb.dim(1).extent() <= gemv_max_rows;
     detail::call_kernel(few_rows ? "projection_gemv" : "projection",
                         few_rows ? detail::projection_gemv_kernel() : detail::projection_kernel(),
