@@ -173,6 +173,12 @@ double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_l
 
 TEST(AttentionDecode, GqaRaggedBatch) { EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 11), 1e-5); }
 TEST(AttentionDecode, MhaLongCache) { EXPECT_LE(decode_error(4, 4, 128, {4096}, 12), 1e-5); }
+// From D = 128 the x86 QK takes one key row per step (its own specialisation per group size).
+TEST(AttentionDecode, GqaWideHeadDimGroupsOf4And2) {
+    EXPECT_LE(decode_error(16, 4, 128, {600, 1100}, 15), 1e-5);
+    EXPECT_LE(decode_error(8, 4, 128, {513}, 16), 1e-5);
+    EXPECT_LE(decode_error(3, 1, 256, {300}, 17), 1e-5);
+}
 TEST(AttentionDecode, MqaOddHeadDim) { EXPECT_LE(decode_error(6, 1, 24, {33, 513}, 13), 1e-5); }
 TEST(AttentionDecode, EmptyCacheGivesZeros) { EXPECT_LE(decode_error(2, 2, 8, {0}, 14), 1e-12); }
 

@@ -161,7 +161,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     // chain of D / vec FMAs. Other groups go one head at a time (the split by 1 gives every
     // branch the `ho` loop that the lanes are computed at). `keys_per_step` key rows go side by
     // side, sharing each load of the heads' queries (2 ran 1-8% faster than 1 on the AVX-512
-    // Xeon at every group size; 4 ran slower).
+    // Xeon at every group size; 4 ran slower), below the family's `one_key_from_head_dim`.
     const Expr group = out.output_buffer().dim(1).extent();
     RVar rdo("rdo"), rdi("rdi");
     Var lane("lane"), ho("ho"), hi("hi");
@@ -170,11 +170,17 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     Func lanes = a.qk.update().rfactor(rdi, lane);
     a.qk.update().atomic().vectorize(rdi);  // the lanes' sum as a shuffle tree, not 16 dependent adds
     Var jo("jo"), ji("ji");
-    auto heads_by = [&](Stage qk, int heads) {
-        qk.split(a.j, jo, ji, tiles.keys_per_step).split(a.hg, ho, hi, heads).reorder(rdi, hi, ji, a.qi, ho, jo);
+    auto heads_by = [&](Stage qk, int heads, int keys) {
+        qk.split(a.j, jo, ji, keys).split(a.hg, ho, hi, heads).reorder(rdi, hi, ji, a.qi, ho, jo);
     };
-    for (int heads : {4, 2}) heads_by(a.qk.update().specialize(group % heads == 0), heads);
-    heads_by(a.qk.update(), 1);
+    const int from_dim = tiles.one_key_from_head_dim;
+    for (int heads : {4, 2}) {
+        const Expr grouped = group % heads == 0;
+        if (from_dim > 0) heads_by(a.qk.update().specialize(grouped && a.head_dim >= from_dim), heads, 1);
+        heads_by(a.qk.update().specialize(grouped), heads, tiles.keys_per_step);
+    }
+    if (from_dim > 0) heads_by(a.qk.update().specialize(a.head_dim >= from_dim), 1, 1);
+    heads_by(a.qk.update(), 1, tiles.keys_per_step);
     lanes.compute_at(a.qk, ho).reorder_storage(lane, a.hg, a.j).vectorize(lane).unroll(a.hg).unroll(a.j);
     lanes.update().reorder(lane, a.hg, a.j, rdo).vectorize(lane).unroll(a.hg).unroll(a.j);
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);

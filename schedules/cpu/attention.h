@@ -12,6 +12,8 @@ struct AttentionCpuTiles {
                         // decode: key rows side by side against the group's heads)
     int accumulators;   // vector registers a PV register tile may keep live; a prefill PV tile is
                         // query_vectors x (accumulators / query_vectors) V values
+    int one_key_from_head_dim = 0;  // decode: from this head dim up, QK takes one key row per
+                                    // step whatever keys_per_step says (0: never)
 };
 
 // Prefill: parallel over batch, KV heads and query tiles; per tile, the chunks in turn.
