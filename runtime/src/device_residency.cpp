@@ -395,7 +395,7 @@ TensorView resident_zeros(int64_t n) {
 }
 
 Tensor scratch_tensor(Shape shape) {
-    Tensor t(std::move(shape));
+    Tensor t(std::move(shape), Tensor::unset);
     if (current_device() != Device::CPU) t.keep_on_device(Residency::DeviceOutput);
     return t;
 }

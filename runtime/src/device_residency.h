@@ -139,8 +139,9 @@ inline ScopedRegion upload_once(const Tensor &x) {
 // no call uploads zeros.
 TensorView resident_zeros(int64_t n);
 
-// An intermediate result between kernels. On a GPU it is a DeviceOutput region: it lives on the
-// device, and its host values are not kept. On the CPU, a plain tensor.
+// An intermediate result between kernels, whose values are unspecified until a kernel writes them.
+// On a GPU it is a DeviceOutput region: it lives on the device, and its host values are not kept.
+// On the CPU, a plain tensor (Tensor::unset: no zero fill).
 Tensor scratch_tensor(Shape shape);
 
 // Data bytes moved between host and device so far in this process: resident uploads and fetches,

@@ -6,6 +6,7 @@
 #include "HalideRuntime.h"
 #include "halide_call.h"
 #include "hattn/error.h"
+#include "memory_pool.h"
 
 namespace hattn::detail {
 
@@ -70,9 +71,12 @@ void install_isa_limit(const std::string &level) {
 }  // namespace
 
 void prepare_halide_runtime() {
+    check_memory_pool_setting();
     static std::once_flag once;
     std::call_once(once, [] {
         halide_set_error_handler(record_halide_error);
+        halide_set_custom_malloc(pooled_halide_malloc);
+        halide_set_custom_free(pooled_halide_free);
         if (const char *level = std::getenv("HATTN_MAX_ISA"); level && *level) install_isa_limit(level);
     });
 }

@@ -1,6 +1,7 @@
 #include "hattn/tensor.h"
 
 #include "device_residency.h"
+#include "memory_pool.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -98,7 +99,10 @@ Halide::Runtime::Buffer<float> TensorView::halide_buffer() const {
 }
 
 Tensor::Tensor() = default;
-Tensor::~Tensor() = default;
+Tensor::~Tensor() {
+    resident_.reset();  // before the memory it describes goes
+    detail::give_floats(std::move(values_));
+}
 Tensor::Tensor(Tensor &&other) noexcept = default;  // the values' memory, and so its region, moves
 
 Tensor::Tensor(const Tensor &other) : shape_(other.shape_), values_((other.host_current(), other.values_)) {
@@ -118,6 +122,7 @@ Tensor &Tensor::operator=(const Tensor &other) {
 Tensor &Tensor::operator=(Tensor &&other) noexcept {
     resident_.reset();  // before the memory it describes goes
     shape_ = std::move(other.shape_);
+    detail::give_floats(std::move(values_));
     values_ = std::move(other.values_);
     resident_ = std::move(other.resident_);
     return *this;
@@ -138,7 +143,10 @@ void Tensor::fetch_from_device() {
     if (resident_) resident_->fetch();
 }
 
-Tensor::Tensor(Shape shape) : shape_(std::move(shape)), values_(element_count(shape_), 0.0f) {}
+Tensor::Tensor(Shape shape) : shape_(std::move(shape)), values_(detail::take_floats(element_count(shape_), true)) {}
+
+Tensor::Tensor(Shape shape, Unset)
+    : shape_(std::move(shape)), values_(detail::take_floats(element_count(shape_), false)) {}
 
 Tensor::Tensor(Shape shape, std::vector<float> values)
     : shape_(std::move(shape)), values_(std::move(values)) {

@@ -67,6 +67,11 @@ class Tensor {
 public:
     Tensor();
     explicit Tensor(Shape shape);  // zero-filled
+    // Values unspecified (zeros, or what reused memory held; see hattn/memory.h): for outputs that a
+    // kernel overwrites whole, which then skip the zero fill.
+    struct Unset {};
+    static constexpr Unset unset{};
+    Tensor(Shape shape, Unset);
     Tensor(Shape shape, std::vector<float> values);
     Tensor(const Tensor &other);  // a copy is resident when the original is
     Tensor(Tensor &&other) noexcept;

@@ -93,7 +93,7 @@ Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection,
 
 Tensor CachedAttention::output(const Tensor &attended) const {
     const int64_t B = attended.dim(0), S = attended.dim(1);
-    Tensor y({B, S, config_.embedding_dimension});
+    Tensor y({B, S, config_.embedding_dimension}, Tensor::unset);
     output_.apply(TensorView(const_cast<float *>(attended.data()), {B, S, config_.heads * config_.head_dimension}),
                   y.view());
     return y;

@@ -287,7 +287,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             copy_into(out_h.view(), TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
         }
     }
-    Tensor y({B, S, c.hidden});
+    Tensor y({B, S, c.hidden}, Tensor::unset);
     o_.apply(TensorView(attended.data(), {B, S, H * V}), y.view());
     for (int64_t b = 0; b < B; b++) state.lengths[b] += static_cast<int32_t>(S);
     if (selected) *selected = std::move(chosen);

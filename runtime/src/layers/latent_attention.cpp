@@ -300,7 +300,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
         attention_prefill(q.view(), state.kv.keys(), state.kv.values(), lengths, scale, c.causal, nullptr,
                           attended.view());
     }
-    Tensor y({B, S, c.hidden});
+    Tensor y({B, S, c.hidden}, Tensor::unset);
     out_.apply(TensorView(attended.data(), {B, S, H * dh}), y.view());
 
     // Everything succeeded: the new tokens become part of the state.

@@ -34,7 +34,7 @@ Tensor Linear::apply(const Tensor &x) const {
     Shape shape = x.shape();
     require(!shape.empty(), "linear: input must have at least one dimension");
     shape.back() = out();
-    Tensor y(shape);
+    Tensor y(shape, Tensor::unset);
     apply(x.view(), y.view());
     return y;
 }

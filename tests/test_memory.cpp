@@ -1,0 +1,75 @@
+// The memory hattn keeps for reuse between calls (hattn/memory.h).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "hattn/kernels/projection.h"
+#include "hattn/memory.h"
+#include "hattn/tensor.h"
+#include "support/random.h"
+
+namespace {
+
+using hattn::pooled_memory_bytes;
+using hattn::release_pooled_memory;
+using hattn::Shape;
+using hattn::Tensor;
+
+const Shape four_mib{int64_t(1) << 20};
+
+// The default budget keeps these sizes; a budget set in the environment may keep nothing.
+class MemoryPool : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (std::getenv("HATTN_MEMORY_POOL_MB")) GTEST_SKIP() << "HATTN_MEMORY_POOL_MB is set";
+        release_pooled_memory();
+    }
+};
+
+TEST_F(MemoryPool, LargeTensorStorageIsReusedAndZeroFilled) {
+    const float *first = nullptr;
+    {
+        Tensor a(four_mib);
+        a.values()[5] = 3.0f;
+        first = a.data();
+    }
+    EXPECT_GE(pooled_memory_bytes(), size_t(4) << 20);
+    const Tensor b(four_mib);
+    EXPECT_EQ(b.data(), first);
+    EXPECT_EQ(b.values()[5], 0.0f);  // Tensor(Shape) zero-fills storage it reuses
+    EXPECT_EQ(pooled_memory_bytes(), 0u);
+}
+
+TEST_F(MemoryPool, StorageMuchLargerThanTheRequestIsNotHandedOut) {
+    const float *big = nullptr;
+    {
+        Tensor a({int64_t(4) << 20});  // 16 MiB
+        big = a.data();
+    }
+    const Tensor small(four_mib);
+    EXPECT_NE(small.data(), big);
+    EXPECT_GE(pooled_memory_bytes(), size_t(16) << 20);
+    release_pooled_memory();
+    EXPECT_EQ(pooled_memory_bytes(), 0u);
+}
+
+TEST_F(MemoryPool, SmallTensorsAreNotKept) {
+    { Tensor t({1000}); }
+    EXPECT_EQ(pooled_memory_bytes(), 0u);
+}
+
+TEST_F(MemoryPool, KernelScratchIsKeptAndReusedAcrossCalls) {
+    // The CPU GEMM packs x (2 MiB) and W (4 MiB) into scratch on every call.
+    const Tensor x = hattn::testing::random_tensor({512, 1024}, 1);
+    const Tensor w = hattn::testing::random_tensor({1024, 1024}, 2);
+    Tensor first({512, 1024}), second({512, 1024});
+    hattn::project(x.view(), w.view(), nullptr, first.view());
+    const size_t kept = pooled_memory_bytes();
+    EXPECT_GE(kept, size_t(2) << 20);
+    hattn::project(x.view(), w.view(), nullptr, second.view());
+    EXPECT_EQ(pooled_memory_bytes(), kept);  // the same blocks again, none new
+    EXPECT_EQ(first.values(), second.values());
+}
+
+}  // namespace
