@@ -67,8 +67,10 @@ TEST_F(MemoryPool, KernelScratchIsKeptAndReusedAcrossCalls) {
     hattn::project(x.view(), w.view(), nullptr, first.view());
     const size_t kept = pooled_memory_bytes();
     EXPECT_GE(kept, size_t(2) << 20);
-    hattn::project(x.view(), w.view(), nullptr, second.view());
-    EXPECT_EQ(pooled_memory_bytes(), kept);  // the same blocks again, none new
+    // Later calls take the kept blocks again: without reuse each call would add `kept` bytes.
+    // (Not exactly `kept`: the threads may pair requests and blocks differently.)
+    for (int call = 0; call < 4; call++) hattn::project(x.view(), w.view(), nullptr, second.view());
+    EXPECT_LE(pooled_memory_bytes(), 2 * kept);
     EXPECT_EQ(first.values(), second.values());
 }
 

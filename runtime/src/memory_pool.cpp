@@ -83,13 +83,16 @@ void *allocate_block(size_t capacity) {
 
 void free_block(void *payload) { std::free(header(payload).base); }
 
+// Kept items at most (the searches are linear).
+constexpr size_t max_kept = 256;
+
 // Makes room for `incoming` bytes within the budget by freeing the oldest kept storage; returns
 // whether it fits at all. Called with the pool locked; what it frees is handed back to free.
 bool make_room(Pool &p, size_t incoming, std::vector<Block> &drop_blocks,
                std::vector<std::vector<float>> &drop_floats) {
     const size_t limit = budget().bytes;
     if (incoming > limit) return false;
-    while (p.bytes + incoming > limit) {
+    while (p.bytes + incoming > limit || p.blocks.size() + p.floats.size() >= max_kept) {
         if (!p.blocks.empty()) {
             p.bytes -= p.blocks.front().capacity;
             drop_blocks.push_back(p.blocks.front());

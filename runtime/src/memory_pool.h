@@ -2,9 +2,10 @@
 //
 // A layer call allocates the same tensors and the same Halide scratch (packed GEMM tiles, attention
 // chunks) every time. Freed, glibc hands blocks this large back to the system, so every call
-// page-faults all of them in again: that was a third of an mha layer prefill (S = 2048, 2 threads).
-// Blocks of at least pooled_min_bytes are therefore kept, up to a byte budget, and handed out again
-// for requests they fit.
+// page-faults all of them in again: that was a third of an mha layer prefill (S = 2048, 2 threads),
+// and 80% of a GQA prefill kernel, whose per-tile scratch (128 KiB and more) glibc mmaps on every
+// tile. Blocks of at least pooled_min_bytes are therefore kept, up to a byte budget, and handed
+// out again for requests they fit.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +13,7 @@
 
 namespace hattn::detail {
 
-constexpr size_t pooled_min_bytes = size_t(1) << 20;
+constexpr size_t pooled_min_bytes = size_t(64) << 10;
 
 // Throws if HATTN_MEMORY_POOL_MB is not a number of MiB (then nothing is kept).
 void check_memory_pool_setting();
