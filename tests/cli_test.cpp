@@ -209,7 +209,7 @@ TEST_F(Cli, MaxIsaCapsTheChosenSubTarget) {
                            "HATTN_MAX_ISA");
 }
 
-TEST_F(Cli, MemoryPoolSettingIsCheckedAndZeroKeepsNothing) {
+TEST_F(Cli, MemoryPoolSettingIsCheckedAndZeroIsAccepted) {
     const std::string run = "run --case " + make_case("c", good_config()) + " --output " + tmp.file("o.npy");
     expect_one_line_naming(hattn(run, "HATTN_MEMORY_POOL_MB=lots"), "HATTN_MEMORY_POOL_MB");
     const CliResult r = hattn(run, "HATTN_MEMORY_POOL_MB=0");

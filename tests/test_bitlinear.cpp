@@ -1,6 +1,10 @@
 // BitLinear: ternary packing, and the integer kernels (both dot forms) against the spec.
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include <algorithm>
+
 #include <cmath>
 
 #include "hattn/error.h"
@@ -66,4 +70,11 @@ const bool checks_registered =
                            [] { return bitlinear_error(1, 2048, 2048, IntegerDotForm::U8S8, 9); }});
 
 }  // namespace
+TEST(BitLinear, NoInputsGiveZerosWhateverTheOutputHeld) {
+    Tensor y({2, 3});
+    std::fill(y.values().begin(), y.values().end(), std::numeric_limits<float>::quiet_NaN());
+    bitlinear(Tensor({2, 0}).view(), pack_ternary(Tensor({3, 0})), y.view());
+    for (float v : y.values()) EXPECT_EQ(v, 0.0f);
+}
+
 }  // namespace hattn

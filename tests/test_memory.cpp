@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "HalideRuntime.h"
 #include "hattn/kernels/projection.h"
 #include "hattn/memory.h"
 #include "hattn/tensor.h"
+#include "memory_pool.h"
 #include "support/random.h"
 
 namespace {
@@ -72,6 +74,22 @@ TEST_F(MemoryPool, KernelScratchIsKeptAndReusedAcrossCalls) {
     for (int call = 0; call < 4; call++) hattn::project(x.view(), w.view(), nullptr, second.view());
     EXPECT_LE(pooled_memory_bytes(), 2 * kept);
     EXPECT_EQ(first.values(), second.values());
+}
+
+TEST_F(MemoryPool, HalideBlocksAreAlignedAndBlocksOfTheDefaultAllocatorGoBackToIt) {
+    for (size_t bytes : {size_t(100), size_t(3) << 20}) {
+        void *p = hattn::detail::pooled_halide_malloc(nullptr, bytes);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 128, 0u) << bytes;
+        hattn::detail::pooled_halide_free(nullptr, p);
+    }
+    const size_t kept = pooled_memory_bytes();
+    EXPECT_GE(kept, size_t(3) << 20);
+    // An application's own Halide pipeline, sharing the runtime, frees its default blocks here.
+    void *foreign = halide_default_malloc(nullptr, size_t(2) << 20);
+    ASSERT_NE(foreign, nullptr);
+    hattn::detail::pooled_halide_free(nullptr, foreign);
+    EXPECT_EQ(pooled_memory_bytes(), kept);
 }
 
 }  // namespace

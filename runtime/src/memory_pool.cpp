@@ -2,8 +2,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
-#include <new>
 #include <string>
 #include <utility>
 
@@ -16,39 +16,46 @@ namespace hattn::detail {
 namespace {
 
 // HATTN_MEMORY_POOL_MB, read once; an invalid value keeps nothing (check_memory_pool_setting()
-// reports it at the first kernel call).
-struct Budget {
-    size_t bytes = size_t(1024) << 20;
+// reports it at the first kernel call). Never destroyed, like the pool: tensors in static storage
+// give their memory back during exit.
+struct Settings {
+    size_t budget = size_t(1024) << 20;
     std::string error;
+    bool poison_unset = false;  // HATTN_POISON_UNSET=1: unset tensors start as NaN (a test switch)
 };
 
-const Budget &budget() {
-    static const Budget b = [] {
-        Budget r;
+const Settings &settings() {
+    static const Settings *s = [] {
+        auto *r = new Settings;
+        const char *poison = std::getenv("HATTN_POISON_UNSET");
+        r->poison_unset = poison && std::string(poison) == "1";
         const char *text = std::getenv("HATTN_MEMORY_POOL_MB");
         if (!text || !*text) return r;
         char *end = nullptr;
         const unsigned long long mb = std::strtoull(text, &end, 10);
         if (*end != '\0' || text[0] == '-' || mb > (size_t(1) << 24)) {
-            r.error = std::string("HATTN_MEMORY_POOL_MB: expected a number of MiB, got '") + text + "'";
-            r.bytes = 0;
+            r->error = std::string("HATTN_MEMORY_POOL_MB: expected a number of MiB, got '") + text + "'";
+            r->budget = 0;
         } else {
-            r.bytes = static_cast<size_t>(mb) << 20;
+            r->budget = static_cast<size_t>(mb) << 20;
         }
         return r;
     }();
-    return b;
+    return *s;
 }
 
 // A raw block for Halide: malloc'ed with room to align the payload to `align` bytes, and a header
-// just before the payload that holds the block's capacity and what malloc returned. The tail pad
-// lets generated code read a few bytes past the end. (aligned_alloc made the many small scratch
-// allocations of a prefill 8x slower.)
+// just before the payload that holds the block's capacity, what malloc returned and a mark that
+// says the block is ours (an application's own Halide pipelines share the runtime and may free
+// blocks from the default allocator through these hooks). The tail pad lets generated code read a
+// few bytes past the end. (aligned_alloc made the many small scratch blocks of a prefill 8x slower.)
 constexpr size_t align = 128, tail = 64;
+constexpr uint64_t ours = 0x68617474'6e706f6fULL;
 
 struct Header {
     void *base;
     size_t capacity;
+    uint64_t mark;
 };
 
 struct Block {
@@ -56,9 +63,17 @@ struct Block {
     size_t capacity;
 };
 
-// Kept blocks and tensor storage share one budget. Blocks leave in the order they came (oldest
-// first) when the budget is exceeded. Never destroyed: Halide may free scratch during exit.
+// Kept items at most (the searches are linear). The lists are reserved to it once, so keeping a
+// block never allocates (the hooks and ~Tensor must not throw).
+constexpr size_t max_kept = 256;
+
+// Kept blocks and tensor storage share one budget. When it is exceeded, Halide blocks leave first,
+// then tensor storage, each oldest first. Never destroyed: Halide may free scratch during exit.
 struct Pool {
+    Pool() {
+        blocks.reserve(max_kept);
+        floats.reserve(max_kept);
+    }
     std::mutex mutex;
     std::vector<Block> blocks;
     std::vector<std::vector<float>> floats;
@@ -77,29 +92,24 @@ void *allocate_block(size_t capacity) {
     if (!base) return nullptr;
     const uintptr_t first = reinterpret_cast<uintptr_t>(base) + sizeof(Header);
     void *payload = reinterpret_cast<void *>((first + align - 1) / align * align);
-    header(payload) = {base, capacity};
+    header(payload) = {base, capacity, ours};
     return payload;
 }
 
-void free_block(void *payload) { std::free(header(payload).base); }
+void free_block(void *payload) noexcept { std::free(header(payload).base); }
 
-// Kept items at most (the searches are linear).
-constexpr size_t max_kept = 256;
-
-// Makes room for `incoming` bytes within the budget by freeing the oldest kept storage; returns
-// whether it fits at all. Called with the pool locked; what it frees is handed back to free.
-bool make_room(Pool &p, size_t incoming, std::vector<Block> &drop_blocks,
-               std::vector<std::vector<float>> &drop_floats) {
-    const size_t limit = budget().bytes;
-    if (incoming > limit) return false;
-    while (p.bytes + incoming > limit || p.blocks.size() + p.floats.size() >= max_kept) {
+// Makes room for `incoming` bytes within the budget and the item limit, freeing what leaves (with
+// the pool locked; eviction is rare). Returns whether `incoming` can be kept at all.
+bool make_room(Pool &p, size_t incoming) noexcept {
+    if (incoming > settings().budget) return false;
+    while ((p.bytes + incoming > settings().budget || p.blocks.size() + p.floats.size() >= max_kept) &&
+           !(p.blocks.empty() && p.floats.empty())) {
         if (!p.blocks.empty()) {
             p.bytes -= p.blocks.front().capacity;
-            drop_blocks.push_back(p.blocks.front());
+            free_block(p.blocks.front().payload);
             p.blocks.erase(p.blocks.begin());
         } else {
             p.bytes -= p.floats.front().capacity() * sizeof(float);
-            drop_floats.push_back(std::move(p.floats.front()));
             p.floats.erase(p.floats.begin());
         }
     }
@@ -120,9 +130,9 @@ int best_fit(const Items &items, size_t bytes, Size size_of) {
 
 }  // namespace
 
-void check_memory_pool_setting() { require(budget().error.empty(), budget().error); }
+void check_memory_pool_setting() { require(settings().error.empty(), settings().error); }
 
-void *pooled_halide_malloc(void *, size_t bytes) {
+void *pooled_halide_malloc(void *, size_t bytes) noexcept {
     if (bytes >= pooled_min_bytes) {
         Pool &p = pool();
         std::lock_guard<std::mutex> lock(p.mutex);
@@ -137,23 +147,23 @@ void *pooled_halide_malloc(void *, size_t bytes) {
     return allocate_block(bytes);
 }
 
-void pooled_halide_free(void *, void *payload) {
+void pooled_halide_free(void *user_context, void *payload) noexcept {
     if (!payload) return;
+    if (header(payload).mark != ours) {
+        halide_default_free(user_context, payload);
+        return;
+    }
     const size_t capacity = header(payload).capacity;
-    std::vector<Block> drop_blocks;
-    std::vector<std::vector<float>> drop_floats;
-    bool kept = false;
     if (capacity >= pooled_min_bytes) {
         Pool &p = pool();
         std::lock_guard<std::mutex> lock(p.mutex);
-        if (make_room(p, capacity, drop_blocks, drop_floats)) {
+        if (make_room(p, capacity)) {
             p.blocks.push_back({payload, capacity});
             p.bytes += capacity;
-            kept = true;
+            return;
         }
     }
-    if (!kept) free_block(payload);
-    for (const Block &b : drop_blocks) free_block(b.payload);
+    free_block(payload);
 }
 
 std::vector<float> take_floats(size_t n, bool zeroed) {
@@ -171,25 +181,22 @@ std::vector<float> take_floats(size_t n, bool zeroed) {
     }
     if (zeroed) {
         v.assign(n, 0.0f);
+    } else if (settings().poison_unset) {
+        v.assign(n, std::numeric_limits<float>::quiet_NaN());
     } else {
         v.resize(n);  // writes only elements past the kept size
     }
     return v;
 }
 
-void give_floats(std::vector<float> &&values) {
+void give_floats(std::vector<float> &&values) noexcept {
     const size_t bytes = values.capacity() * sizeof(float);
     if (bytes < pooled_min_bytes) return;
-    std::vector<Block> drop_blocks;
-    std::vector<std::vector<float>> drop_floats;
-    {
-        Pool &p = pool();
-        std::lock_guard<std::mutex> lock(p.mutex);
-        if (!make_room(p, bytes, drop_blocks, drop_floats)) return;
-        p.floats.push_back(std::move(values));
-        p.bytes += bytes;
-    }
-    for (const Block &b : drop_blocks) free_block(b.payload);
+    Pool &p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    if (!make_room(p, bytes)) return;
+    p.floats.push_back(std::move(values));
+    p.bytes += bytes;
 }
 
 }  // namespace hattn::detail
@@ -203,16 +210,12 @@ size_t pooled_memory_bytes() {
 }
 
 void release_pooled_memory() {
-    std::vector<detail::Block> blocks;
-    std::vector<std::vector<float>> floats;
-    {
-        detail::Pool &p = detail::pool();
-        std::lock_guard<std::mutex> lock(p.mutex);
-        blocks.swap(p.blocks);
-        floats.swap(p.floats);
-        p.bytes = 0;
-    }
-    for (const detail::Block &b : blocks) detail::free_block(b.payload);
+    detail::Pool &p = detail::pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (const detail::Block &b : p.blocks) detail::free_block(b.payload);
+    p.blocks.clear();
+    p.floats.clear();
+    p.bytes = 0;
 }
 
 }  // namespace hattn

@@ -20,13 +20,14 @@ void check_memory_pool_setting();
 
 // Halide's allocator hooks (prepare_halide_runtime installs them). Blocks are 128-byte aligned,
 // with room to read a little before and after, as halide_malloc promises.
-void *pooled_halide_malloc(void *user_context, size_t bytes);
-void pooled_halide_free(void *user_context, void *ptr);
+void *pooled_halide_malloc(void *user_context, size_t bytes) noexcept;
+void pooled_halide_free(void *user_context, void *ptr) noexcept;
 
 // Storage for a Tensor of n floats. `zeroed` false leaves the values unspecified (a reused block
-// keeps what it held): for outputs that a kernel overwrites whole.
+// keeps what it held): for outputs that a kernel overwrites whole. HATTN_POISON_UNSET=1 fills
+// those with NaN instead, so that a test run shows any value read before a kernel wrote it.
 std::vector<float> take_floats(size_t n, bool zeroed);
 // Takes back a tensor's storage (kept if large enough and within the budget, else freed).
-void give_floats(std::vector<float> &&values);
+void give_floats(std::vector<float> &&values) noexcept;
 
 }  // namespace hattn::detail

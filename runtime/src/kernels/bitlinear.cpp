@@ -40,7 +40,11 @@ void bitlinear(const TensorView &x, const PackedTernary &w, const TensorView &y)
     y_shape.push_back(w.out);
     require(y.shape == y_shape && y.is_contiguous(),
             "BitLinear: output " + shape_to_string(y.shape) + ", expected " + shape_to_string(y_shape));
-    const int64_t rows = w.in == 0 ? 0 : x.size() / w.in;
+    if (w.in == 0) {  // an empty sum: zeros (y need not start as zeros)
+        std::fill(y.data, y.data + y.size(), 0.0f);
+        return;
+    }
+    const int64_t rows = x.size() / w.in;
     if (rows == 0 || w.out == 0) return;
 
     // The activations are quantised by a kernel of their own; on a GPU the quantised rows, their
