@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -98,6 +99,9 @@ void *allocate_block(size_t capacity) {
 
 void free_block(void *payload) noexcept { std::free(header(payload).base); }
 
+size_t block_bytes(const Block &b) { return b.capacity; }
+size_t floats_bytes(const std::vector<float> &f) { return f.capacity() * sizeof(float); }
+
 // Makes room for `incoming` bytes within the budget and the item limit, freeing what leaves (with
 // the pool locked; eviction is rare). Returns whether `incoming` can be kept at all.
 bool make_room(Pool &p, size_t incoming) noexcept {
@@ -105,27 +109,33 @@ bool make_room(Pool &p, size_t incoming) noexcept {
     while ((p.bytes + incoming > settings().budget || p.blocks.size() + p.floats.size() >= max_kept) &&
            !(p.blocks.empty() && p.floats.empty())) {
         if (!p.blocks.empty()) {
-            p.bytes -= p.blocks.front().capacity;
+            p.bytes -= block_bytes(p.blocks.front());
             free_block(p.blocks.front().payload);
             p.blocks.erase(p.blocks.begin());
         } else {
-            p.bytes -= p.floats.front().capacity() * sizeof(float);
+            p.bytes -= floats_bytes(p.floats.front());
             p.floats.erase(p.floats.begin());
         }
     }
     return true;
 }
 
-// The smallest kept item of at least `bytes` and at most twice that (a much larger one would hold
-// memory the request does not use), or -1.
-template <typename Items, typename Size>
-int best_fit(const Items &items, size_t bytes, Size size_of) {
+// Takes the smallest kept item of at least `bytes` and at most twice that (a much larger one would
+// hold memory the request does not use) out of `items`, if there is one.
+template <typename Item, typename Size>
+std::optional<Item> take_fitting(std::vector<Item> &items, size_t bytes, Size size_of) {
+    Pool &p = pool();
+    std::lock_guard<std::mutex> lock(p.mutex);
     int best = -1;
     for (size_t i = 0; i < items.size(); i++) {
         const size_t s = size_of(items[i]);
         if (s >= bytes && s <= 2 * bytes && (best < 0 || s < size_of(items[best]))) best = static_cast<int>(i);
     }
-    return best;
+    if (best < 0) return std::nullopt;
+    Item item = std::move(items[best]);
+    items.erase(items.begin() + best);
+    p.bytes -= size_of(item);
+    return item;
 }
 
 }  // namespace
@@ -134,15 +144,7 @@ void check_memory_pool_setting() { require(settings().error.empty(), settings().
 
 void *pooled_halide_malloc(void *, size_t bytes) noexcept {
     if (bytes >= pooled_min_bytes) {
-        Pool &p = pool();
-        std::lock_guard<std::mutex> lock(p.mutex);
-        const int i = best_fit(p.blocks, bytes, [](const Block &b) { return b.capacity; });
-        if (i >= 0) {
-            const Block b = p.blocks[i];
-            p.blocks.erase(p.blocks.begin() + i);
-            p.bytes -= b.capacity;
-            return b.payload;
-        }
+        if (const auto kept = take_fitting(pool().blocks, bytes, block_bytes)) return kept->payload;
     }
     return allocate_block(bytes);
 }
@@ -169,15 +171,7 @@ void pooled_halide_free(void *user_context, void *payload) noexcept {
 std::vector<float> take_floats(size_t n, bool zeroed) {
     std::vector<float> v;
     if (n * sizeof(float) >= pooled_min_bytes) {
-        Pool &p = pool();
-        std::lock_guard<std::mutex> lock(p.mutex);
-        const int i = best_fit(p.floats, n * sizeof(float),
-                               [](const std::vector<float> &f) { return f.capacity() * sizeof(float); });
-        if (i >= 0) {
-            v = std::move(p.floats[i]);
-            p.floats.erase(p.floats.begin() + i);
-            p.bytes -= v.capacity() * sizeof(float);
-        }
+        if (auto kept = take_fitting(pool().floats, n * sizeof(float), floats_bytes)) v = std::move(*kept);
     }
     if (zeroed) {
         v.assign(n, 0.0f);
@@ -190,7 +184,7 @@ std::vector<float> take_floats(size_t n, bool zeroed) {
 }
 
 void give_floats(std::vector<float> &&values) noexcept {
-    const size_t bytes = values.capacity() * sizeof(float);
+    const size_t bytes = floats_bytes(values);
     if (bytes < pooled_min_bytes) return;
     Pool &p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
