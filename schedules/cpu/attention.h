@@ -14,6 +14,8 @@ struct AttentionCpuTiles {
                         // query_vectors x (accumulators / query_vectors) V values
     int one_key_from_head_dim = 0;  // decode: from this head dim up, QK takes one key row per
                                     // step whatever keys_per_step says (0: never)
+    int decode_qk_lanes = 0;        // decode: floats per partial-sum vector of a QK dot product
+                                    // (0: the natural vector)
 };
 
 // Prefill: parallel over batch, KV heads and query tiles; per tile, the chunks in turn.
