@@ -26,8 +26,8 @@ void schedule(AttentionPrefill &g, const Halide::Target &t) {
 // and both at D = 32 were as fast or faster with 2 (on the AVX-512 Xeon 2 had been 1-8% faster).
 // AVX-512 sums QK's dot products in lanes of 8 floats (256-bit), not 16: on the Zen 5 EPYC,
 // 2 threads, T = 32K, GB/s (medians of 5 rounds), MHA D=128 35 → 40, D=64 38 → 40, D=32 27 → 28,
-// GQA within noise; in cache MHA ran 35 → 44 (one thread), where the 512-bit sum's extra step
-// and longer chain per key cost more than half the FMAs save.
+// GQA within noise; in cache MHA ran 35 → 44 (one thread). Half the FMAs per key did not pay for
+// the 512-bit sum's extra step; why 256-bit streams better here is not settled (docs/perf/log.md).
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     cpu::schedule_decode(*g.attention, g.out, t,
