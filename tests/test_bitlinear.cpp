@@ -1,11 +1,9 @@
 // BitLinear: ternary packing, and the integer kernels (both dot forms) against the spec.
 #include <gtest/gtest.h>
 
-#include <limits>
-
 #include <algorithm>
-
 #include <cmath>
+#include <limits>
 
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
@@ -70,6 +68,7 @@ const bool checks_registered =
                            [] { return bitlinear_error(1, 2048, 2048, IntegerDotForm::U8S8, 9); }});
 
 }  // namespace
+
 TEST(BitLinear, NoInputsGiveZerosWhateverTheOutputHeld) {
     Tensor y({2, 3});
     std::fill(y.values().begin(), y.values().end(), std::numeric_limits<float>::quiet_NaN());

@@ -53,6 +53,9 @@ const Settings &settings() {
 constexpr size_t align = 128, tail = 64;
 constexpr uint64_t ours = 0x68617474'6e706f6fULL;
 
+// The mark comes last: on a block from Halide's default allocator it reads the word just before
+// the payload, where that allocator keeps malloc's pointer (so the read stays inside the block),
+// and the mark, not a canonical address, never equals such a pointer.
 struct Header {
     void *base;
     size_t capacity;
