@@ -27,7 +27,12 @@ void AttentionPrefill::generate() {
     in.scale = scale;
     in.causal = causal;
     if (mask) in.masked(j, i, b) = (*mask)(min(j, mask->dim(0).extent() - 1), i, 0, b) != 0;
-    a.define(in, ChunkedAttention::Merge::Running, out);
+    // One state per query row (one exp per row and chunk) needs its channels updated in order, as
+    // CPU schedules do; GPU block tiles run threads across the head dim and keep a state per
+    // element. The autoscheduled variants keep the per-element form that the committed tuned
+    // schedule (schedules/autotuned) names.
+    const bool state_per_row = !get_target().has_gpu_feature() && !auto_schedule;
+    a.define(in, state_per_row ? ChunkedAttention::Merge::RunningRows : ChunkedAttention::Merge::Running, out);
     // The output's head dim is the queries': stating it lets schedules specialise on one extent.
     out.dim(0).set_bounds(0, in.head_dim);
 }

@@ -55,6 +55,33 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     rc = RDom(0, in.max_chunks, "rc");
     rc.where(rc * C < visible_keys);
 
+    if (merge == Merge::RunningRows) {
+        // The same merge as Running below, with one state per row (see the header for channels).
+        const Expr sum_channel = D + 1, max_channel = D + 2;
+        channel_chunk = RDom(0, D + 3, 0, in.max_chunks, "channel_chunk");
+        channel_chunk.where(channel_chunk.y * C < visible_keys);
+        const RVar ch = channel_chunk.x, rcc = channel_chunk.y;
+        auto state = [&](Expr channel) { return running_rows(channel, qi, hg, qt, hk, b); };
+        running_rows(x, qi, hg, qt, hk, b) = select(x == max_channel, masked_score, 0.0f);
+        const Expr m_c = chunk_max(qi, hg, rcc, qt, hk, b), l_c = chunk_sum(qi, hg, rcc, qt, hk, b);
+        const Expr m_old = state(max_channel);
+        const Expr has_keys = l_c > 0.0f;
+        const Expr grows = has_keys && m_c > m_old;
+        const Expr e = state(0);  // channel 0, written first in this chunk
+        const Expr rescale = select(grows, e, 1.0f);
+        const Expr w = select(has_keys, select(grows, 1.0f, e), 0.0f);
+        const Expr o_c = chunk_out(clamp(ch - 1, 0, D - 1), qi, hg, rcc, qt, hk, b);
+        running_rows(ch, qi, hg, qt, hk, b) =
+            select(ch == 0, exp(min(m_old, m_c) - max(m_old, m_c)),
+                   ch <= D, state(ch) * rescale + w * o_c,
+                   ch == sum_channel, state(sum_channel) * rescale + w * l_c,
+                   select(grows, m_c, m_old));
+        const Expr total = running_rows(sum_channel, i % T, hg, i / T, hk, b);
+        out(d, hg, hk, i, b) =
+            select(total > 0.0f, running_rows(d + 1, i % T, hg, i / T, hk, b) / total, 0.0f);
+        return;
+    }
+
     if (merge == Merge::Running) {
         // Online softmax at chunk granularity: (O, M, L) are rescaled to each new maximum.
         const Expr m_c = chunk_max(qi, hg, rc, qt, hk, b), l_c = chunk_sum(qi, hg, rc, qt, hk, b);

@@ -45,8 +45,14 @@ public:
     enum class Merge {
         // Chunk by chunk in order, rescaling a running (output, max, sum): the chunk stages are
         // computed inside that loop, whose bound skips every chunk the tile cannot see (causal).
-        // Working set O(T·D + T·C). For prefill.
+        // Working set O(T·D + T·C). For prefill on GPUs.
         Running,
+        // Running, with one (max, sum) per query row instead of one per element: `running_rows`
+        // packs a row's state in channels, updated in channel order per chunk (an RDom, so the
+        // order is the algorithm's): x = 0 the chunk's rescale exp, 1..D the output, D + 1 the sum,
+        // D + 2 the max. Only channel 0 takes an exp, where Running pays two per element; the
+        // channels are serial, so it suits CPUs (GPU threads over d need Running's state).
+        RunningRows,
         // Every chunk's (output, max, sum) packed into `part`, then merged. The chunks are
         // independent, so a schedule can run them in parallel (split-KV). For decode.
         Partials,
@@ -66,6 +72,7 @@ public:
     Halide::Var d{"d"}, qi{"qi"}, hg{"hg"}, qt{"qt"}, hk{"hk"}, b{"b"}, j{"j"}, c{"c"}, x{"x"};
     Halide::Var i{"i"};
     Halide::RDom rd, rj, rc;
+    Halide::RDom channel_chunk;  // Merge::RunningRows: x channel, y chunk (the chunk loop is y)
 
     Halide::Func q_tile{"q_tile"};       // (d, qi, hg, qt, hk, b): scaled queries of one tile
     Halide::Func k_panel{"k_panel"};     // (d, j, c, hk, b): one chunk of keys, index clamped
@@ -81,6 +88,8 @@ public:
     Halide::Func chunk_out{"chunk_out"}; // (d, qi, hg, c, qt, hk, b)
     // Merge::Running
     Halide::Func running{"running"};     // (d, qi, hg, qt, hk, b): Tuple(output, max, sum)
+    // Merge::RunningRows
+    Halide::Func running_rows{"running_rows"};  // (x, qi, hg, qt, hk, b)
     // Merge::Partials
     Halide::Func part{"part"};           // (x, qi, hg, c, qt, hk, b)
     Halide::Func merged_max{"merged_max"};  // (qi, hg, qt, hk, b)
