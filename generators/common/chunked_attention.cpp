@@ -36,10 +36,22 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     if (in.masked.defined()) visible = visible && !in.masked(key_clamped, i_clamped, b);
     const Expr s = select(visible, score(qi, hg, j, c, qt, hk, b), masked_score);
 
+    // The keys any query of the tile can see end at visible_keys. Chunks wholly past it are never
+    // visited: the merge's chunk loop ends at the last chunk the tile can see, which bounds part's
+    // chunk loop too.
+    const Expr last_query = min((qt + 1) * T, in.query_len) - 1;
+    const Expr visible_keys = select(in.causal, min(len, len - in.query_len + last_query + 1), len);
     rj = RDom(0, C, "rj");
+    // With RunningRows (CPU prefill) the reductions over a chunk's keys (maximum, sum, PV) stop
+    // there too, which skips PV's masked keys on the causal diagonal (D = 128: +3.5%). The scores
+    // and probabilities are still computed for the whole chunk: bounds inference ignores the
+    // predicate, and a limit written into the index (min(rj, limit)) reads kv_len, which it
+    // cannot bound. The GPU block tiles computed wrong outputs with this predicate on PoCL (not
+    // investigated), so Running keeps whole chunks.
+    if (merge == Merge::RunningRows) rj.where(c * C + rj < visible_keys);
     chunk_max(qi, hg, c, qt, hk, b) = masked_score;
     chunk_max(qi, hg, c, qt, hk, b) =
-        max(chunk_max(qi, hg, c, qt, hk, b), substitute(j, rj.x, s));
+        max(chunk_max(qi, hg, c, qt, hk, b), substitute(j, rj, s));
 
     // Halide's polynomial fast_exp (about 2^-18 relative error; the golden cases stay under 1e-6)
     // took prefill at D = 32 from 257 to 264 GFLOP/s. Below -87 it would underflow into nonsense,
@@ -51,10 +63,6 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     pv(d, qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b) * v_panel(d, rj, c, hk, b);
     chunk_out(d, qi, hg, c, qt, hk, b) = pv(d, qi, hg, c, qt, hk, b);
 
-    // Chunks wholly above the causal diagonal or past the keys are never visited: the merge's
-    // chunk loop ends at the last chunk the tile can see, which bounds part's chunk loop too.
-    const Expr last_query = min((qt + 1) * T, in.query_len) - 1;
-    const Expr visible_keys = select(in.causal, min(len, len - in.query_len + last_query + 1), len);
     rc = RDom(0, in.max_chunks, "rc");
     rc.where(rc * C < visible_keys);
 
