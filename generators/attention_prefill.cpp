@@ -11,8 +11,9 @@ void AttentionPrefill::configure() {
 }
 
 void AttentionPrefill::generate() {
-    const int T = query_tile > 0 ? int(query_tile) : schedules::prefill_query_tile(get_target());
-    attention = std::make_unique<ChunkedAttention>(T, key_chunk);
+    const schedules::PrefillTile tile = schedules::prefill_tile(get_target());
+    const int T = query_tile > 0 ? int(query_tile) : tile.queries;
+    attention = std::make_unique<ChunkedAttention>(T, key_chunk, tile.keys);
     ChunkedAttention &a = *attention;
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;

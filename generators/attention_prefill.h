@@ -12,7 +12,7 @@ namespace hattn {
 class AttentionPrefill : public Halide::Generator<AttentionPrefill> {
 public:
     // Tile sizes the algorithm is written in terms of; schedules pick them per target. A query
-    // tile of 0 is the schedule family's choice (schedules::prefill_query_tile), because the
+    // tile of 0 is the schedule family's choice (schedules::prefill_tile), because the
     // sub-targets of one multi-target library are generated with the same parameters.
     GeneratorParam<int> query_tile{"query_tile", 0};
     GeneratorParam<int> key_chunk{"key_chunk", 256};

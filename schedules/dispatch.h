@@ -32,12 +32,18 @@ struct ProjectionTile {
     int rows, outputs;
 };
 
+// The prefill's query tile (queries that share each K/V chunk load) and the keys its QK register
+// tile takes per step, which the CPU algorithm's scores are written in (Merge::RunningRows).
+struct PrefillTile {
+    int queries, keys;
+};
+
 // Besides the schedules, each family chooses the tiles that an algorithm takes as parameters
 // (where a generator leaves one to the family).
 #define HATTN_DECLARE_SCHEDULE(G) void schedule(G &g, const Halide::Target &t);
 #define HATTN_DECLARE_FAMILY                           \
     HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE) \
-    int prefill_query_tile(const Halide::Target &t);   \
+    PrefillTile prefill_tile(const Halide::Target &t); \
     ProjectionTile projection_tile(const Halide::Target &t);
 namespace x86 {
 HATTN_DECLARE_FAMILY
@@ -62,11 +68,11 @@ void apply(Generator &g, const Halide::Target &t) {
     }
 }
 
-// The prefill's query tile (queries that share each K/V chunk load) for the target's family.
-inline int prefill_query_tile(const Halide::Target &t) {
-    if (t.has_gpu_feature()) return cuda::prefill_query_tile(t);
-    if (t.arch == Halide::Target::ARM) return arm::prefill_query_tile(t);
-    return x86::prefill_query_tile(t);
+// The prefill's tile for the target's family.
+inline PrefillTile prefill_tile(const Halide::Target &t) {
+    if (t.has_gpu_feature()) return cuda::prefill_tile(t);
+    if (t.arch == Halide::Target::ARM) return arm::prefill_tile(t);
+    return x86::prefill_tile(t);
 }
 
 // The projection's register tile for the target's family.

@@ -25,10 +25,32 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     k_panel(d, j, c, hk, b) = in.k(d, key_clamped, hk, b);
     v_panel(d, j, c, hk, b) = in.v(d, key_clamped, hk, b);
 
+    // The keys any query of the tile can see end at visible_keys. Chunks wholly past it are never
+    // visited: the merge's chunk loop ends at the last chunk the tile can see, which bounds part's
+    // chunk loop too.
+    const Expr last_query = min((qt + 1) * T, in.query_len) - 1;
+    const Expr visible_keys = select(in.causal, min(len, len - in.query_len + last_query + 1), len);
+    // With RunningRows (CPU prefill) the chunk's key loops stop there too, which skips most of the
+    // causal diagonal's masked keys in QK and all of them in the maximum, the sum and PV. The
+    // scores are an update in steps of key_step keys (a QK register tile), the steps ending at the
+    // first past visible_keys; the rest of the chunk's scores stay undefined and are read only
+    // under the mask. Bounds inference ignores predicates, so the probabilities still cover the
+    // whole chunk. The GPU block tiles computed wrong outputs with the key loops' predicate on
+    // PoCL (not investigated): Running and Partials keep whole chunks.
+    const bool stop_at_visible = merge == Merge::RunningRows;
+
     rd = RDom(0, D, "rd");
     qk(qi, hg, j, c, qt, hk, b) = 0.0f;
     qk(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
-    score(qi, hg, j, c, qt, hk, b) = qk(qi, hg, j, c, qt, hk, b);
+    if (stop_at_visible) {
+        rs = RDom(0, key_step, 0, (C + key_step - 1) / key_step, "rs");
+        rs.where(c * C + rs.y * key_step < visible_keys);
+        const Expr scored_key = rs.y * key_step + rs.x;
+        score(qi, hg, j, c, qt, hk, b) = undef<float>();
+        score(qi, hg, scored_key, c, qt, hk, b) = qk(qi, hg, scored_key, c, qt, hk, b);
+    } else {
+        score(qi, hg, j, c, qt, hk, b) = qk(qi, hg, j, c, qt, hk, b);
+    }
 
     // A key is visible below one limit per query (the causal diagonal or the sequence's end).
     const Expr key_limit = select(in.causal, min(len, position + 1), len);
@@ -36,19 +58,8 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     if (in.masked.defined()) visible = visible && !in.masked(key_clamped, i_clamped, b);
     const Expr s = select(visible, score(qi, hg, j, c, qt, hk, b), masked_score);
 
-    // The keys any query of the tile can see end at visible_keys. Chunks wholly past it are never
-    // visited: the merge's chunk loop ends at the last chunk the tile can see, which bounds part's
-    // chunk loop too.
-    const Expr last_query = min((qt + 1) * T, in.query_len) - 1;
-    const Expr visible_keys = select(in.causal, min(len, len - in.query_len + last_query + 1), len);
     rj = RDom(0, C, "rj");
-    // With RunningRows (CPU prefill) the reductions over a chunk's keys (maximum, sum, PV) stop
-    // there too, which skips PV's masked keys on the causal diagonal (D = 128: +3.5%). The scores
-    // and probabilities are still computed for the whole chunk: bounds inference ignores the
-    // predicate, and a limit written into the index (min(rj, limit)) reads kv_len, which it
-    // cannot bound. The GPU block tiles computed wrong outputs with this predicate on PoCL (not
-    // investigated), so Running keeps whole chunks.
-    if (merge == Merge::RunningRows) rj.where(c * C + rj < visible_keys);
+    if (stop_at_visible) rj.where(c * C + rj < visible_keys);
     chunk_max(qi, hg, c, qt, hk, b) = masked_score;
     chunk_max(qi, hg, c, qt, hk, b) =
         max(chunk_max(qi, hg, c, qt, hk, b), substitute(j, rj, s));

@@ -58,12 +58,15 @@ public:
         Partials,
     };
 
-    ChunkedAttention(int query_tile, int key_chunk) : T(query_tile), C(key_chunk) {}
+    // key_step: with Merge::RunningRows, the scores are computed in steps of that many keys (a QK
+    // register tile's), and the steps stop at the tile's last visible key.
+    ChunkedAttention(int query_tile, int key_chunk, int key_step = 1)
+        : T(query_tile), C(key_chunk), key_step(key_step) {}
 
     // Defines every stage; `out(d, hg, hk, i, b)` is the attention output.
     void define(const ChunkedAttentionInputs &in, Merge merge, Halide::Func out);
 
-    const int T, C;
+    const int T, C, key_step;
     Halide::Expr head_dim;  // D, set by define(); schedules specialise on it
 
     // Vars: d head dim, qi query in tile, hg head in group, qt query tile, hk KV head, b batch,
@@ -72,6 +75,7 @@ public:
     Halide::Var d{"d"}, qi{"qi"}, hg{"hg"}, qt{"qt"}, hk{"hk"}, b{"b"}, j{"j"}, c{"c"}, x{"x"};
     Halide::Var i{"i"};
     Halide::RDom rd, rj, rc;
+    Halide::RDom rs;             // Merge::RunningRows: the chunk's visible keys, which `score` updates
     Halide::RDom channel_chunk;  // Merge::RunningRows: x channel, y chunk (the chunk loop is y)
 
     Halide::Func q_tile{"q_tile"};       // (d, qi, hg, qt, hk, b): scaled queries of one tile

@@ -7,10 +7,10 @@ namespace hattn::schedules::arm {
 
 // NEON has 32 registers of 4 floats: a 32-query tile is 8 vectors, which QK takes 2 keys at a time
 // (16 accumulators), and PV keeps 16 accumulators.
-int prefill_query_tile(const Halide::Target &) { return 32; }
+PrefillTile prefill_tile(const Halide::Target &) { return {32, 2}; }
 
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
-    cpu::schedule_prefill(*g.attention, g.out, t, cpu::AttentionCpuTiles{8, 2, 16});
+    cpu::schedule_prefill(*g.attention, g.out, t, cpu::AttentionCpuTiles{8, prefill_tile(t).keys, 16});
 }
 
 void schedule(AttentionDecode &g, const Halide::Target &t) {

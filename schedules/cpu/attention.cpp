@@ -88,7 +88,7 @@ void schedule_prefill_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targ
 
 void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
-    Var io("io"), ii("ii"), qo("qo"), qv("qv"), qg("qg"), qr("qr"), jo("jo"), ji("ji");
+    Var io("io"), ii("ii"), qo("qo"), qv("qv"), qg("qg"), qr("qr");
 
     // Parallel over sequences, KV heads and query tiles; a tile's queries and its group's heads
     // are computed together so each K/V chunk is loaded once for all of them.
@@ -113,15 +113,20 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionC
         .vectorize(a.qi, vec, TailStrategy::GuardWithIf);
     const LoopLevel chunk(a.running_rows, chunk_var);
 
-    // QK: scores stored per chunk, computed in register tiles of (query_vectors x keys_per_step).
-    a.score.compute_at(chunk)
-        .split(a.j, jo, ji, tiles.keys_per_step)
+    // QK: the scores are an update in steps of the algorithm's key_step keys (Merge::RunningRows),
+    // the steps ending at the tile's last visible key; a step is a register tile of (query_vectors
+    // x key_step) computed in qk.
+    if (a.key_step != tiles.keys_per_step) {
+        throw CompileError("prefill: the algorithm's key step is not the QK tile's keys_per_step");
+    }
+    a.score.compute_at(chunk);
+    a.score.update()
         .split(a.qi, qo, qv, vec)
         .split(qo, qg, qr, tiles.query_vectors)
-        .reorder(qv, qr, ji, qg, jo, a.hg)
+        .reorder(qv, qr, a.rs.x, qg, a.rs.y, a.hg)
         .vectorize(qv)
         .unroll(qr)
-        .unroll(ji);
+        .unroll(a.rs.x);
     a.qk.compute_at(a.score, qg).split(a.qi, qo, qv, vec).vectorize(qv).unroll(qo).unroll(a.j);
     a.qk.update().split(a.qi, qo, qv, vec).reorder(qv, qo, a.j, a.rd).vectorize(qv).unroll(qo).unroll(a.j);
 

@@ -67,8 +67,9 @@ void schedule_block_tiles(AttentionPrefill &g) {
 
 }  // namespace
 
-// The block tiles' 16 query rows (kernels.cmake also passes it, with the row schedule's 1).
-int prefill_query_tile(const Target &) { return 16; }
+// The block tiles' 16 query rows (kernels.cmake also passes it, with the row schedule's 1); the
+// GPU's scores cover whole chunks, so no key step.
+PrefillTile prefill_tile(const Target &) { return {16, 1}; }
 
 // The query tile the GPU variant was generated with picks the schedule: block tiles (T > 1, the
 // default GPU_PARAMS), or the `rows` family's (T = 1): one GPU thread per query row of one head,

@@ -12,12 +12,15 @@ namespace hattn::schedules::x86 {
 // 3 query vectors and one broadcast. Zen 2's FMA has 2 pipes of latency 5, so fewer than 10
 // independent chains cannot keep it busy: 2 x 4 (8) ran 8-18% slower, 4 x 4 spilled, and 2 x 5 or
 // 2 x 6 leave a tail in a 256-key chunk.
-int prefill_query_tile(const Halide::Target &t) { return t.has_feature(Halide::Target::AVX512) ? 64 : 48; }
+PrefillTile prefill_tile(const Halide::Target &t) {
+    return t.has_feature(Halide::Target::AVX512) ? PrefillTile{64, 6} : PrefillTile{48, 4};
+}
 
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
+    const int keys = prefill_tile(t).keys;
     cpu::schedule_prefill(*g.attention, g.out, t,
-                          avx512 ? cpu::AttentionCpuTiles{4, 6, 16} : cpu::AttentionCpuTiles{3, 4, 12});
+                          avx512 ? cpu::AttentionCpuTiles{4, keys, 16} : cpu::AttentionCpuTiles{3, keys, 12});
 }
 
 // Decode QK reads 2 key rows side by side below D = 64 (AVX-512) or 128 (AVX2, SSE) and one row
