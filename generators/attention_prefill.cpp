@@ -33,7 +33,8 @@ void AttentionPrefill::generate() {
     // element. The autoscheduled variants keep the per-element form that the committed tuned
     // schedule (schedules/autotuned) names.
     const bool state_per_row = !get_target().has_gpu_feature() && !auto_schedule;
-    a.define(in, state_per_row ? ChunkedAttention::Merge::RunningRows : ChunkedAttention::Merge::Running, out);
+    using Merge = ChunkedAttention::Merge;
+    a.define(in, state_per_row ? Merge::RunningRows : Merge::Running, out);
     // The output's head dim is the queries': stating it lets schedules specialise on one extent.
     out.dim(0).set_bounds(0, in.head_dim);
 }
