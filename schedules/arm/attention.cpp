@@ -10,7 +10,7 @@ namespace hattn::schedules::arm {
 PrefillTile prefill_tile(const Halide::Target &) { return {32, 2}; }
 
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
-    cpu::schedule_prefill(*g.attention, g.out, t, cpu::AttentionCpuTiles{8, prefill_tile(t).keys, 16});
+    cpu::schedule_prefill(*g.attention, g.out, t, cpu::AttentionCpuTiles{8, 0, 16});
 }
 
 void schedule(AttentionDecode &g, const Halide::Target &t) {

@@ -115,10 +115,7 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionC
 
     // QK: the scores are an update in steps of the algorithm's key_step keys (Merge::RunningRows),
     // the steps ending at the tile's last visible key; a step is a register tile of (query_vectors
-    // x key_step) computed in qk.
-    if (a.key_step != tiles.keys_per_step) {
-        throw CompileError("prefill: the algorithm's key step is not the QK tile's keys_per_step");
-    }
+    // x key_step) computed in qk, so the tile's keys are the algorithm's, not tiles.keys_per_step.
     a.score.compute_at(chunk);
     a.score.update()
         .split(a.qi, qo, qv, vec)

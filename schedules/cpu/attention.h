@@ -8,8 +8,8 @@ namespace hattn::schedules::cpu {
 
 struct AttentionCpuTiles {
     int query_vectors;  // prefill register tiles of both products: vectors of queries
-    int keys_per_step;  // keys unrolled in the QK product (prefill: vector(queries) x broadcast(K);
-                        // decode: key rows side by side against the group's heads)
+    int keys_per_step;  // decode: key rows side by side against the group's heads in QK (prefill
+                        // takes the algorithm's key_step, the family's prefill_tile)
     int accumulators;   // vector registers a PV register tile may keep live; a prefill PV tile is
                         // query_vectors x (accumulators / query_vectors) V values
     int one_key_from_head_dim = 0;  // decode: from this head dim up, QK takes one key row per

@@ -18,9 +18,8 @@ PrefillTile prefill_tile(const Halide::Target &t) {
 
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
-    const int keys = prefill_tile(t).keys;
     cpu::schedule_prefill(*g.attention, g.out, t,
-                          avx512 ? cpu::AttentionCpuTiles{4, keys, 16} : cpu::AttentionCpuTiles{3, keys, 12});
+                          avx512 ? cpu::AttentionCpuTiles{4, 0, 16} : cpu::AttentionCpuTiles{3, 0, 12});
 }
 
 // Decode QK reads 2 key rows side by side below D = 64 (AVX-512) or 128 (AVX2, SSE) and one row
