@@ -9,7 +9,10 @@ using namespace Halide;
 void AttentionDecode::generate() {
     // One query per sequence: a query tile of 1, and no causal mask (the query is the newest
     // token, so it sees every cached one).
-    attention = std::make_unique<ChunkedAttention>(1, key_chunk);
+    // The autoscheduled variants keep the 512-key chunks their committed tuned schedule
+    // (schedules/autotuned) was searched with.
+    const int chunk = key_chunk > 0 ? int(key_chunk) : auto_schedule ? 512 : schedules::decode_key_chunk(get_target());
+    attention = std::make_unique<ChunkedAttention>(1, chunk);
     ChunkedAttention &a = *attention;
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;

@@ -11,7 +11,8 @@ namespace hattn {
 
 class AttentionDecode : public Halide::Generator<AttentionDecode> {
 public:
-    GeneratorParam<int> key_chunk{"key_chunk", 512};
+    // Keys per chunk (a split-KV task); 0: the schedule family's (schedules::decode_key_chunk).
+    GeneratorParam<int> key_chunk{"key_chunk", 0};
 
     Input<Buffer<float>> q{"q", 4};              // (D, g, Hkv, B)
     Input<Buffer<float>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)

@@ -10,8 +10,7 @@ hattn_kernel(attention_prefill GPU_PARAMS query_tile=16 key_chunk=16
              GPU_ROWS_PARAMS query_tile=1 key_chunk=32)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true
              GPU_PARAMS query_tile=16 key_chunk=16 GPU_ROWS_PARAMS query_tile=1 key_chunk=32)
-# On a GPU a block is one chunk of keys, a thread per key: 256 keys per chunk.
-hattn_kernel(attention_decode GPU_PARAMS key_chunk=256)
+hattn_kernel(attention_decode)
 hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.
 hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")

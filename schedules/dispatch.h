@@ -44,6 +44,7 @@ struct PrefillTile {
 #define HATTN_DECLARE_FAMILY                           \
     HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE) \
     PrefillTile prefill_tile(const Halide::Target &t); \
+    int decode_key_chunk(const Halide::Target &t);     \
     ProjectionTile projection_tile(const Halide::Target &t);
 namespace x86 {
 HATTN_DECLARE_FAMILY
@@ -73,6 +74,13 @@ inline PrefillTile prefill_tile(const Halide::Target &t) {
     if (t.has_gpu_feature()) return cuda::prefill_tile(t);
     if (t.arch == Halide::Target::ARM) return arm::prefill_tile(t);
     return x86::prefill_tile(t);
+}
+
+// The keys of one decode chunk (a split-KV task) for the target's family.
+inline int decode_key_chunk(const Halide::Target &t) {
+    if (t.has_gpu_feature()) return cuda::decode_key_chunk(t);
+    if (t.arch == Halide::Target::ARM) return arm::decode_key_chunk(t);
+    return x86::decode_key_chunk(t);
 }
 
 // The projection's register tile for the target's family.

@@ -110,6 +110,9 @@ void schedule(AttentionPrefill &g, const Target &) {
 // memory. (A thread's K row is read with scalar loads, 32 lines per warp load: a lead for the
 // H200 is float4 loads through an rfactor'd QK, specialised per head dim.)
 // Then one block per (KV head, sequence), a thread per (head dim, head), merges the chunks.
+// A block is one chunk of keys, a thread per key.
+int decode_key_chunk(const Target &) { return 256; }
+
 void schedule(AttentionDecode &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     const Var hk = g.out.args()[2], b = g.out.args()[3];
