@@ -67,6 +67,16 @@ TEST_P(CachedAttentionShapes, SelfAttentionMatchesReference) {
               1e-5);
 }
 
+// Without a cache the kernels read the projected keys and values in place: one token takes the
+// decode kernel that way, and no tokens give an empty output.
+TEST_P(CachedAttentionShapes, OneTokenOrNoneWithoutACache) {
+    TestLayer t(GetParam());
+    const Tensor x = testing::random_tensor({2, 1, GetParam().E}, 11);
+    EXPECT_LE(testing::relative_l2(t.layer->self_attention(x), reference::cached_attention(t.ref, x, {}, {}, 0)),
+              1e-5);
+    EXPECT_EQ(t.layer->self_attention(Tensor({2, 0, GetParam().E})).shape(), Shape({2, 0, GetParam().E}));
+}
+
 TEST_P(CachedAttentionShapes, PrefillThenDecodeEqualsForward) {
     TestLayer t(GetParam());
     const Tensor x = testing::random_tensor({2, 9, GetParam().E}, 10);

@@ -117,64 +117,71 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     require(key_input.shape() == x.shape() && value_input.shape() == x.shape(),
             "cached_attention: key input " + shape_to_string(key_input.shape()) + " and value input " +
                 shape_to_string(value_input.shape()) + " must match the query input " + shape_to_string(x.shape()));
-    const int64_t B = x.dim(0), S = x.dim(1);
-    std::optional<KVCache> local;
-    if (!cache) {
-        local.emplace(make_cache(B, std::max<int64_t>(S, 1)));
-        cache = &*local;
+    const int64_t B = x.dim(0), S = x.dim(1), Hkv = config_.kv_heads, D = config_.head_dimension;
+    if (cache) {
+        require(cache->batch() == B && cache->kv_heads() == Hkv && cache->head_dim() == D,
+                "cached_attention: cache [B=" + std::to_string(cache->batch()) + ", Hkv=" +
+                    std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
+                    "] does not fit input " + shape_to_string(x.shape()));
+        cache->check_room(S);
     }
-    require(cache->batch() == B && cache->kv_heads() == config_.kv_heads &&
-                cache->head_dim() == config_.head_dimension,
-            "cached_attention: cache [B=" + std::to_string(cache->batch()) + ", Hkv=" +
-                std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
-                "] does not fit input " + shape_to_string(x.shape()));
-    cache->check_room(S);
 
     // On a GPU everything between the inputs and the output stays on the device: the inputs go up
     // once, the new keys and values are written into the cache there, and only y comes back.
     const detail::ScopedRegion inputs[] = {detail::upload_once(x), detail::upload_once(key_input),
                                            detail::upload_once(value_input)};
     Tensor q = project_heads(x, query_, config_.heads);
-    const Tensor k = project_heads(key_input, key_, config_.kv_heads);
-    const Tensor v = project_heads(value_input, value_, config_.kv_heads);
-    const std::vector<int32_t> start = cache->lengths();
+    const Tensor k = project_heads(key_input, key_, Hkv);
+    const Tensor v = project_heads(value_input, value_, Hkv);
+    const std::vector<int32_t> start = cache ? cache->lengths() : std::vector<int32_t>(B, 0);
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
 
-    // New keys go into the cache rotated (positions continue from each sequence's length); they
-    // become part of it only at commit(), once everything else has succeeded.
-    const Shape one{1, S, config_.kv_heads, config_.head_dimension};
-    const int64_t row = S * config_.kv_heads * config_.head_dimension;
+    // New keys are rotated (positions continue from each sequence's length) into a tensor of their
+    // own; with a cache they are copied into it like the values (on a GPU both copies run there),
+    // and become part of it only at commit(), once everything else has succeeded.
     if (rope_) {
         rope_->reserve(*std::max_element(lengths.begin(), lengths.end()));
         Tensor rotated = detail::scratch_tensor(q.shape());
         apply_rope(q.view(), *rope_, start, rotated.view());
         q = std::move(rotated);
     }
-    // Keys are rotated into a tensor of their own, then copied into the cache like the values:
-    // on a GPU both copies run there, and the host cache is fed from the contiguous results.
     Tensor k_rotated;
     if (rope_) {
         k_rotated = detail::scratch_tensor(k.shape());
         apply_rope(k.view(), *rope_, start, k_rotated.view());
     }
     const Tensor &keys = rope_ ? k_rotated : k;
-    for (int64_t b = 0; b < B; b++) {
-        copy_into(TensorView(const_cast<float *>(keys.data()) + b * row, one), cache->key_slot(b, S));
-        copy_into(TensorView(const_cast<float *>(v.data()) + b * row, one), cache->value_slot(b, S));
+    TensorView key_store, value_store;
+    if (cache) {
+        const Shape one{1, S, Hkv, D};
+        const int64_t row = S * Hkv * D;
+        for (int64_t b = 0; b < B; b++) {
+            copy_into(TensorView(const_cast<float *>(keys.data()) + b * row, one), cache->key_slot(b, S));
+            copy_into(TensorView(const_cast<float *>(v.data()) + b * row, one), cache->value_slot(b, S));
+        }
+        key_store = cache->keys();
+        value_store = cache->values();
+    } else {
+        // The new tokens are all the keys there are: the kernels read them where the projections
+        // wrote them, [B, S, Hkv, D] seen as the cache's [B, Hkv, S, D]. No temporary cache of
+        // 2 B S Hkv D floats is allocated, zeroed and filled (the time it took was within the noise
+        // of an E = 2048, S = 2048 layer prefill; the memory is not).
+        const Shape as_cache{B, Hkv, S, D}, strides{S * Hkv * D, D, Hkv * D, 1};
+        key_store = TensorView(const_cast<float *>(keys.data()), as_cache, strides);
+        value_store = TensorView(const_cast<float *>(v.data()), as_cache, strides);
     }
 
     Tensor attended = detail::scratch_tensor(q.shape());
     if (S == 1 && !mask) {
-        const Shape heads{B, config_.heads, config_.head_dimension};
-        attention_decode(TensorView(q.data(), heads), cache->keys(), cache->values(), lengths, scale(),
+        const Shape heads{B, config_.heads, D};
+        attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
                          TensorView(attended.data(), heads));
-    } else {
-        attention_prefill(q.view(), cache->keys(), cache->values(), lengths, scale(), true, mask,
-                          attended.view());
+    } else if (S > 0) {  // no queries, nothing to attend (and a store of no rows to check)
+        attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view());
     }
     Tensor y = output(attended);
-    cache->commit(S);
+    if (cache) cache->commit(S);
     return y;
 }
 
