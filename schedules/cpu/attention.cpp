@@ -13,32 +13,33 @@ constexpr int fast_head_dims[] = {32, 64, 128};
 
 // Decode PV into chunk_out, one register tile (rows x D/vec vectors) at a time; the rows are the
 // heads of a group, which share V rows. `one_row` says that a call has a single row (one query
-// head per KV head): then a tile is one row of as many vectors as the accumulators allow.
+// head per KV head): then a tile is one row of as many vectors (of `row_lanes` floats, 0: the
+// natural vector) as the accumulators allow.
 void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t, int accumulators,
-                        Expr one_row) {
+                        int row_lanes, Expr one_row) {
     const int vec = t.natural_vector_size<float>();
     a.chunk_out.compute_at(chunk);
     Var ro("ro"), ri("ri"), dt("dt"), dv("dv"), di("di");
-    auto tile = [&](Expr condition, int rows, int vectors) {
+    auto tile = [&](Expr condition, int rows, int vectors, int lanes) {
         a.chunk_out.specialize(condition).split(a.hg, ro, ri, rows, TailStrategy::GuardWithIf)
-            .reorder(a.d, ri, ro).vectorize(a.d, vec);
-        a.pv.specialize(condition).vectorize(a.d, vec);
+            .reorder(a.d, ri, ro).vectorize(a.d, lanes);
+        a.pv.specialize(condition).vectorize(a.d, lanes);
         a.pv.update(0).specialize(condition)
-            .split(a.d, dt, dv, vectors * vec)
-            .split(dv, dv, di, vec)
+            .split(a.d, dt, dv, vectors * lanes)
+            .split(dv, dv, di, lanes)
             .reorder(di, dv, a.hg, a.rj, dt)
             .vectorize(di)
             .unroll(dv)
             .unroll(a.hg);
     };
+    const int one_row_lanes = row_lanes > 0 ? row_lanes : vec;
     for (int D : fast_head_dims) {
-        const int row_vectors = std::max(D / vec, 1);
         // One row: fewer passes over the chunk's V rows, each reading more of every row.
-        tile(one_row && a.head_dim == D, 1, std::min(row_vectors, accumulators));
+        tile(one_row && a.head_dim == D, 1, std::min(std::max(D / one_row_lanes, 1), accumulators), one_row_lanes);
         // Else a register tile spans at most 4 vectors of D (more D loops outside the chunk), so
         // that each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
-        const int vectors = std::min(row_vectors, 4);
-        tile(a.head_dim == D, std::max(1, std::min(8, accumulators / vectors)), vectors);
+        const int vectors = std::min(std::max(D / vec, 1), 4);
+        tile(a.head_dim == D, std::max(1, std::min(8, accumulators / vectors)), vectors, vec);
     }
     a.chunk_out.split(a.hg, ro, ri, 4, TailStrategy::GuardWithIf)
         .reorder(a.d, ri, ro)
@@ -198,7 +199,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     // the cache 5-8% faster on the Zen 5 EPYC, MHA D = 32 5%, D = 128 within noise.
     for (int D : fast_head_dims) lanes.update().specialize(a.head_dim == D).unroll(rdo);
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
-    schedule_decode_pv(a, chunk, t, tiles.accumulators, group == 1);
+    schedule_decode_pv(a, chunk, t, tiles.accumulators, tiles.decode_pv_row_lanes, group == 1);
 }
 
 }  // namespace hattn::schedules::cpu

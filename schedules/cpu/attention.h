@@ -16,6 +16,8 @@ struct AttentionCpuTiles {
                                     // step whatever keys_per_step says (0: never)
     int decode_qk_lanes = 0;        // decode: floats per partial-sum vector of a QK dot product
                                     // (0: the natural vector)
+    int decode_pv_row_lanes = 0;    // decode: floats per V vector where a KV head serves one
+                                    // query head (0: the natural vector)
 };
 
 // Prefill: parallel over batch, KV heads and query tiles; per tile, the chunks in turn.

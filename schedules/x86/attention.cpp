@@ -38,10 +38,14 @@ int decode_key_chunk(const Halide::Target &) { return 1024; }
 // 2 threads, T = 32K, GB/s (medians of 5 rounds), MHA D=128 35 → 40, D=64 38 → 40, D=32 27 → 28,
 // GQA within noise; in cache MHA ran 35 → 44 (one thread). Half the FMAs per key did not pay for
 // the 512-bit sum's extra step; why 256-bit streams better here is not settled (docs/perf/log.md).
+// Likewise PV where a KV head serves one query head reads V rows in 256-bit vectors (a D = 128 row
+// in 16 accumulators): MHA T = 32K, 1024-key chunks, medians of 3 alternating rounds, twice:
+// D = 128 +11% and +15%, D = 32 +9% and +2%, D = 64 and B = 4 T = 4K +1-2%. Groups keep 512-bit
+// rows, which 256-bit vectors would split into more passes over V (GQA g = 4 D = 64 ran 37% slower).
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     cpu::schedule_decode(*g.attention, g.out, t,
-                         avx512 ? cpu::AttentionCpuTiles{1, 2, 16, 64, 8} : cpu::AttentionCpuTiles{1, 2, 8, 128});
+                         avx512 ? cpu::AttentionCpuTiles{1, 2, 16, 64, 8, 8} : cpu::AttentionCpuTiles{1, 2, 8, 128});
 }
 
 }  // namespace hattn::schedules::x86
