@@ -62,7 +62,8 @@ public:
 
 private:
     // Causal attention of the new tokens (queries from x, keys and values from their inputs),
-    // appended to `cache` (or to a temporary one).
+    // appended to `cache` when one is given (without, the kernels read them where they were
+    // projected).
     Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
                              const MaskView *mask);
     // q, k or v projected: [B, S, heads, D]. On a GPU it stays there for the next kernel.
