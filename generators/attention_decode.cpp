@@ -11,7 +11,9 @@ void AttentionDecode::generate() {
     // token, so it sees every cached one).
     // The autoscheduled variants keep the 512-key chunks their committed tuned schedule
     // (schedules/autotuned) was searched with.
-    const int chunk = key_chunk > 0 ? int(key_chunk) : auto_schedule ? 512 : schedules::decode_key_chunk(get_target());
+    const int chunk = key_chunk > 0      ? int(key_chunk)
+                      : auto_schedule ? 512
+                                      : schedules::decode_key_chunk(get_target());
     attention = std::make_unique<ChunkedAttention>(1, chunk);
     ChunkedAttention &a = *attention;
     Var d, hg, h, i, j, b;

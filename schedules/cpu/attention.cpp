@@ -11,12 +11,15 @@ namespace {
 // Head dims with a fast path: the D loop has a constant extent there, so register tiles unroll.
 constexpr int fast_head_dims[] = {32, 64, 128};
 
+// A family's lane count, where 0 asks for the target's natural vector of floats.
+int lanes_or_natural(int lanes, const Target &t) { return lanes > 0 ? lanes : t.natural_vector_size<float>(); }
+
 // Decode PV into chunk_out, one register tile (rows x D/vec vectors) at a time; the rows are the
 // heads of a group, which share V rows. `one_row` says that a call has a single row (one query
-// head per KV head): then a tile is one row of as many vectors (of `row_lanes` floats, 0: the
-// natural vector) as the accumulators allow.
-void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t, int accumulators,
-                        int row_lanes, Expr one_row) {
+// head per KV head): then a tile is one row of as many vectors (of tiles.decode_pv_row_lanes
+// floats) as the accumulators allow.
+void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t, AttentionCpuTiles tiles,
+                        Expr one_row) {
     const int vec = t.natural_vector_size<float>();
     a.chunk_out.compute_at(chunk);
     Var ro("ro"), ri("ri"), dt("dt"), dv("dv"), di("di");
@@ -32,14 +35,15 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
             .unroll(dv)
             .unroll(a.hg);
     };
-    const int one_row_lanes = row_lanes > 0 ? row_lanes : vec;
+    const int one_row_lanes = lanes_or_natural(tiles.decode_pv_row_lanes, t);
     for (int D : fast_head_dims) {
         // One row: fewer passes over the chunk's V rows, each reading more of every row.
-        tile(one_row && a.head_dim == D, 1, std::min(std::max(D / one_row_lanes, 1), accumulators), one_row_lanes);
+        tile(one_row && a.head_dim == D, 1, std::min(std::max(D / one_row_lanes, 1), tiles.accumulators),
+             one_row_lanes);
         // Else a register tile spans at most 4 vectors of D (more D loops outside the chunk), so
         // that each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
         const int vectors = std::min(std::max(D / vec, 1), 4);
-        tile(a.head_dim == D, std::max(1, std::min(8, accumulators / vectors)), vectors, vec);
+        tile(a.head_dim == D, std::max(1, std::min(8, tiles.accumulators / vectors)), vectors, vec);
     }
     a.chunk_out.split(a.hg, ro, ri, 4, TailStrategy::GuardWithIf)
         .reorder(a.d, ri, ro)
@@ -177,7 +181,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     // The zero fill in storage order: heads-fastest, it was a scalar store per score with a
     // stride of the chunk (7% of a GQA decode in cache).
     a.qk.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
-    const int lanes_width = tiles.decode_qk_lanes > 0 ? tiles.decode_qk_lanes : vec;
+    const int lanes_width = lanes_or_natural(tiles.decode_qk_lanes, t);
     a.qk.update().reorder(a.qi, a.hg, a.j).split(a.rd, rdo, rdi, lanes_width, TailStrategy::GuardWithIf);
     Func lanes = a.qk.update().rfactor(rdi, lane);
     a.qk.update().atomic().vectorize(rdi);  // the lanes' sum as a shuffle tree, not dependent adds
@@ -199,7 +203,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     // the cache 5-8% faster on the Zen 5 EPYC, MHA D = 32 5%, D = 128 within noise.
     for (int D : fast_head_dims) lanes.update().specialize(a.head_dim == D).unroll(rdo);
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
-    schedule_decode_pv(a, chunk, t, tiles.accumulators, tiles.decode_pv_row_lanes, group == 1);
+    schedule_decode_pv(a, chunk, t, tiles, group == 1);
 }
 
 }  // namespace hattn::schedules::cpu

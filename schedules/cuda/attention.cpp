@@ -104,15 +104,15 @@ void schedule(AttentionPrefill &g, const Target &) {
     }
 }
 
+// A decode block is one chunk of keys, a thread per key.
+int decode_key_chunk(const Target &) { return 256; }
+
 // Split-KV: one block per (chunk, KV head, sequence) computes the chunk's partial result for the
 // whole head group, with thread loops over its keys (QK, softmax) and over the head dim (PV), so
 // consecutive threads read consecutive floats of each V row; the queries and scores stay in shared
 // memory. (A thread's K row is read with scalar loads, 32 lines per warp load: a lead for the
 // H200 is float4 loads through an rfactor'd QK, specialised per head dim.)
 // Then one block per (KV head, sequence), a thread per (head dim, head), merges the chunks.
-// A block is one chunk of keys, a thread per key.
-int decode_key_chunk(const Target &) { return 256; }
-
 void schedule(AttentionDecode &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     const Var hk = g.out.args()[2], b = g.out.args()[3];

@@ -26,7 +26,7 @@ void schedule(AttentionPrefill &g, const Halide::Target &t) {
 // EPYC, 2 threads, medians of 3 alternating rounds (ms, 512 -> 1024): T = 32K MHA D = 128 9.96 ->
 // 8.02, D = 32 2.92 -> 2.53, GQA g = 4 D = 64 1.42 -> 1.32; T = 4K B = 8 GQA D = 128 9.82 -> 7.37;
 // AVX2 alike (D = 32 3.12 -> 2.52). Larger chunks favoured D = 32 and MHA further (2048: D = 32
-// 2.25) but lost at GQA, whose scores then leave L1. 256 ran 25% slower. The cache is read once
+// 2.25) but lost at GQA, whose scores then leave L1. 256 ran 21% slower. The cache is read once
 // either way; longer runs per task seem to keep the hardware prefetchers ahead (not settled).
 int decode_key_chunk(const Halide::Target &) { return 1024; }
 
