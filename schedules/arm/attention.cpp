@@ -10,14 +10,20 @@ namespace hattn::schedules::arm {
 PrefillTile prefill_tile(const Halide::Target &) { return {32, 2}; }
 
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
-    cpu::schedule_prefill(*g.attention, g.out, t, cpu::AttentionCpuTiles{8, 0, 16});
+    cpu::PrefillCpuTiles tiles;
+    tiles.query_vectors = 8;
+    tiles.accumulators = 16;
+    cpu::schedule_prefill(*g.attention, g.out, t, tiles);
 }
 
 // Not measured on an ARM machine yet: the chunk x86 used before it measured 1024.
 int decode_key_chunk(const Halide::Target &) { return 512; }
 
 void schedule(AttentionDecode &g, const Halide::Target &t) {
-    cpu::schedule_decode(*g.attention, g.out, t, cpu::AttentionCpuTiles{1, 1, 16});
+    cpu::DecodeCpuTiles tiles;
+    tiles.keys_per_step = 1;
+    tiles.accumulators = 16;
+    cpu::schedule_decode(*g.attention, g.out, t, tiles);
 }
 
 }  // namespace hattn::schedules::arm

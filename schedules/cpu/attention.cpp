@@ -16,9 +16,9 @@ int lanes_or_natural(int lanes, const Target &t) { return lanes > 0 ? lanes : t.
 
 // Decode PV into chunk_out, one register tile (rows x D/vec vectors) at a time; the rows are the
 // heads of a group, which share V rows. `one_row` says that a call has a single row (one query
-// head per KV head): then a tile is one row of as many vectors (of tiles.decode_pv_row_lanes
+// head per KV head): then a tile is one row of as many vectors (of tiles.pv_row_lanes
 // floats) as the accumulators allow.
-void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t, AttentionCpuTiles tiles,
+void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t, DecodeCpuTiles tiles,
                         Expr one_row) {
     const int vec = t.natural_vector_size<float>();
     a.chunk_out.compute_at(chunk);
@@ -35,7 +35,7 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
             .unroll(dv)
             .unroll(a.hg);
     };
-    const int one_row_lanes = lanes_or_natural(tiles.decode_pv_row_lanes, t);
+    const int one_row_lanes = lanes_or_natural(tiles.pv_row_lanes, t);
     for (int D : fast_head_dims) {
         // One row: fewer passes over the chunk's V rows, each reading more of every row.
         tile(one_row && a.head_dim == D, 1, std::min(std::max(D / one_row_lanes, 1), tiles.accumulators),
@@ -59,7 +59,7 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
 // its D slices share stay in L1 (rows of D vectors re-read the whole chunk's V from L2 per row
 // tile, and ran at 60% of QK's rate).
 void schedule_prefill_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t,
-                         AttentionCpuTiles tiles) {
+                         PrefillCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
     const int values_per_step = std::max(1, tiles.accumulators / tiles.query_vectors);
     // 128 keys' probabilities (32 KB at 64 queries) and V lines (128 per D slice) fit a 48 KB L1
@@ -91,7 +91,7 @@ void schedule_prefill_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targ
 
 }  // namespace
 
-void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionCpuTiles tiles) {
+void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, PrefillCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
     Var io("io"), ii("ii"), qo("qo"), qv("qv"), qg("qg"), qr("qr");
 
@@ -120,7 +120,7 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionC
 
     // QK: the scores are an update in steps of the algorithm's key_step keys (Merge::RunningRows),
     // the steps ending at the tile's last visible key; a step is a register tile of (query_vectors
-    // x key_step) computed in qk, so the tile's keys are the algorithm's, not tiles.keys_per_step.
+    // x key_step) computed in qk, so the tile's keys are the algorithm's.
     a.score.compute_at(chunk);
     a.score.update()
         .split(a.qi, qo, qv, vec)
@@ -142,7 +142,7 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, AttentionC
     schedule_prefill_pv(a, chunk, t, tiles);
 }
 
-void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCpuTiles tiles) {
+void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
     const Var d = out.args()[0], b = out.args()[3];
     out.vectorize(d, vec, TailStrategy::GuardWithIf).parallel(b);
@@ -181,7 +181,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, AttentionCp
     // The zero fill in storage order: heads-fastest, it was a scalar store per score with a
     // stride of the chunk (7% of a GQA decode in cache).
     a.qk.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
-    const int lanes_width = lanes_or_natural(tiles.decode_qk_lanes, t);
+    const int lanes_width = lanes_or_natural(tiles.qk_lanes, t);
     a.qk.update().reorder(a.qi, a.hg, a.j).split(a.rd, rdo, rdi, lanes_width, TailStrategy::GuardWithIf);
     Func lanes = a.qk.update().rfactor(rdi, lane);
     a.qk.update().atomic().vectorize(rdi);  // the lanes' sum as a shuffle tree, not dependent adds

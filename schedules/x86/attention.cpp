@@ -18,8 +18,10 @@ PrefillTile prefill_tile(const Halide::Target &t) {
 
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
-    cpu::schedule_prefill(*g.attention, g.out, t,
-                          avx512 ? cpu::AttentionCpuTiles{4, 0, 16} : cpu::AttentionCpuTiles{3, 0, 12});
+    cpu::PrefillCpuTiles tiles;
+    tiles.query_vectors = avx512 ? 4 : 3;
+    tiles.accumulators = avx512 ? 16 : 12;
+    cpu::schedule_prefill(*g.attention, g.out, t, tiles);
 }
 
 // Decode chunks of 1024 keys (a split-KV task each) read the cache faster than 512 on the Zen 5
@@ -44,8 +46,13 @@ int decode_key_chunk(const Halide::Target &) { return 1024; }
 // rows, which 256-bit vectors would split into more passes over V (GQA g = 4 D = 64 ran 37% slower).
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
-    cpu::schedule_decode(*g.attention, g.out, t,
-                         avx512 ? cpu::AttentionCpuTiles{1, 2, 16, 64, 8, 8} : cpu::AttentionCpuTiles{1, 2, 8, 128});
+    cpu::DecodeCpuTiles tiles;
+    tiles.keys_per_step = 2;
+    tiles.one_key_from_head_dim = avx512 ? 64 : 128;
+    tiles.qk_lanes = avx512 ? 8 : 0;
+    tiles.accumulators = avx512 ? 16 : 8;
+    tiles.pv_row_lanes = avx512 ? 8 : 0;
+    cpu::schedule_decode(*g.attention, g.out, t, tiles);
 }
 
 }  // namespace hattn::schedules::x86
