@@ -213,6 +213,18 @@ TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
     EXPECT_EQ(s.prev_value.values(), prev.values());
 }
 
+TEST(LatentState, NoTokensChangeNothing) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    EXPECT_EQ(layer.layer->forward(Tensor({2, 0, 64})).shape(), Shape({2, 0, 64}));
+    LatentState s = layer.layer->make_state(2, 4);
+    layer.layer->prefill(testing::random_tensor({2, 3, 64}, 1), s);
+    const Tensor history = s.qk_history, prev = s.prev_value;
+    EXPECT_EQ(layer.layer->prefill(Tensor({2, 0, 64}), s).shape(), Shape({2, 0, 64}));
+    EXPECT_EQ(s.kv.lengths(), std::vector<int32_t>({3, 3}));
+    EXPECT_EQ(s.qk_history.values(), history.values());
+    EXPECT_EQ(s.prev_value.values(), prev.values());
+}
+
 TEST(LatentState, EncoderModeHasNoDecode) {
     SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "encoder"}}, false);
     LatentState s = layer.layer->make_state(1, 4);

@@ -103,4 +103,11 @@ void KVCache::rows_changed(int64_t b, int64_t first, int64_t count) const {
     }
 }
 
+TensorView tokens_as_cache(const TensorView &tokens) {
+    require(tokens.rank() == 4 && tokens.is_contiguous(),
+            "tokens_as_cache: tokens " + shape_to_string(tokens.shape) + " must be contiguous [B, S, Hkv, D]");
+    const int64_t B = tokens.dim(0), S = tokens.dim(1), Hkv = tokens.dim(2), D = tokens.dim(3);
+    return TensorView(tokens.data, {B, Hkv, S, D}, {S * Hkv * D, D, Hkv * D, 1});
+}
+
 }  // namespace hattn

@@ -55,6 +55,10 @@ private:
     std::vector<int32_t> lengths_;
 };
 
+// New tokens [B, S, Hkv, D] (a projection's layout) seen as a cache's storage [B, Hkv, S, D]: a
+// strided view of the same memory, for attention over exactly these tokens without a cache.
+TensorView tokens_as_cache(const TensorView &tokens);
+
 // The conditioning cache: keys and values of a static context for cross-attention, computed once
 // and never appended to.
 class ConditioningCache {

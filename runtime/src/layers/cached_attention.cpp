@@ -167,9 +167,8 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         // wrote them, [B, S, Hkv, D] seen as the cache's [B, Hkv, S, D]. No temporary cache of
         // 2 B S Hkv D floats is allocated, zeroed and filled (the time it took was within the noise
         // of an E = 2048, S = 2048 layer prefill; the memory is not).
-        const Shape as_cache{B, Hkv, S, D}, strides{S * Hkv * D, D, Hkv * D, 1};
-        key_store = TensorView(const_cast<float *>(keys.data()), as_cache, strides);
-        value_store = TensorView(const_cast<float *>(v.data()), as_cache, strides);
+        key_store = tokens_as_cache(keys.view());
+        value_store = tokens_as_cache(v.view());
     }
 
     Tensor attended = detail::scratch_tensor(q.shape());

@@ -216,34 +216,35 @@ LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
 }
 
 Tensor LatentAttention::forward(const Tensor &x) {
-    require(x.rank() == 3, "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, E]");
-    LatentState state = make_state(x.dim(0), std::max<int64_t>(x.dim(1), 1));
-    return run(x, state);
+    return run(x, nullptr);
 }
 
 Tensor LatentAttention::prefill(const Tensor &x, LatentState &state) {
     require_decoder("prefill");
-    return run(x, state);
+    return run(x, &state);
 }
 
 Tensor LatentAttention::decode_step(const Tensor &x_t, LatentState &state) {
     require_decoder("decode_step");
     require(x_t.rank() == 3 && x_t.dim(1) == 1,
             "latent attention: decode_step takes one token per sequence [B, 1, E], got " + shape_to_string(x_t.shape()));
-    return run(x_t, state);
+    return run(x_t, &state);
 }
 
-Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
+Tensor LatentAttention::run(const Tensor &x, LatentState *state) {
     const LatentAttentionConfig &c = config_;
     require(x.rank() == 3 && x.dim(2) == c.hidden,
             "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
     const int64_t B = x.dim(0), S = x.dim(1), P = c.packed(), hist = c.history();
-    const int64_t H = c.heads, Hkv = c.kv_heads, dh = c.head_dim, Lkv = c.kv_rank();
-    require(state.kv.batch() == B && state.kv.kv_heads() == Hkv && state.kv.head_dim() == dh &&
-                state.qk_history.shape() == Shape({B, hist, P}),
-            "latent attention: state for batch " + str(state.kv.batch()) + " does not fit input " +
-                shape_to_string(x.shape()));
-    state.kv.check_room(S);
+    const int64_t H = c.heads, Hkv = c.kv_heads, dh = c.head_dim, Lkv = c.kv_rank(), half = Lkv / 2;
+    if (state) {
+        require(state->kv.batch() == B && state->kv.kv_heads() == Hkv && state->kv.head_dim() == dh &&
+                    state->qk_history.shape() == Shape({B, hist, P}),
+                "latent attention: state for batch " + str(state->kv.batch()) + " does not fit input " +
+                    shape_to_string(x.shape()));
+        state->kv.check_room(S);
+    }
+    if (S == 0) return Tensor({B, 0, c.hidden});  // no tokens: nothing to compute or remember
 
     // On a GPU everything between x and y stays on the device (detail::scratch_tensor), and the
     // row moves below are device copies (copy_into): x goes up once, y comes back, and the state's
@@ -251,13 +252,18 @@ Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
     const detail::ScopedRegion input = detail::upload_once(x);
     const Shape packed_strides{(hist + S) * P, P, 1};
 
-    // 1. Packed down-projection, after the raw history rows the convolutions need.
+    // 1. Packed down-projection, after the raw history rows the convolutions need (zeros before a
+    // sequence's first token).
     Tensor qk = detail::scratch_tensor({B, S, P}), qk_rows = detail::scratch_tensor({B, hist + S, P});
     qk_.apply(x.view(), qk.view());
     copy_into(qk.view(), TensorView(qk_rows.data() + hist * P, {B, S, P}, packed_strides));
-    if (hist > 0) copy_into(state.qk_history.view(), TensorView(qk_rows.data(), {B, hist, P}, packed_strides));
+    if (hist > 0) {
+        const TensorView history = state ? state->qk_history.view()
+                                         : TensorView(detail::resident_zeros(B * hist * P).data, {B, hist, P});
+        copy_into(history, TensorView(qk_rows.data(), {B, hist, P}, packed_strides));
+    }
     // 2-6. Convolutions, q-k-mean, norms and RoPE in one kernel.
-    const std::vector<int32_t> start = state.kv.lengths();
+    const std::vector<int32_t> start = state ? state->kv.lengths() : std::vector<int32_t>(B, 0);
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
     rope_.reserve(*std::max_element(lengths.begin(), lengths.end()));
@@ -268,15 +274,22 @@ Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
     Tensor v = detail::scratch_tensor({B, S, Lkv});
     Tensor delayed;
     if (c.value_shift) {
-        const int64_t half = Lkv / 2;
         const Shape row_strides{S * Lkv, Lkv, 1};
         Tensor current = detail::scratch_tensor({B, S, half});
         delayed = detail::scratch_tensor({B, S, half});
         value_.apply(x.view(), current.view());
         value_delayed_.apply(x.view(), delayed.view());
         copy_into(current.view(), TensorView(v.data(), {B, S, half}, row_strides));
-        copy_into(TensorView(state.prev_value.data(), {B, 1, half}),
-                  TensorView(v.data() + half, {B, 1, half}, row_strides));
+        if (state) {
+            copy_into(TensorView(state->prev_value.data(), {B, 1, half}),
+                      TensorView(v.data() + half, {B, 1, half}, row_strides));
+        } else {  // before a sequence: the delayed projection of a zero vector, its bias or zeros
+            const float *first = value_delayed_.bias() ? value_delayed_.bias()->data() : detail::resident_zeros(half).data;
+            for (int64_t b = 0; b < B; b++) {
+                copy_into(TensorView(const_cast<float *>(first), {1, 1, half}),
+                          TensorView(v.data() + b * S * Lkv + half, {1, 1, half}, row_strides));
+            }
+        }
         if (S > 1) {
             copy_into(TensorView(delayed.data(), {B, S - 1, half}, {S * half, half, 1}),
                       TensorView(v.data() + Lkv + half, {B, S - 1, half}, row_strides));
@@ -285,33 +298,38 @@ Tensor LatentAttention::run(const Tensor &x, LatentState &state) {
         value_.apply(x.view(), v.view());
     }
 
-    // 7. Attention in the latent over the cache, then the output projection.
-    const Shape one{1, S, Hkv, dh};
-    for (int64_t b = 0; b < B; b++) {
-        copy_into(TensorView(k.data() + b * S * Hkv * dh, one), state.kv.key_slot(b, S));
-        copy_into(TensorView(v.data() + b * S * Lkv, one), state.kv.value_slot(b, S));
+    // 7. Attention in the latent over the cache (or over the new tokens where they are), then the
+    // output projection.
+    const TensorView k_tokens(k.data(), {B, S, Hkv, dh}), v_tokens(v.data(), {B, S, Hkv, dh});
+    TensorView key_store = tokens_as_cache(k_tokens), value_store = tokens_as_cache(v_tokens);
+    if (state) {
+        for (int64_t b = 0; b < B; b++) {
+            copy_into(k_tokens.crop(0, b, b + 1), state->kv.key_slot(b, S));
+            copy_into(v_tokens.crop(0, b, b + 1), state->kv.value_slot(b, S));
+        }
+        key_store = state->kv.keys();
+        value_store = state->kv.values();
     }
     const float scale = static_cast<float>(1.0 / std::sqrt(double(dh)));
     Tensor attended = detail::scratch_tensor({B, S, H, dh});
     if (S == 1 && c.causal) {
-        attention_decode(TensorView(q.data(), {B, H, dh}), state.kv.keys(), state.kv.values(), lengths, scale,
+        attention_decode(TensorView(q.data(), {B, H, dh}), key_store, value_store, lengths, scale,
                          TensorView(attended.data(), {B, H, dh}));
     } else {
-        attention_prefill(q.view(), state.kv.keys(), state.kv.values(), lengths, scale, c.causal, nullptr,
-                          attended.view());
+        attention_prefill(q.view(), key_store, value_store, lengths, scale, c.causal, nullptr, attended.view());
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
     out_.apply(TensorView(attended.data(), {B, S, H * dh}), y.view());
+    if (!state) return y;
 
     // Everything succeeded: the new tokens become part of the state.
-    state.kv.commit(S);
+    state->kv.commit(S);
     if (hist > 0) {
-        copy_into(TensorView(qk_rows.data() + S * P, {B, hist, P}, packed_strides), state.qk_history.view());
+        copy_into(TensorView(qk_rows.data() + S * P, {B, hist, P}, packed_strides), state->qk_history.view());
     }
     if (c.value_shift) {
-        const int64_t half = Lkv / 2;
         copy_into(TensorView(delayed.data() + (S - 1) * half, {B, 1, half}, {S * half, half, 1}),
-                  TensorView(state.prev_value.data(), {B, 1, half}));
+                  TensorView(state->prev_value.data(), {B, 1, half}));
     }
     return y;
 }

@@ -70,7 +70,9 @@ public:
     Tensor decode_step(const Tensor &x_t, LatentState &state);  // x_t [B, 1, E]
 
 private:
-    Tensor run(const Tensor &x, LatentState &state);
+    // Continues the state's sequences, or (no state: forward) starts new ones whose attention
+    // reads the new keys and values where the kernels wrote them.
+    Tensor run(const Tensor &x, LatentState *state);
     void require_decoder(const char *call) const;
     void keep_on_device();  // the weights the kernels read directly (Linear keeps its own)
 
