@@ -21,7 +21,8 @@ using hattn::testing::expect_contains;
 ConfigReader reader() {
     return ConfigReader(json::parse(R"({
         "num_heads": 8, "head_dim": 64.0, "bad_int": "abc", "fractional": 8.5,
-        "huge": 18446744073709551615, "negative": -3, "theta": 10000.0, "eps": 1e-5,
+        "huge": 18446744073709551615, "int32_max": 2147483647, "past_int32": 2147483648,
+        "below_int32": -2147483649, "float_past_int32": 1e300, "negative": -3, "theta": 10000.0, "eps": 1e-5,
         "causal": true, "name": "llama", "unset": null, "list": [1, 2, 3]
     })"),
                         "config.json");
@@ -45,7 +46,10 @@ TEST(ConfigTest, Integers) {
               "config.json: key 'fractional' must be an integer, got 8.5");
     EXPECT_EQ(error_message([&] { config.get_optional_int("list"); }),
               "config.json: key 'list' must be an integer, got [1,2,3]");
-    expect_contains(error_message([&] { config.get_int("huge"); }), "int64 range");
+    EXPECT_EQ(config.get_int("int32_max"), 2147483647);
+    for (const char *key : {"huge", "past_int32", "below_int32", "float_past_int32"}) {
+        expect_contains(error_message([&] { config.get_int(key); }), "must be an integer in the int32 range");
+    }
     EXPECT_EQ(error_message([&] { config.get_int("absent"); }),
               "config.json: missing key 'absent'");
     EXPECT_EQ(error_message([&] { config.get_int("unset"); }), "config.json: missing key 'unset'");
@@ -108,6 +112,12 @@ TEST(ConfigTest, ReadJsonFile) {
 
     expect_contains(error_message([&] { hattn::read_json_file(dir.path().string()); }),
                     "is a directory");
+
+    // Nesting that would overflow the stack of a reader's copy or an error message's dump().
+    const std::string deep = write("deep.json", "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+    EXPECT_EQ(error_message([&] { hattn::read_json_file(deep); }), deep + ": JSON nested deeper than 64 levels");
+    const std::string nested = write("nested.json", "{\"a\": " + std::string(63, '[') + std::string(63, ']') + "}");
+    EXPECT_TRUE(hattn::read_json_file(nested)["a"].is_array());
 }
 
 }  // namespace

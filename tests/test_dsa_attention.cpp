@@ -317,5 +317,40 @@ TEST(DsaConfig, RejectsWhatIsOutOfScope) {
     EXPECT_THROW(DsaConfig::from(ConfigReader(odd, "config.json")), Error);
 }
 
+TEST(DsaConfig, NestedRopeKeysAndTheNormEpsilonAreChecked) {
+    const auto error = [](const std::string &key, const nlohmann::json &value) {
+        nlohmann::json json = small_config(4);
+        json[key] = value;
+        try {
+            DsaConfig::from(ConfigReader(json, "config.json"));
+        } catch (const Error &e) {
+            EXPECT_TRUE(e.is_invalid_input()) << e.what();
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(error("rope_parameters", {{"rope_theta", "x"}}),
+              "config.json (rope_parameters): key 'rope_theta' must be a number, got \"x\"");
+    EXPECT_EQ(error("rope_parameters", {{"rope_type", 5}}),
+              "config.json (rope_parameters): key 'rope_type' must be a string, got 5");
+    EXPECT_EQ(error("rope_parameters", {{"rope_theta", -5.0}}), "config.json: rope_theta must be positive");
+    EXPECT_NE(error("rope_scaling", {{"type", "yarn"}}).find("rope_scaling rope_type 'yarn' is not supported"),
+              std::string::npos);
+    EXPECT_EQ(error("rms_norm_eps", -1.0), "config.json: rms_norm_eps must be positive");
+    nlohmann::json json = small_config(4);
+    json["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500.0}};
+    EXPECT_EQ(DsaConfig::from(ConfigReader(json, "config.json")).rope_theta, 500.0);
+}
+
+// A top-k larger than any sequence can hold costs nothing: its columns stop at the capacity.
+TEST(DsaAttention, AHugeTopkStopsAtTheCapacity) {
+    DsaAttention layer = make_layer(small_config(2147483647));
+    TopK sel;
+    const Tensor x = testing::random_tensor({1, 6, 64}, 21);
+    const Tensor y = layer.forward(x, &sel);
+    EXPECT_EQ(sel.k, 6);
+    EXPECT_EQ(y.values(), make_layer(small_config(6)).forward(x).values());
+}
+
 }  // namespace
 }  // namespace hattn

@@ -296,6 +296,12 @@ TEST(ZayaConfig, KeysDefaultsAndRejections) {
               std::string::npos);
     EXPECT_NE(error({{"hidden_size", 64}, {"head_dim", 16}, {"partial_rotary_factor", 0.1}}).find("partial_rotary_factor"),
               std::string::npos);
+    EXPECT_NE(error({{"hidden_size", 64}, {"partial_rotary_factor", 1e300}}).find("partial_rotary_factor must be in (0, 1]"),
+              std::string::npos);
+    EXPECT_EQ(error({{"hidden_size", 64}, {"rope_parameters", {{"hybrid", {{"rope_theta", "abc"}}}}}}),
+              "config.json (rope_parameters.hybrid): key 'rope_theta' must be a number, got \"abc\"");
+    EXPECT_EQ(error({{"hidden_size", 64}, {"rope_parameters", {{"hybrid", 3}}}}),
+              "config.json (rope_parameters.hybrid): expected a JSON object, got number");
 }
 
 // ---------------------------------------------------------------- the kernel on its own

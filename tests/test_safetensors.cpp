@@ -276,6 +276,8 @@ TEST_F(SafetensorsTest, RejectsLyingHeaders) {
         {R"({"w": [1, 2]})", {"tensor 'w'", "not an object"}},
         {"{\"w\": ", {"not valid JSON"}},
         {"[1, 2]", {"not a JSON object"}},
+        {R"({"w": {"dtype": "F32", "shape": )" + std::string(60000, '[') + std::string(60000, ']') + "}}",
+         {"JSON nested deeper than 64 levels"}},
     };
     for (size_t i = 0; i < cases.size(); i++) {
         const std::string path = write("lie" + std::to_string(i) + ".safetensors",

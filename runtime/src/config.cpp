@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "hattn/error.h"
+#include "json_parse.h"
 
 namespace hattn {
 
@@ -24,7 +25,7 @@ nlohmann::json read_json_file(const std::string &path) {
 
     nlohmann::json value;
     try {
-        value = nlohmann::json::parse(text);
+        value = detail::parse_json<nlohmann::json>(text.begin(), text.end(), path);
     } catch (const nlohmann::json::parse_error &e) {
         // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest says what and where.
         std::string detail = e.what();
@@ -64,25 +65,29 @@ void ConfigReader::wrong_type(const std::string &key, const nlohmann::json &valu
 
 bool ConfigReader::has(const std::string &key) const { return find(key) != nullptr; }
 
+// Integers are read in the int32 range: every size a kernel takes must fit Halide's 32-bit extents,
+// and the products of two (heads x head_dim) must not overflow int64.
 int64_t ConfigReader::as_int(const std::string &key, const nlohmann::json &value) const {
+    constexpr int64_t lowest = std::numeric_limits<int32_t>::min(), highest = std::numeric_limits<int32_t>::max();
+    bool in_range = false;
+    int64_t result = 0;
     if (value.is_number_unsigned()) {
-        if (value.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
-            wrong_type(key, value, "an integer in the int64 range");
-        }
-        return int64_t(value.get<uint64_t>());
-    }
-    if (value.is_number_integer()) return value.get<int64_t>();
-    if (value.is_number_float()) {
+        in_range = value.get<uint64_t>() <= uint64_t(highest);
+        result = in_range ? int64_t(value.get<uint64_t>()) : 0;
+    } else if (value.is_number_integer()) {
+        result = value.get<int64_t>();
+        in_range = lowest <= result && result <= highest;
+    } else if (value.is_number_float()) {
         // JSON does not distinguish 8 from 8.0; accept a float only when its value is integral.
-        // 2^63 is exactly representable, so the bounds below admit only int64 values.
         const double number = value.get<double>();
-        const double limit = 9223372036854775808.0;
-        if (std::isfinite(number) && std::trunc(number) == number && number >= -limit &&
-            number < limit) {
-            return int64_t(number);
-        }
+        if (!std::isfinite(number) || std::trunc(number) != number) wrong_type(key, value, "an integer");
+        in_range = double(lowest) <= number && number <= double(highest);
+        result = in_range ? int64_t(number) : 0;
+    } else {
+        wrong_type(key, value, "an integer");
     }
-    wrong_type(key, value, "an integer");
+    if (!in_range) wrong_type(key, value, "an integer in the int32 range");
+    return result;
 }
 
 double ConfigReader::as_number(const std::string &key, const nlohmann::json &value) const {

@@ -15,6 +15,7 @@
 
 #include "hattn/config.h"
 #include "hattn/error.h"
+#include "json_parse.h"
 
 // F32 tensors are copied straight from the file, whose byte order is little-endian.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "hattn assumes a little-endian host");
@@ -220,7 +221,7 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
 
     nlohmann::ordered_json header;
     try {
-        header = nlohmann::ordered_json::parse(file.map_ + 8, file.map_ + file.data_start_);
+        header = detail::parse_json<nlohmann::ordered_json>(file.map_ + 8, file.map_ + file.data_start_, path);
     } catch (const nlohmann::json::parse_error &e) {
         fail(path,
              "header is not valid JSON (error at header byte " + std::to_string(e.byte) + ")");

@@ -28,7 +28,8 @@ public:
 
     bool has(const std::string &key) const;
 
-    // Integers accept any JSON number with an exact int64 value (8 and 8.0; not 8.5).
+    // Integers accept any JSON number with an exact integer value in the int32 range (8 and 8.0;
+    // not 8.5, not 2^31): sizes must fit the kernels' 32-bit extents.
     int64_t get_int(const std::string &key) const;
     int64_t get_int(const std::string &key, int64_t fallback) const;
     std::optional<int64_t> get_optional_int(const std::string &key) const;

@@ -47,15 +47,18 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
     require(cfg.rope_dim <= cfg.index_dim, src + ": qk_rope_head_dim (" + str(cfg.rope_dim) +
                                                ") must not exceed index_head_dim (" + str(cfg.index_dim) + ")");
     cfg.rope_theta = c.get_number("rope_theta", 10000.0);
-    require(cfg.rope_theta > 0, src + ": rope_theta must be positive");
-    if (c.has("rope_parameters") && c.json()["rope_parameters"].is_object()) {
-        const auto &rp = c.json()["rope_parameters"];
-        const std::string type = rp.value("rope_type", rp.value("type", std::string("default")));
-        require(type == "default", src + ": rope_parameters rope_type '" + type + "' is not supported (default only)");
-        if (rp.contains("rope_theta")) cfg.rope_theta = rp["rope_theta"].get<double>();
+    // transformers 5 writes rope_parameters, 4 wrote rope_scaling; either may name a scaling type.
+    for (const char *key : {"rope_parameters", "rope_scaling"}) {
+        if (!c.has(key) || !c.json()[key].is_object()) continue;
+        const ConfigReader rope(c.json()[key], src + " (" + key + ")");
+        const std::string type = rope.get_string("rope_type", rope.get_string("type", "default"));
+        require(type == "default", src + ": " + key + " rope_type '" + type + "' is not supported (default only)");
+        cfg.rope_theta = rope.get_number("rope_theta", cfg.rope_theta);
     }
+    require(cfg.rope_theta > 0, src + ": rope_theta must be positive");
     cfg.bias = c.get_bool("attention_bias", false);
     cfg.rms_eps = static_cast<float>(c.get_number("rms_norm_eps", 1e-6));
+    require(cfg.rms_eps > 0, src + ": rms_norm_eps must be positive");
     return cfg;
 }
 
@@ -192,7 +195,9 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
 
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
-    const int64_t K = shared ? shared->k : c.index_topk;
+    // No query sees more keys than the state holds: past that, top-k columns would only be -1
+    // (and a config's index_topk of millions would allocate them).
+    const int64_t K = shared ? shared->k : std::min(c.index_topk, state.capacity);
     TopK chosen{B, S, K, std::vector<int32_t>(B * S * K, -1)};
     if (shared) {
         for (int64_t b = 0; b < B; b++)

@@ -121,6 +121,7 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     cfg.causal = true;
     cfg.bias = c.get_bool("attention_bias", false);
     const double factor = c.get_number("partial_rotary_factor", 0.5);
+    require(factor > 0 && factor <= 1, src + ": partial_rotary_factor must be in (0, 1], got " + std::to_string(factor));
     cfg.rotary_dim = static_cast<int64_t>(cfg.head_dim * factor);
     require(cfg.rotary_dim >= 2 && cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= cfg.head_dim,
             src + ": head_dim * partial_rotary_factor = " + str(cfg.rotary_dim) + " must be even and in 2..head_dim");
@@ -128,9 +129,10 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     if (c.has("rope_theta")) {
         cfg.rope_base = c.get_number("rope_theta");
     } else if (c.has("rope_parameters")) {  // transformers 5 nests it per layer type
-        const auto &rp = c.json()["rope_parameters"];
-        if (rp.contains("hybrid") && rp["hybrid"].contains("rope_theta")) {
-            cfg.rope_base = rp["hybrid"]["rope_theta"].get<double>();
+        const ConfigReader per_type(c.json()["rope_parameters"], src + " (rope_parameters)");
+        if (per_type.has("hybrid")) {
+            cfg.rope_base = ConfigReader(per_type.json()["hybrid"], src + " (rope_parameters.hybrid)")
+                                .get_number("rope_theta", cfg.rope_base);
         }
     }
     require(cfg.rope_base > 0, src + ": rope_theta must be positive");

@@ -28,8 +28,9 @@ struct DsaConfig {
     static DsaConfig from(const ConfigReader &config);
 };
 
-// Top-k key indices per query: [B, S, K], ascending within a row, -1 where a query has fewer than
-// K visible keys. A shared-indexer layer receives the previous layer's.
+// Top-k key indices per query: [B, S, K] with K = index_topk, or the state's capacity where that is
+// smaller; ascending within a row, -1 where a query has fewer than K visible keys. A
+// shared-indexer layer receives the previous layer's.
 struct TopK {
     int64_t batch = 0, queries = 0, k = 0;
     std::vector<int32_t> indices;

@@ -1,0 +1,28 @@
+// Parsing JSON that comes from files (configs, safetensors headers). nlohmann's dump() and copies
+// recurse once per nesting level, so a file nested tens of thousands of levels deep would overflow
+// the stack when an error message shows a value or a reader copies one. Real files nest a few
+// levels: past max_json_depth the parse stops with an Error naming the source.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "hattn/error.h"
+
+namespace hattn::detail {
+
+constexpr int max_json_depth = 64;
+
+// Json::parse(first, last) with the depth limit; parse errors are nlohmann's, for the caller to word.
+template <class Json, class Iterator>
+Json parse_json(Iterator first, Iterator last, const std::string &source) {
+    return Json::parse(first, last, [&source](int depth, typename Json::parse_event_t, Json &) {
+        if (depth > max_json_depth) {
+            throw Error(source + ": JSON nested deeper than " + std::to_string(max_json_depth) + " levels");
+        }
+        return true;
+    });
+}
+
+}  // namespace hattn::detail
