@@ -180,7 +180,30 @@ TEST_F(Cli, CrossWithoutContextExits2) {
         "context");
 }
 
+// Masks and contexts belong to cached_attention: another kind given one says so rather than
+// running without it.
+TEST_F(Cli, AMaskOrContextForAnotherKindExits2) {
+    const std::string cca = R"({"kind": "cca", "batch": 1, "seq_len": 3,
+                                "config": {"hidden_size": 8, "num_heads": 2}})";
+    const std::string masked = make_case("masked", cca);
+    write_npy(masked + "/mask.npy", Tensor({1, 1, 3, 3}));
+    expect_one_line_naming(hattn("run --case " + masked + " --output " + tmp.file("o.npy")),
+                           "mask.npy: kind cca takes no mask");
+    const std::string with_context = make_case("context", cca);
+    write_npy(with_context + "/context.npy", testing::random_tensor({1, 5, 8}, 8));
+    expect_one_line_naming(hattn("run --case " + with_context + " --output " + tmp.file("o.npy")),
+                           "context.npy: kind cca takes no context");
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("o.npy")));
+}
+
+TEST_F(Cli, ThreadCountOutOfRangeExits2) {
+    expect_one_line_naming(hattn("run --case " + make_case("c", good_config()) + " --output " + tmp.file("o.npy") +
+                                 " --threads 4294967297"),
+                           "--threads must be in 1..4096");
+}
+
 TEST_F(Cli, UnknownFlagAndDeviceAreNamed) {
+    expect_one_line_naming(hattn("frobnicate"), "unknown command 'frobnicate'");
     expect_one_line_naming(hattn("run --frobnicate 3"), "--frobnicate");
     expect_one_line_naming(hattn("run --case x --output y --device tpu"), "tpu");
 }

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -171,6 +173,8 @@ TEST_F(NpyTest, RejectsBadFiles) {
                   "'shape': (4611686018427387904, 4), }",
                   two_floats),
          {"overflows"}},
+        {npy_blob(std::string("{'descr':\0'<f4', 'fortran_order': False, 'shape': (2,), }"), two_floats),
+         {"malformed header dict"}},
     };
     for (size_t i = 0; i < cases.size(); i++) {
         const std::string file = write("bad" + std::to_string(i) + ".npy", cases[i].bytes);
@@ -180,6 +184,25 @@ TEST_F(NpyTest, RejectsBadFiles) {
     }
     expect_contains(error_message([&] { hattn::read_npy(path("absent.npy")); }),
                     {path("absent.npy"), "cannot open"});
+    std::filesystem::create_directories(path("folder.npy"));
+    expect_contains(error_message([&] { hattn::read_npy(path("folder.npy")); }), {path("folder.npy"), "is a directory"});
+}
+
+// A file is replaced only once the new array is written whole; a failed write names its cause.
+TEST_F(NpyTest, WritesReplaceWholeOrSayWhy) {
+    const std::string file = path("out.npy");
+    hattn::write_npy(file, hattn::Tensor({2}, {1, 2}));
+    hattn::write_npy(file, hattn::Tensor({3}, {4, 5, 6}));
+    EXPECT_EQ(hattn::read_npy_f32(file).values(), std::vector<float>({4, 5, 6}));
+    EXPECT_FALSE(std::filesystem::exists(file + ".partial"));
+    if (std::filesystem::exists("/dev/full")) {
+        try {
+            hattn::write_npy("/dev/full", hattn::Tensor({1024}));
+            ADD_FAILURE() << "writing to /dev/full succeeded";
+        } catch (const hattn::Error &e) {
+            expect_contains(e.what(), {"/dev/full", "write failed", std::strerror(ENOSPC)});
+        }
+    }
 }
 
 }  // namespace

@@ -7,11 +7,11 @@ namespace hattn {
 namespace {
 
 constexpr KindInfo kinds[] = {
-    {"cached_attention", "embedding_dimension", true},
-    {"cca", "hidden_size", true},
-    {"ccgqa", "hidden_size", true},
-    {"zaya_cca", "hidden_size", true},
-    {"glm_dsa", "hidden_size", true},
+    {"cached_attention", "embedding_dimension", true, true},
+    {"cca", "hidden_size", true, false},
+    {"ccgqa", "hidden_size", true, false},
+    {"zaya_cca", "hidden_size", true, false},
+    {"glm_dsa", "hidden_size", true, false},
 };
 
 }  // namespace

@@ -50,6 +50,12 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
     }
     require_shape(files.input, x.shape(), {batch, seq_len, hidden}, "[batch, seq_len, E]");
 
+    if (!kind.mask_and_context) {  // silently ignoring them would give the user a wrong result
+        const std::string no = std::string(": kind ") + kind.name + " takes no ";
+        require(!cross || !files.context.empty(), files.config + no + "cross-attention ('cross': true)");
+        require(files.context.empty(), files.context + no + "context (cross-attention is cached_attention's)");
+        require(files.mask.empty(), files.mask + no + "mask (masks are cached_attention's)");
+    }
     require(cross == !files.context.empty(),
             cross ? "cross-attention needs a context input (context.npy), none given"
                   : files.context + ": a context input is only valid for cross-attention");

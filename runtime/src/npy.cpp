@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -12,6 +13,8 @@
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "hattn assumes a little-endian host");
 
 namespace hattn {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -82,7 +85,8 @@ private:
     }
 
     void skip_space() {
-        while (pos_ < text_.size() && std::strchr(" \t\r\n", text_[pos_]) != nullptr) pos_++;
+        // (strchr would also match the string's own terminator: a NUL byte is not a space.)
+        while (pos_ < text_.size() && text_[pos_] != '\0' && std::strchr(" \t\r\n", text_[pos_]) != nullptr) pos_++;
     }
 
     bool peek(char c) {
@@ -167,6 +171,8 @@ private:
 };
 
 std::vector<uint8_t> read_file(const std::string &path) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) fail(path, "is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in.is_open()) fail(path, std::string("cannot open: ") + std::strerror(errno));
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
@@ -198,7 +204,13 @@ void write_npy_bytes(const std::string &path, NpyArray::Type type, const Shape &
         fail(path, "shape " + shape_to_string(shape) + " makes the header too long");
     }
 
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    // A regular file (or a new one) is written beside its place and renamed over it once whole,
+    // so a failed write (a full disk) leaves the old file as it was. Other paths (/dev/stdout, a
+    // pipe) are written directly.
+    std::error_code ec;
+    const bool replace = !fs::exists(path, ec) || fs::is_regular_file(path, ec);
+    const std::string written = replace ? path + ".partial" : path;
+    std::ofstream out(written, std::ios::binary | std::ios::trunc);
     if (!out.is_open()) fail(path, std::string("cannot create: ") + std::strerror(errno));
     const char version_and_length[4] = {1, 0, char(header.size() & 0xff), char(header.size() >> 8)};
     out.write(magic, magic_size);
@@ -206,7 +218,19 @@ void write_npy_bytes(const std::string &path, NpyArray::Type type, const Shape &
     out << header;
     if (bytes > 0) out.write(static_cast<const char *>(data), std::streamsize(bytes));
     out.close();
-    if (!out) throw Error(path + ": write failed", Error::Kind::Internal);
+    const int write_error = errno;
+    if (!out) {
+        if (replace) fs::remove(written, ec);
+        throw Error(path + ": write failed: " + std::strerror(write_error), Error::Kind::Internal);
+    }
+    if (replace) {
+        fs::rename(written, path, ec);
+        if (ec) {
+            const std::string why = ec.message();
+            fs::remove(written, ec);
+            fail(path, "cannot replace: " + why);
+        }
+    }
 }
 
 }  // namespace

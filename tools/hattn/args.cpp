@@ -53,7 +53,10 @@ std::optional<int64_t> Args::integer(const std::string &flag) const {
 }
 
 void apply_threads(const Args &args) {
-    if (auto n = args.integer("--threads")) set_num_threads(static_cast<int>(*n));
+    if (auto n = args.integer("--threads")) {
+        require(*n >= 1 && *n <= 4096, "--threads must be in 1..4096, got " + std::to_string(*n));
+        set_num_threads(static_cast<int>(*n));
+    }
 }
 
 }  // namespace hattn::cli

@@ -34,7 +34,8 @@ int main(int argc, char **argv) {
             std::cout << usage;
             return 0;
         }
-        std::cerr << "hattn: unknown command '" << command << "'\n" << usage;
+        // One line, like every other bad input; the usage is a `hattn --help` away.
+        std::cerr << "hattn: unknown command '" << command << "' (run, bench, inspect, info; hattn --help)\n";
         return 2;
     } catch (const hattn::Error &e) {
         std::cerr << "hattn: " << e.what() << "\n";

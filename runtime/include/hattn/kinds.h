@@ -9,6 +9,7 @@ struct KindInfo {
     const char *name;        // the `kind` of a golden case and of `hattn run --kind`
     const char *hidden_key;  // the config key holding the hidden size E
     bool built;              // false until the layer's kernels and module exist
+    bool mask_and_context;   // takes an attention mask and a cross-attention context
 };
 
 // nullptr when `name` is not a kind hattn knows.
