@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "hattn/npy.h"
@@ -194,6 +196,18 @@ TEST_F(Cli, AMaskOrContextForAnotherKindExits2) {
     expect_one_line_naming(hattn("run --case " + with_context + " --output " + tmp.file("o.npy")),
                            "context.npy: kind cca takes no context");
     EXPECT_FALSE(std::filesystem::exists(tmp.file("o.npy")));
+}
+
+TEST_F(Cli, ANonFiniteInputIsNamed) {
+    const std::string dir = make_case("nan", good_config());
+    Tensor x = testing::random_tensor({1, 3, 8}, 6);
+    x.values()[13] = std::nanf("");
+    write_npy(dir + "/x.npy", x);
+    expect_one_line_naming(hattn("run --case " + dir + " --output " + tmp.file("o.npy")),
+                           "x.npy: element 13 is NaN; inputs must be finite");
+    x.values()[13] = std::numeric_limits<float>::infinity();
+    write_npy(dir + "/x.npy", x);
+    expect_one_line_naming(hattn("run --case " + dir + " --output " + tmp.file("o.npy")), "element 13 is infinite");
 }
 
 TEST_F(Cli, ThreadCountOutOfRangeExits2) {

@@ -1,6 +1,7 @@
 #include "hattn/layer_case.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 
@@ -35,6 +36,15 @@ void require_shape(const std::string &path, const Shape &actual, const Shape &ex
                                     shape_to_string(expected) + " (" + meaning + ")");
 }
 
+// The kernels are compiled assuming no NaN or Inf (fast-math): an input holding one would give
+// meaningless output rather than an error, so it is refused here, naming where it is.
+void require_finite(const std::string &path, const Tensor &t) {
+    const std::vector<float> &values = t.values();
+    const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    require(bad == values.end(), path + ": element " + std::to_string(bad - values.begin()) + " is " +
+                                     (std::isnan(*bad) ? "NaN" : "infinite") + "; inputs must be finite");
+}
+
 // Reads the tensors of a case once the config is known, checking every shape against it.
 LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, int64_t seq_len,
                       bool cross, double tolerance, const LayerFiles &files) {
@@ -49,6 +59,7 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
         seq_len = x.dim(1);
     }
     require_shape(files.input, x.shape(), {batch, seq_len, hidden}, "[batch, seq_len, E]");
+    require_finite(files.input, x);
 
     if (!kind.mask_and_context) {  // silently ignoring them would give the user a wrong result
         const std::string no = std::string(": kind ") + kind.name + " takes no ";
@@ -69,6 +80,7 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
                     ", expected [" + std::to_string(batch) + ", Sk, " + std::to_string(hidden) +
                     "]");
         context_len = context->dim(1);
+        require_finite(files.context, *context);
     }
     std::optional<NpyArray> mask;
     if (!files.mask.empty()) {
