@@ -1,0 +1,21 @@
+# The package as an application meets it (ctest -L package): installs the build into a fresh
+# prefix, configures examples/cached_decode against it with find_package(hattn), builds it and
+# runs it. Arguments: -DBUILD_DIR, -DSOURCE_DIR, -DWORK_DIR, -DGENERATOR.
+file(REMOVE_RECURSE "${WORK_DIR}")
+
+function(step what)
+    execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if (NOT status EQUAL 0)
+        message(FATAL_ERROR "${what} failed (${status}):\n${out}\n${err}")
+    endif ()
+    message(STATUS "${what}: ok")
+    set(output "${out}" PARENT_SCOPE)
+endfunction()
+
+step("install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
+# Nothing of the build tree may leak in: the example sees only the install prefix.
+step("configure the example" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/examples/cached_decode" -B "${WORK_DIR}/example"
+     -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
+step("build the example" "${CMAKE_COMMAND}" --build "${WORK_DIR}/example")
+step("run the example" "${WORK_DIR}/example/cached_decode")
+message(STATUS "${output}")
