@@ -75,6 +75,7 @@ TEST_P(CachedAttentionShapes, OneTokenOrNoneWithoutACache) {
     EXPECT_LE(testing::relative_l2(t.layer->self_attention(x), reference::cached_attention(t.ref, x, {}, {}, 0)),
               1e-5);
     EXPECT_EQ(t.layer->self_attention(Tensor({2, 0, GetParam().E})).shape(), Shape({2, 0, GetParam().E}));
+    EXPECT_EQ(t.layer->self_attention(Tensor({0, 3, GetParam().E})).shape(), Shape({0, 3, GetParam().E}));
 }
 
 TEST_P(CachedAttentionShapes, PrefillThenDecodeEqualsForward) {
@@ -130,6 +131,16 @@ Tensor decode_all(CachedAttention &layer, KVCache &cache, const Tensor &x) {
 
 double relative_difference(const Tensor &a, const Tensor &b) {
     return testing::relative_l2(a, {b.values().begin(), b.values().end()});
+}
+
+// A slot is a view into the storage: one for a sequence the batch lacks, or past the capacity,
+// would reach other sequences' or heads' rows.
+TEST(KVCacheSlots, AreCheckedLikeAppends) {
+    KVCache cache(2, 2, 8, 8);
+    EXPECT_NO_THROW(cache.key_slot(1, 8));
+    EXPECT_THROW(cache.key_slot(2, 1), Error);
+    EXPECT_THROW(cache.value_slot(-1, 1), Error);
+    EXPECT_THROW(cache.key_slot(0, 9), Error);
 }
 
 TEST(CachedAttentionDecode, TruncateThenDecodeEqualsAFreshRun) {

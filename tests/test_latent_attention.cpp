@@ -216,6 +216,7 @@ TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
 TEST(LatentState, NoTokensChangeNothing) {
     SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
     EXPECT_EQ(layer.layer->forward(Tensor({2, 0, 64})).shape(), Shape({2, 0, 64}));
+    EXPECT_EQ(layer.layer->forward(Tensor({0, 3, 64})).shape(), Shape({0, 3, 64}));
     LatentState s = layer.layer->make_state(2, 4);
     layer.layer->prefill(testing::random_tensor({2, 3, 64}, 1), s);
     const Tensor history = s.qk_history, prev = s.prev_value;

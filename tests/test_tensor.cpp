@@ -65,6 +65,13 @@ TEST(TensorTest, HalideBufferReversesDimensionsAndAliases) {
     EXPECT_EQ(t.values()[1 * 12 + 2 * 4 + 1], -5.0f);
 }
 
+// Halide takes a null host pointer for a bounds query (computing nothing): a view without data is
+// refused before any kernel sees it.
+TEST(TensorTest, AViewWithoutDataIsRefused) {
+    expect_contains(error_message([] { TensorView(nullptr, {2, 3}).halide_buffer(); }), "has no data");
+    EXPECT_NO_THROW(TensorView(nullptr, {0, 3}).halide_buffer());
+}
+
 TEST(TensorTest, StridedViewKeepsStrides) {
     Tensor t = iota_tensor({4, 6});
     // The transpose of t, shape [6, 4], as a view of the same memory.

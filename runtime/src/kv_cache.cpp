@@ -31,6 +31,10 @@ void KVCache::check_room(int64_t count) const {
 }
 
 TensorView KVCache::slot(const Tensor &storage, int64_t b, int64_t count) const {
+    require(b >= 0 && b < batch(), "KV cache: sequence " + std::to_string(b) + " of a batch of " + std::to_string(batch()));
+    require(count >= 0 && lengths_[b] + count <= capacity(),
+            "KV cache: sequence " + std::to_string(b) + " holds " + std::to_string(lengths_[b]) + " of " +
+                std::to_string(capacity()) + " tokens, no slot for " + std::to_string(count));
     const int64_t D = head_dim(), cap = capacity(), H = kv_heads();
     float *start = const_cast<float *>(storage.data()) + (b * H * cap + lengths_[b]) * D;
     return TensorView(start, {1, count, H, D}, {H * cap * D, D, cap * D, 1});

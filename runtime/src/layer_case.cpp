@@ -41,8 +41,9 @@ void require_shape(const std::string &path, const Shape &actual, const Shape &ex
 void require_finite(const std::string &path, const Tensor &t) {
     const std::vector<float> &values = t.values();
     const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-    require(bad == values.end(), path + ": element " + std::to_string(bad - values.begin()) + " is " +
-                                     (std::isnan(*bad) ? "NaN" : "infinite") + "; inputs must be finite");
+    if (bad == values.end()) return;
+    throw Error(path + ": element " + std::to_string(bad - values.begin()) + " is " +
+                (std::isnan(*bad) ? "NaN" : "infinite") + "; inputs must be finite");
 }
 
 // Reads the tensors of a case once the config is known, checking every shape against it.

@@ -95,6 +95,9 @@ Halide::Runtime::Buffer<float> TensorView::halide_buffer() const {
                     " does not fit in int32 (Halide buffers are 32-bit)");
         dims[i] = halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
     }
+    // A null host pointer would make Halide take the call for a bounds query: it would compute
+    // nothing and report success.
+    require(data != nullptr || size() == 0, "a tensor view of " + shape_to_string(shape) + " has no data");
     return Halide::Runtime::Buffer<float>(data, dims);
 }
 

@@ -85,6 +85,7 @@ void attention_prefill(const TensorView &q, const TensorView &k_cache, const Ten
         {0, static_cast<int32_t>(Sq), static_cast<int32_t>(mask->shape[3]), 0},
         {0, 1, static_cast<int32_t>(Sq * mask->shape[3]), 0},
         {0, static_cast<int32_t>(q.dim(0)), static_cast<int32_t>(Sq * mask->shape[3]), 0}};
+    require(mask->data != nullptr, "attention mask " + shape_to_string(mask->shape) + " has no data");
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(),
                         b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale,

@@ -141,7 +141,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     // own; with a cache they are copied into it like the values (on a GPU both copies run there),
     // and become part of it only at commit(), once everything else has succeeded.
     if (rope_) {
-        rope_->reserve(*std::max_element(lengths.begin(), lengths.end()));
+        if (B > 0) rope_->reserve(*std::max_element(lengths.begin(), lengths.end()));
         Tensor rotated = detail::scratch_tensor(q.shape());
         apply_rope(q.view(), *rope_, start, rotated.view());
         q = std::move(rotated);

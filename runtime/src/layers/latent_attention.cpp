@@ -246,7 +246,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) {
                     shape_to_string(x.shape()));
         state->kv.check_room(S);
     }
-    if (S == 0) return Tensor({B, 0, c.hidden});  // no tokens: nothing to compute or remember
+    if (S == 0 || B == 0) return Tensor({B, S, c.hidden});  // no tokens: nothing to compute or remember
 
     // On a GPU everything between x and y stays on the device (detail::scratch_tensor), and the
     // row moves below are device copies (copy_into): x goes up once, y comes back, and the state's
