@@ -49,6 +49,11 @@ void KVCache::commit(int64_t count) {
 }
 
 void KVCache::append(const TensorView &keys, const TensorView &values) {
+    write_past_end(keys, values);
+    commit(keys.dim(1));
+}
+
+void KVCache::write_past_end(const TensorView &keys, const TensorView &values) {
     const Shape expected{batch(), keys.rank() == 4 ? keys.dim(1) : -1, kv_heads(), head_dim()};
     require(keys.rank() == 4 && keys.shape == expected && values.shape == keys.shape,
             "KV cache append: keys " + shape_to_string(keys.shape) + " and values " +
@@ -63,7 +68,6 @@ void KVCache::append(const TensorView &keys, const TensorView &values) {
         copy_into(TensorView(keys.data + b * row, one), key_slot(b, S));
         copy_into(TensorView(values.data + b * row, one), value_slot(b, S));
     }
-    commit(S);
 }
 
 void KVCache::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }

@@ -43,6 +43,10 @@ public:
     // cache's device copy current (a kernel on a GPU writes the rows there, in place).
     TensorView key_slot(int64_t b, int64_t count) const;
     TensorView value_slot(int64_t b, int64_t count) const;
+    // Writes keys and values [B, S, Hkv, D] (contiguous) into every sequence's slot, past its end,
+    // without making them part of it: for layers that attend first and commit() once everything
+    // has succeeded. Throws, changing nothing, where append would.
+    void write_past_end(const TensorView &keys, const TensorView &values);
     // Makes the `count` tokens written past each sequence's end part of it.
     void commit(int64_t count);
 

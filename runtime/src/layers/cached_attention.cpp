@@ -154,12 +154,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     const Tensor &keys = rope_ ? k_rotated : k;
     TensorView key_store, value_store;
     if (cache) {
-        const Shape one{1, S, Hkv, D};
-        const int64_t row = S * Hkv * D;
-        for (int64_t b = 0; b < B; b++) {
-            copy_into(TensorView(const_cast<float *>(keys.data()) + b * row, one), cache->key_slot(b, S));
-            copy_into(TensorView(const_cast<float *>(v.data()) + b * row, one), cache->value_slot(b, S));
-        }
+        cache->write_past_end(keys.view(), v.view());
         key_store = cache->keys();
         value_store = cache->values();
     } else {

@@ -305,10 +305,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) {
     const TensorView k_tokens(k.data(), {B, S, Hkv, dh}), v_tokens(v.data(), {B, S, Hkv, dh});
     TensorView key_store = tokens_as_cache(k_tokens), value_store = tokens_as_cache(v_tokens);
     if (state) {
-        for (int64_t b = 0; b < B; b++) {
-            copy_into(k_tokens.crop(0, b, b + 1), state->kv.key_slot(b, S));
-            copy_into(v_tokens.crop(0, b, b + 1), state->kv.value_slot(b, S));
-        }
+        state->kv.write_past_end(k_tokens, v_tokens);
         key_store = state->kv.keys();
         value_store = state->kv.values();
     }
