@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <thread>
 
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
@@ -22,10 +24,9 @@ double rope_error(Shape shape, int64_t rotary_dim, std::vector<int32_t> start, u
                   RopeLayout layout = RopeLayout::NeoX) {
     const Tensor x = testing::random_tensor(shape, seed);
     Tensor y(shape);
-    RopeTable table(rotary_dim, 10000.0);
     int32_t last = 0;
     for (int32_t s : start) last = std::max<int32_t>(last, s + static_cast<int32_t>(shape[1]));
-    table.reserve(last);
+    const RopeTable table(rotary_dim, 10000.0, last);
     apply_rope(x.view(), table, start, y.view(), layout);
     return testing::relative_l2(y, reference::rope(x, rotary_dim, 10000.0, start, layout == RopeLayout::Interleaved));
 }
@@ -42,8 +43,7 @@ TEST(Rope, WritesIntoAStridedView) {
     // Keys [1, S=3, Hkv=2, D=4] written into cache storage [1, Hkv=2, capacity=5, 4] at position 1.
     const Tensor x = testing::random_tensor({1, 3, 2, 4}, 4);
     Tensor cache({1, 2, 5, 4});
-    RopeTable table(4, 10000.0);
-    table.reserve(8);
+    const RopeTable table(4, 10000.0, 8);
     const TensorView into(cache.data() + 4, {1, 3, 2, 4}, {40, 4, 20, 1});
     apply_rope(x.view(), table, {1}, into);
     const std::vector<double> ref = reference::rope(x, 4, 10000.0, {1});
@@ -57,10 +57,47 @@ TEST(Rope, WritesIntoAStridedView) {
 
 TEST(Rope, RejectsTablesTooShort) {
     Tensor x({1, 4, 1, 8}), y({1, 4, 1, 8});
-    RopeTable table(8, 10000.0);
-    table.reserve(2);
+    const RopeTable table(8, 10000.0, 2);
     const std::vector<int32_t> past_the_end{static_cast<int32_t>(table.positions())};
     EXPECT_THROW(apply_rope(x.view(), table, past_the_end, y.view()), Error);
+}
+
+// What a call holds is never changed or freed by growth (the old table grew in place, so a kernel
+// running on one thread read memory another thread's call had just replaced).
+TEST(Rope, AHeldTableOutlivesGrowth) {
+    const GrowingRopeTable shared(8, 10000.0);
+    const std::shared_ptr<const RopeTable> held = shared.covering(10);
+    const float *cos = held->cos().data;
+    const std::vector<float> before(cos, cos + 10 * 4);
+    EXPECT_GE(shared.covering(5000)->positions(), 5000);
+    EXPECT_EQ(held->positions(), 10);
+    EXPECT_EQ(held->cos().data, cos);
+    EXPECT_EQ(std::vector<float>(cos, cos + 10 * 4), before);
+    EXPECT_EQ(shared.covering(7).get(), shared.covering(5000).get());  // no shrinking, no rebuild
+}
+
+// Threads asking a shared table for ever more positions all get tables whose values are those of a
+// table built at once (growth copies and extends; it never changes a row another thread holds).
+TEST(Rope, GrowingTableServesThreadsAtOnce) {
+    const GrowingRopeTable shared(16, 10000.0);
+    const RopeTable whole(16, 10000.0, 4096);
+    constexpr int threads = 4;
+    std::vector<int64_t> mismatches(threads, 0);
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; i++) {
+        pool.emplace_back([&, i] {
+            for (int64_t n = 1 + i; n <= 4096; n = n * 3 / 2 + 1) {
+                const std::shared_ptr<const RopeTable> table = shared.covering(n);
+                if (table->positions() < n) mismatches[i]++;
+                for (int64_t j = 0; j < n * 8; j++) {
+                    mismatches[i] += table->cos().data[j] != whole.cos().data[j];
+                    mismatches[i] += table->sin().data[j] != whole.sin().data[j];
+                }
+            }
+        });
+    }
+    for (std::thread &th : pool) th.join();
+    for (int i = 0; i < threads; i++) EXPECT_EQ(mismatches[i], 0) << "thread " << i;
 }
 
 // ---------------------------------------------------------------- prefill

@@ -151,7 +151,7 @@ TEST(LatentShort, OneTokenAndShorterThanTheKernels) {
 TEST(LatentState, CcgqaCachesTwoLkvFloatsPerToken) {
     SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true);
     const LatentState s = layer.layer->make_state(1, 100);
-    const int64_t floats_per_token = (s.kv.keys().size() + s.kv.values().size()) / s.kv.capacity();
+    const int64_t floats_per_token = (s.kv().keys().size() + s.kv().values().size()) / s.kv().capacity();
     EXPECT_EQ(floats_per_token * 4, 2 * layer.config.kv_rank() * 4);
     EXPECT_EQ(layer.config.kv_rank(), 16);  // E / 8
 }
@@ -192,8 +192,8 @@ protected:
             EXPECT_EQ(after.downloaded - before.downloaded, (B * E + 2 * B * Lkv + B * (hist + 1) * P + B * Lkv / 2) * f)
                 << "step " << step << " downloaded more than y, the new K and V rows and the step's state rows";
         }
-        EXPECT_LE(testing::relative_l2(gpu_state.qk_history, cpu_state.qk_history), 1e-6);
-        EXPECT_LE(testing::relative_l2(gpu_state.prev_value, cpu_state.prev_value), 1e-5);
+        EXPECT_LE(testing::relative_l2(gpu_state.qk_history(), cpu_state.qk_history()), 1e-6);
+        EXPECT_LE(testing::relative_l2(gpu_state.prev_value(), cpu_state.prev_value()), 1e-5);
     }
 };
 
@@ -206,11 +206,11 @@ TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
     SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
     LatentState s = layer.layer->make_state(1, 4);
     layer.layer->prefill(testing::random_tensor({1, 3, 64}, 1), s);
-    const Tensor history = s.qk_history, prev = s.prev_value;
+    const Tensor history = s.qk_history(), prev = s.prev_value();
     EXPECT_THROW(layer.layer->prefill(testing::random_tensor({1, 2, 64}, 2), s), Error);
-    EXPECT_EQ(s.kv.lengths(), std::vector<int32_t>({3}));
-    EXPECT_EQ(s.qk_history.values(), history.values());
-    EXPECT_EQ(s.prev_value.values(), prev.values());
+    EXPECT_EQ(s.kv().lengths(), std::vector<int32_t>({3}));
+    EXPECT_EQ(s.qk_history().values(), history.values());
+    EXPECT_EQ(s.prev_value().values(), prev.values());
 }
 
 TEST(LatentState, NoTokensChangeNothing) {
@@ -219,11 +219,78 @@ TEST(LatentState, NoTokensChangeNothing) {
     EXPECT_EQ(layer.layer->forward(Tensor({0, 3, 64})).shape(), Shape({0, 3, 64}));
     LatentState s = layer.layer->make_state(2, 4);
     layer.layer->prefill(testing::random_tensor({2, 3, 64}, 1), s);
-    const Tensor history = s.qk_history, prev = s.prev_value;
+    const Tensor history = s.qk_history(), prev = s.prev_value();
     EXPECT_EQ(layer.layer->prefill(Tensor({2, 0, 64}), s).shape(), Shape({2, 0, 64}));
-    EXPECT_EQ(s.kv.lengths(), std::vector<int32_t>({3, 3}));
-    EXPECT_EQ(s.qk_history.values(), history.values());
-    EXPECT_EQ(s.prev_value.values(), prev.values());
+    EXPECT_EQ(s.kv().lengths(), std::vector<int32_t>({3, 3}));
+    EXPECT_EQ(s.qk_history().values(), history.values());
+    EXPECT_EQ(s.prev_value().values(), prev.values());
+}
+
+// Sequence b of a [B, S, E] tensor, as [1, S, E].
+Tensor sequence(const Tensor &t, int64_t b) {
+    const int64_t n = t.dim(1) * t.dim(2);
+    return Tensor({1, t.dim(1), t.dim(2)}, std::vector<float>(t.data() + b * n, t.data() + (b + 1) * n));
+}
+
+// Reset rewinds the convolution history and the shifted value with the cache (it once rewound only
+// the cache, and later tokens convolved rows of the old sequence).
+TEST(LatentState, ResetStartsOverAsANewState) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    const Tensor before = testing::random_tensor({2, 3, 64}, 1), x = testing::random_tensor({2, 4, 64}, 2);
+    LatentState fresh = layer.layer->make_state(2, 8);
+    const Tensor expected = layer.layer->prefill(x, fresh);
+    LatentState s = layer.layer->make_state(2, 8);
+    const LatentState untouched = s;
+    layer.layer->prefill(before, s);
+    s.reset();
+    EXPECT_EQ(s.lengths(), std::vector<int32_t>({0, 0}));
+    EXPECT_EQ(s.qk_history().values(), untouched.qk_history().values());
+    EXPECT_EQ(s.prev_value().values(), untouched.prev_value().values());
+    EXPECT_LE(testing::relative_l2(layer.layer->prefill(x, s), expected), 1e-6);
+}
+
+TEST(LatentState, ResetOneSequenceLeavesTheOther) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    const Tensor before = testing::random_tensor({2, 3, 64}, 3), x = testing::random_tensor({2, 2, 64}, 4);
+    LatentState s = layer.layer->make_state(2, 8);
+    layer.layer->prefill(before, s);
+    s.reset(1);
+    EXPECT_EQ(s.lengths(), std::vector<int32_t>({3, 0}));
+    const Tensor y = layer.layer->prefill(x, s);  // sequence 0 continues, sequence 1 starts over
+    LatentState kept = layer.layer->make_state(1, 8), restarted = layer.layer->make_state(1, 8);
+    layer.layer->prefill(sequence(before, 0), kept);
+    EXPECT_LE(testing::relative_l2(sequence(y, 0), layer.layer->prefill(sequence(x, 0), kept)), 1e-6);
+    EXPECT_LE(testing::relative_l2(sequence(y, 1), layer.layer->prefill(sequence(x, 1), restarted)), 1e-6);
+}
+
+TEST(LatentState, AForkContinuesAsItsSource) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    const Tensor before = testing::random_tensor({2, 5, 64}, 5), token = testing::random_tensor({1, 1, 64}, 6);
+    LatentState s = layer.layer->make_state(2, 8);
+    layer.layer->prefill(before, s);
+    s.fork(0, 1);
+    Tensor both({2, 1, 64});
+    std::copy_n(token.data(), 64, both.data());
+    std::copy_n(token.data(), 64, both.data() + 64);
+    const Tensor y = layer.layer->decode_step(both, s);
+    LatentState alone = layer.layer->make_state(1, 8);
+    layer.layer->prefill(sequence(before, 0), alone);
+    const Tensor expected = layer.layer->decode_step(token, alone);
+    EXPECT_LE(testing::relative_l2(sequence(y, 0), expected), 1e-6);
+    EXPECT_LE(testing::relative_l2(sequence(y, 1), expected), 1e-6);
+}
+
+TEST(LatentState, SequencesOutsideTheBatchAreRefused) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    LatentState s = layer.layer->make_state(2, 8);
+    layer.layer->prefill(testing::random_tensor({2, 3, 64}, 7), s);
+    const LatentState before = s;
+    EXPECT_THROW(s.reset(2), Error);
+    EXPECT_THROW(s.reset(-1), Error);
+    EXPECT_THROW(s.fork(0, 2), Error);
+    EXPECT_EQ(s.lengths(), before.lengths());
+    EXPECT_EQ(s.qk_history().values(), before.qk_history().values());
+    EXPECT_EQ(s.prev_value().values(), before.prev_value().values());
 }
 
 TEST(LatentState, EncoderModeHasNoDecode) {
@@ -320,8 +387,7 @@ double qk_latent_error(int64_t H, int64_t Hkv, int64_t dh, int64_t k0, int64_t k
     const Tensor qk = testing::random_tensor({S, P}, seed + 4);
     Tensor rows({1, pad + S, P});  // zero history, then the sequence
     std::copy_n(qk.data(), S * P, rows.data() + pad * P);
-    RopeTable rope(dh, 10000.0);
-    rope.reserve(S);
+    const RopeTable rope(dh, 10000.0, S);
     Tensor q({1, S, H, dh}), k({1, S, Hkv, dh});
     cca_qk_latent(rows.view(), {w.w0, *w.b0, w.w1, *w.b1}, Tensor({Hkv}, std::vector<float>(Hkv, 1.3f)), rope, {0}, true, 1e-6f,
                   q.view(), k.view());

@@ -270,8 +270,7 @@ Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_d
     auto st = std::make_shared<State>();
     st->x = random({batch, seq, heads, head_dim}, 1);
     st->y = Tensor(st->x.shape());
-    st->table = std::make_unique<RopeTable>(head_dim, 10000.0);
-    st->table->reserve(seq);
+    st->table = std::make_unique<RopeTable>(head_dim, 10000.0, seq);
     st->start.assign(batch, 0);
     Workload w = make(st, [st] { apply_rope(st->x.view(), *st->table, st->start, st->y.view()); });
     w.bytes = 8.0 * st->x.size();
@@ -382,11 +381,11 @@ Workload latent_layer_workload(const LayerShape &s) {
         s, random_latent_attention(s), [](LatentAttention &l, const Tensor &x) { l.forward(x); },
         [B, T](LatentAttention &l) {
             LatentState state = l.make_state(B, T + 1);
-            fill_random(state.kv, T);
+            fill_random(state.kv_without_history(), T);
             return state;
         },
         [](LatentAttention &l, const Tensor &x, LatentState &state) { l.decode_step(x, state); },
-        [T](LatentState &state) { state.kv.truncate_to(T); });
+        [T](LatentState &state) { state.kv_without_history().truncate_to(T); });
 }
 
 Workload dsa_layer_workload(const LayerShape &s) {

@@ -1,6 +1,7 @@
 #include "hattn/kernels/rope.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "halide_call.h"
@@ -9,33 +10,64 @@
 
 namespace hattn {
 
-RopeTable::RopeTable(int64_t rotary_dim, double base) : rotary_dim_(rotary_dim), base_(base) {
+RopeTable::RopeTable(int64_t rotary_dim, double base, int64_t positions)
+    : RopeTable(nullptr, rotary_dim, base, positions) {}
+
+RopeTable RopeTable::extended(int64_t positions) const {
+    return RopeTable(this, rotary_dim_, base_, std::max(positions, positions_));
+}
+
+RopeTable::RopeTable(const RopeTable *prefix, int64_t rotary_dim, double base, int64_t positions)
+    : rotary_dim_(rotary_dim), base_(base), positions_(positions) {
     require(rotary_dim >= 2 && rotary_dim % 2 == 0,
             "RoPE: rotary dimension must be even and positive, got " + std::to_string(rotary_dim));
     require(base > 0, "RoPE: base must be positive, got " + std::to_string(base));
-    cos_ = Tensor({0, rotary_dim / 2});
-    sin_ = Tensor({0, rotary_dim / 2});
-}
-
-void RopeTable::reserve(int64_t positions) {
-    if (positions <= positions_) return;
-    const int64_t grown = std::max(positions, 2 * positions_);  // amortised growth
-    const int64_t half = rotary_dim_ / 2;
-    Tensor cos({grown, half}), sin({grown, half});
-    std::copy(cos_.values().begin(), cos_.values().end(), cos.data());
-    std::copy(sin_.values().begin(), sin_.values().end(), sin.data());
-    for (int64_t p = positions_; p < grown; p++) {
+    require(positions >= 0, "RoPE: a table needs a non-negative number of positions, got " + std::to_string(positions));
+    const int64_t half = rotary_dim / 2;
+    cos_ = Tensor({positions, half}, Tensor::unset);
+    sin_ = Tensor({positions, half}, Tensor::unset);
+    const int64_t kept = prefix ? prefix->positions_ : 0;
+    if (prefix) {
+        std::copy(prefix->cos_.values().begin(), prefix->cos_.values().end(), cos_.data());
+        std::copy(prefix->sin_.values().begin(), prefix->sin_.values().end(), sin_.data());
+    }
+    std::vector<double> frequency(half);
+    for (int64_t i = 0; i < half; i++) frequency[i] = std::pow(base, -2.0 * double(i) / double(rotary_dim));
+    for (int64_t p = kept; p < positions; p++) {
         for (int64_t i = 0; i < half; i++) {
-            const double angle = double(p) * std::pow(base_, -2.0 * double(i) / double(rotary_dim_));
-            cos.data()[p * half + i] = static_cast<float>(std::cos(angle));
-            sin.data()[p * half + i] = static_cast<float>(std::sin(angle));
+            const double angle = double(p) * frequency[i];
+            cos_.data()[p * half + i] = static_cast<float>(std::cos(angle));
+            sin_.data()[p * half + i] = static_cast<float>(std::sin(angle));
         }
     }
-    cos.keep_on_device(Residency::ReadOnly);
-    sin.keep_on_device(Residency::ReadOnly);
-    cos_ = std::move(cos);
-    sin_ = std::move(sin);
-    positions_ = grown;
+    cos_.keep_on_device(Residency::ReadOnly);
+    sin_.keep_on_device(Residency::ReadOnly);
+}
+
+GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base)
+    : rotary_dim_(rotary_dim), base_(base), table_(std::make_shared<const RopeTable>(rotary_dim, base, 0)) {}
+
+GrowingRopeTable::GrowingRopeTable(const GrowingRopeTable &other)
+    : rotary_dim_(other.rotary_dim_), base_(other.base_), table_(std::atomic_load(&other.table_)) {}
+
+GrowingRopeTable &GrowingRopeTable::operator=(const GrowingRopeTable &other) {
+    if (this != &other) {
+        rotary_dim_ = other.rotary_dim_;
+        base_ = other.base_;
+        std::atomic_store(&table_, std::atomic_load(&other.table_));
+    }
+    return *this;
+}
+
+std::shared_ptr<const RopeTable> GrowingRopeTable::covering(int64_t positions) const {
+    std::shared_ptr<const RopeTable> current = std::atomic_load(&table_);
+    while (current->positions() < positions) {
+        auto grown = std::make_shared<const RopeTable>(current->extended(std::max(positions, 2 * current->positions())));
+        // Another thread may have grown it meanwhile: then `current` becomes its table, which is
+        // used if it is long enough (a larger table is never replaced by a smaller one).
+        if (std::atomic_compare_exchange_strong(&table_, &current, grown)) return grown;
+    }
+    return current;
 }
 
 void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<int32_t> &start,

@@ -101,18 +101,18 @@ Tensor CachedAttention::output(const Tensor &attended) const {
 
 Tensor CachedAttention::forward(const Tensor &query_input, const Tensor *key_input, const Tensor *value_input,
                                 const MaskView *mask, KVCache *generation_cache,
-                                const ConditioningCache *conditioning_cache) {
+                                const ConditioningCache *conditioning_cache) const {
     if (conditioning_cache) return cross_attention(query_input, *conditioning_cache, mask);
     require(key_input && value_input, "cached_attention: key and value inputs are required without a conditioning cache");
     return attend_new_tokens(query_input, *key_input, *value_input, generation_cache, mask);
 }
 
-Tensor CachedAttention::self_attention(const Tensor &x, KVCache *cache, const MaskView *mask) {
+Tensor CachedAttention::self_attention(const Tensor &x, KVCache *cache, const MaskView *mask) const {
     return attend_new_tokens(x, x, x, cache, mask);
 }
 
 Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input,
-                                          KVCache *cache, const MaskView *mask) {
+                                          KVCache *cache, const MaskView *mask) const {
     check_input(x, "input");
     require(key_input.shape() == x.shape() && value_input.shape() == x.shape(),
             "cached_attention: key input " + shape_to_string(key_input.shape()) + " and value input " +
@@ -140,16 +140,14 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     // New keys are rotated (positions continue from each sequence's length) into a tensor of their
     // own; with a cache they are copied into it like the values (on a GPU both copies run there),
     // and become part of it only at commit(), once everything else has succeeded.
-    if (rope_) {
-        if (B > 0) rope_->reserve(*std::max_element(lengths.begin(), lengths.end()));
-        Tensor rotated = detail::scratch_tensor(q.shape());
-        apply_rope(q.view(), *rope_, start, rotated.view());
-        q = std::move(rotated);
-    }
     Tensor k_rotated;
     if (rope_) {
+        const auto table = rope_->covering(B > 0 ? *std::max_element(lengths.begin(), lengths.end()) : 0);
+        Tensor rotated = detail::scratch_tensor(q.shape());
+        apply_rope(q.view(), *table, start, rotated.view());
+        q = std::move(rotated);
         k_rotated = detail::scratch_tensor(k.shape());
-        apply_rope(k.view(), *rope_, start, k_rotated.view());
+        apply_rope(k.view(), *table, start, k_rotated.view());
     }
     const Tensor &keys = rope_ ? k_rotated : k;
     TensorView key_store, value_store;
@@ -179,7 +177,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     return y;
 }
 
-Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) {
+Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) const {
     check_input(x_t, "decode input");
     require(x_t.dim(1) == 1, "cached_attention: decode_step takes one token per sequence, got " +
                                  shape_to_string(x_t.shape()));

@@ -111,23 +111,23 @@ DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
     return s;
 }
 
-Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) {
+Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) const {
     require(x.rank() == 3, "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, E]");
     DsaState state = make_state(x.dim(0), std::max<int64_t>(x.dim(1), 1));
     return run(x, state, false, selected, shared);
 }
 
-Tensor DsaAttention::prefill(const Tensor &x, DsaState &state, TopK *selected, const TopK *shared) {
+Tensor DsaAttention::prefill(const Tensor &x, DsaState &state, TopK *selected, const TopK *shared) const {
     return run(x, state, false, selected, shared);
 }
 
-Tensor DsaAttention::decode_step(const Tensor &x_t, DsaState &state, TopK *selected, const TopK *shared) {
+Tensor DsaAttention::decode_step(const Tensor &x_t, DsaState &state, TopK *selected, const TopK *shared) const {
     require(x_t.rank() == 3 && x_t.dim(1) == 1,
             "glm_dsa: decode_step takes one token per sequence [B, 1, E], got " + shape_to_string(x_t.shape()));
     return run(x_t, state, true, selected, shared);
 }
 
-Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared) {
+Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared) const {
     const DsaConfig &c = config_;
     require(x.rank() == 3 && x.dim(2) == c.hidden,
             "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
@@ -148,7 +148,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     const std::vector<int32_t> start = state.lengths;
     int32_t longest = 0;
     for (int64_t b = 0; b < B; b++) longest = std::max<int32_t>(longest, start[b] + static_cast<int32_t>(S));
-    rope_.reserve(longest);
+    const std::shared_ptr<const RopeTable> rope = rope_.covering(longest);
 
     // On a GPU every stage but the top-k selection stays on the device (detail::scratch_tensor,
     // copy_into between views): x goes up once; the indexer's scores come down to be ranked.
@@ -163,25 +163,25 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     rms_norm(matrix(q_a, B * S, c.q_lora_rank), q_a_norm_, c.rms_eps, matrix(q_resid, B * S, c.q_lora_rank));
     Tensor q = detail::scratch_tensor({B, S, H * (N + Rd)}), q_rot = detail::scratch_tensor({B, S, H, Rd});
     q_b_.apply(q_resid.view(), q.view());
-    apply_rope(slice(q, H, N + Rd, N, Rd), rope_, start, q_rot.view(), RopeLayout::Interleaved);
+    apply_rope(slice(q, H, N + Rd, N, Rd), *rope, start, q_rot.view(), RopeLayout::Interleaved);
 
     // The latent: kv = RMSNorm(first R of x W_kva^T), k_rot = the last Rd, rotated (one head).
     Tensor ckv = detail::scratch_tensor({B, S, L}), kv = detail::scratch_tensor({B, S, R});
     kv_a_.apply(x.view(), ckv.view());
     rms_norm(TensorView(ckv.data(), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps, matrix(kv, B * S, R));
     Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
-    apply_rope(slice(ckv, 1, L, R, Rd), rope_, start, k_rot.view(), RopeLayout::Interleaved);
+    apply_rope(slice(ckv, 1, L, R, Rd), *rope, start, k_rot.view(), RopeLayout::Interleaved);
 
     // Indexer: iq = q_resid W_iq^T, ik = LayerNorm(x W_ik^T), both rotated on their first Rd dims;
     // head weights w = x W_w^T / sqrt(IH).
     Tensor iq = detail::scratch_tensor({B, S, IH, ID}), iq_rot = detail::scratch_tensor({B, S, IH, ID});
     index_q_.apply(q_resid.view(), TensorView(iq.data(), {B, S, IH * ID}));
-    apply_rope(iq.view(), rope_, start, iq_rot.view(), RopeLayout::Interleaved);
+    apply_rope(iq.view(), *rope, start, iq_rot.view(), RopeLayout::Interleaved);
     Tensor ik_raw = detail::scratch_tensor({B, S, ID}), ik = detail::scratch_tensor({B, S, 1, ID});
     index_k_.apply(x.view(), ik_raw.view());
     layer_norm(matrix(ik_raw, B * S, ID), index_norm_w_, index_norm_b_, 1e-6f, matrix(ik, B * S, ID));
     Tensor ik_rot = detail::scratch_tensor({B, S, 1, ID}), head_w = detail::scratch_tensor({B, S, IH});
-    apply_rope(ik.view(), rope_, start, ik_rot.view(), RopeLayout::Interleaved);
+    apply_rope(ik.view(), *rope, start, ik_rot.view(), RopeLayout::Interleaved);
     index_w_.apply(x.view(), head_w.view());
 
     // Stage the new tokens past each sequence's end; they join it only at the end.

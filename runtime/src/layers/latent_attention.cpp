@@ -199,52 +199,43 @@ void LatentAttention::require_decoder(const char *call) const {
 }
 
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
-    LatentState s{KVCache(batch, config_.kv_heads, config_.head_dim, capacity),
-                  Tensor({batch, config_.history(), config_.packed()}), Tensor()};
-    // On a GPU the state's rows are read and written there, and mirrored to the host.
-    s.qk_history.keep_on_device();
+    Tensor first_value;
     if (config_.value_shift) {
         // Token 0's delayed half is the delayed projection of a zero vector: its bias, or zeros.
-        const int64_t half = config_.kv_rank() / 2;
-        s.prev_value = Tensor({batch, half});
-        if (value_delayed_.bias()) {
-            for (int64_t b = 0; b < batch; b++) {
-                std::copy_n(value_delayed_.bias()->data(), half, s.prev_value.data() + b * half);
-            }
-        }
-        s.prev_value.keep_on_device();
+        first_value = value_delayed_.bias() ? *value_delayed_.bias() : Tensor({config_.kv_rank() / 2});
     }
-    return s;
+    return LatentState(KVCache(batch, config_.kv_heads, config_.head_dim, capacity),
+                       Tensor({batch, config_.history(), config_.packed()}), std::move(first_value));
 }
 
-Tensor LatentAttention::forward(const Tensor &x) {
+Tensor LatentAttention::forward(const Tensor &x) const {
     return run(x, nullptr);
 }
 
-Tensor LatentAttention::prefill(const Tensor &x, LatentState &state) {
+Tensor LatentAttention::prefill(const Tensor &x, LatentState &state) const {
     require_decoder("prefill");
     return run(x, &state);
 }
 
-Tensor LatentAttention::decode_step(const Tensor &x_t, LatentState &state) {
+Tensor LatentAttention::decode_step(const Tensor &x_t, LatentState &state) const {
     require_decoder("decode_step");
     require(x_t.rank() == 3 && x_t.dim(1) == 1,
             "latent attention: decode_step takes one token per sequence [B, 1, E], got " + shape_to_string(x_t.shape()));
     return run(x_t, &state);
 }
 
-Tensor LatentAttention::run(const Tensor &x, LatentState *state) {
+Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     const LatentAttentionConfig &c = config_;
     require(x.rank() == 3 && x.dim(2) == c.hidden,
             "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
     const int64_t B = x.dim(0), S = x.dim(1), P = c.packed(), hist = c.history();
     const int64_t H = c.heads, Hkv = c.kv_heads, dh = c.head_dim, Lkv = c.kv_rank(), half = Lkv / 2;
     if (state) {
-        require(state->kv.batch() == B && state->kv.kv_heads() == Hkv && state->kv.head_dim() == dh &&
-                    state->qk_history.shape() == Shape({B, hist, P}),
-                "latent attention: state for batch " + str(state->kv.batch()) + " does not fit input " +
+        require(state->kv_.batch() == B && state->kv_.kv_heads() == Hkv && state->kv_.head_dim() == dh &&
+                    state->qk_history_.shape() == Shape({B, hist, P}),
+                "latent attention: state for batch " + str(state->kv_.batch()) + " does not fit input " +
                     shape_to_string(x.shape()));
-        state->kv.check_room(S);
+        state->kv_.check_room(S);
     }
     if (S == 0 || B == 0) return Tensor({B, S, c.hidden});  // no tokens: nothing to compute or remember
 
@@ -260,17 +251,17 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) {
     qk_.apply(x.view(), qk.view());
     copy_into(qk.view(), TensorView(qk_rows.data() + hist * P, {B, S, P}, packed_strides));
     if (hist > 0) {
-        const TensorView history = state ? state->qk_history.view()
+        const TensorView history = state ? state->qk_history_.view()
                                          : TensorView(detail::resident_zeros(B * hist * P).data, {B, hist, P});
         copy_into(history, TensorView(qk_rows.data(), {B, hist, P}, packed_strides));
     }
     // 2-6. Convolutions, q-k-mean, norms and RoPE in one kernel.
-    const std::vector<int32_t> start = state ? state->kv.lengths() : std::vector<int32_t>(B, 0);
+    const std::vector<int32_t> start = state ? state->kv_.lengths() : std::vector<int32_t>(B, 0);
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
-    rope_.reserve(*std::max_element(lengths.begin(), lengths.end()));
+    const auto rope = rope_.covering(*std::max_element(lengths.begin(), lengths.end()));
     Tensor q = detail::scratch_tensor({B, S, H, dh}), k = detail::scratch_tensor({B, S, Hkv, dh});
-    cca_qk_latent(qk_rows.view(), conv_, key_scale_, rope_, start, c.qk_mean, c.norm_eps, q.view(), k.view());
+    cca_qk_latent(qk_rows.view(), conv_, key_scale_, *rope, start, c.qk_mean, c.norm_eps, q.view(), k.view());
 
     // Values: [current half | previous token's delayed half] per token with value shift.
     Tensor v = detail::scratch_tensor({B, S, Lkv});
@@ -283,7 +274,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) {
         value_delayed_.apply(x.view(), delayed.view());
         copy_into(current.view(), TensorView(v.data(), {B, S, half}, row_strides));
         if (state) {
-            copy_into(TensorView(state->prev_value.data(), {B, 1, half}),
+            copy_into(TensorView(state->prev_value_.data(), {B, 1, half}),
                       TensorView(v.data() + half, {B, 1, half}, row_strides));
         } else {  // before a sequence: the delayed projection of a zero vector, its bias or zeros
             const float *first = value_delayed_.bias() ? value_delayed_.bias()->data() : detail::resident_zeros(half).data;
@@ -305,9 +296,9 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) {
     const TensorView k_tokens(k.data(), {B, S, Hkv, dh}), v_tokens(v.data(), {B, S, Hkv, dh});
     TensorView key_store = tokens_as_cache(k_tokens), value_store = tokens_as_cache(v_tokens);
     if (state) {
-        state->kv.write_past_end(k_tokens, v_tokens);
-        key_store = state->kv.keys();
-        value_store = state->kv.values();
+        state->kv_.write_past_end(k_tokens, v_tokens);
+        key_store = state->kv_.keys();
+        value_store = state->kv_.values();
     }
     const float scale = static_cast<float>(1.0 / std::sqrt(double(dh)));
     Tensor attended = detail::scratch_tensor({B, S, H, dh});
@@ -322,13 +313,13 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) {
     if (!state) return y;
 
     // Everything succeeded: the new tokens become part of the state.
-    state->kv.commit(S);
+    state->kv_.commit(S);
     if (hist > 0) {
-        copy_into(TensorView(qk_rows.data() + S * P, {B, hist, P}, packed_strides), state->qk_history.view());
+        copy_into(TensorView(qk_rows.data() + S * P, {B, hist, P}, packed_strides), state->qk_history_.view());
     }
     if (c.value_shift) {
         copy_into(TensorView(delayed.data() + (S - 1) * half, {B, 1, half}, {S * half, half, 1}),
-                  TensorView(state->prev_value.data(), {B, 1, half}));
+                  TensorView(state->prev_value_.data(), {B, 1, half}));
     }
     return y;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "hattn/tensor.h"
@@ -9,24 +10,53 @@
 namespace hattn {
 
 // cos and sin of pos * base^(-2i / rotary_dim) for i < rotary_dim / 2, computed in double and
-// stored as float, for positions [0, positions()). Grows on demand; a layer keeps one.
+// stored as float, for positions [0, positions()). Immutable once built, so the kernel calls of any
+// number of threads may read one table.
 class RopeTable {
 public:
-    RopeTable(int64_t rotary_dim, double base);
+    RopeTable(int64_t rotary_dim, double base, int64_t positions);
 
     int64_t rotary_dim() const { return rotary_dim_; }
+    double base() const { return base_; }
     int64_t positions() const { return positions_; }
-    void reserve(int64_t positions);  // makes positions() >= the argument
 
-    // [positions, rotary_dim / 2]. Resident on a GPU: uploaded once per growth, not per call.
+    // The same table for more positions, reusing these values (growth costs only the new rows).
+    RopeTable extended(int64_t positions) const;
+
+    // [positions, rotary_dim / 2]. Resident on a GPU: uploaded once per table, not per call.
     TensorView cos() const { return cos_.view(); }
     TensorView sin() const { return sin_.view(); }
 
 private:
+    RopeTable(const RopeTable *prefix, int64_t rotary_dim, double base, int64_t positions);
+
     int64_t rotary_dim_;
     double base_;
-    int64_t positions_ = 0;
+    int64_t positions_;
     Tensor cos_, sin_;
+};
+
+// A layer's RoPE table, grown on demand by calls that may run on several threads at once: each
+// call takes the table it needs and holds it, so growth by another thread (which builds a new
+// table) never changes or frees what a running kernel reads.
+class GrowingRopeTable {
+public:
+    GrowingRopeTable(int64_t rotary_dim, double base);
+    GrowingRopeTable(const GrowingRopeTable &other);
+    GrowingRopeTable &operator=(const GrowingRopeTable &other);
+
+    int64_t rotary_dim() const { return rotary_dim_; }
+
+    // A table of at least `positions` positions; grows by doubling, so a decode loop rebuilds it
+    // only O(log n) times.
+    std::shared_ptr<const RopeTable> covering(int64_t positions) const;
+
+private:
+    int64_t rotary_dim_;
+    double base_;
+    // Read and replaced only with std::atomic_load / atomic_compare_exchange (C++17's atomic
+    // shared_ptr access), which is what makes covering() safe to call concurrently.
+    mutable std::shared_ptr<const RopeTable> table_;
 };
 
 enum class RopeLayout {
@@ -35,7 +65,7 @@ enum class RopeLayout {
 };
 
 // y = rope(x): x and y are [B, S, H, D] (y may be a strided view, e.g. into a KV cache); token s
-// of sequence b has position start[b] + s. The table must cover every position (call reserve).
+// of sequence b has position start[b] + s. The table must cover every position.
 void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
                 const TensorView &y, RopeLayout layout = RopeLayout::NeoX);
 

@@ -42,16 +42,16 @@ public:
     // generation cache when one is given. mask [B, 1, S, Sk] (True = masked) is optional.
     Tensor forward(const Tensor &query_input, const Tensor *key_input, const Tensor *value_input,
                    const MaskView *mask = nullptr, KVCache *generation_cache = nullptr,
-                   const ConditioningCache *conditioning_cache = nullptr);
+                   const ConditioningCache *conditioning_cache = nullptr) const;
 
     // Causal self-attention of x [B, S, E]. With a cache, the S tokens are appended after what
     // it holds (positions continue from each sequence's length) and attend to all of it; without,
     // x attends to itself. mask [B, 1, S, Sk] (True = masked) is optional. Returns [B, S, E]. On
     // any error the cache is unchanged.
-    Tensor self_attention(const Tensor &x, KVCache *cache = nullptr, const MaskView *mask = nullptr);
+    Tensor self_attention(const Tensor &x, KVCache *cache = nullptr, const MaskView *mask = nullptr) const;
 
     // One token per sequence (x_t [B, 1, E]) through the cache, with the split-KV decode kernel.
-    Tensor decode_step(const Tensor &x_t, KVCache &cache);
+    Tensor decode_step(const Tensor &x_t, KVCache &cache) const;
 
     // Keys and values of a static context [B, Sk, E] (no RoPE), computed once.
     ConditioningCache conditioning_cache(const Tensor &key_input, const Tensor &value_input) const;
@@ -65,7 +65,7 @@ private:
     // appended to `cache` when one is given (without, the kernels read them where they were
     // projected).
     Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
-                             const MaskView *mask);
+                             const MaskView *mask) const;
     // q, k or v projected: [B, S, heads, D]. On a GPU it stays there for the next kernel.
     Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads) const;
     Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
@@ -74,7 +74,7 @@ private:
 
     CachedAttentionConfig config_;
     Linear query_, key_, value_, output_;
-    std::optional<RopeTable> rope_;
+    std::optional<GrowingRopeTable> rope_;
 };
 
 }  // namespace hattn

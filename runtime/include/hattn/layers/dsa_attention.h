@@ -55,23 +55,23 @@ public:
 
     // x [B, S, E] -> [B, S, E], causal. `selected` receives the indexer's choice; `shared` (from a
     // previous layer) replaces it on layers without an indexer of their own.
-    Tensor forward(const Tensor &x, TopK *selected = nullptr, const TopK *shared = nullptr);
+    Tensor forward(const Tensor &x, TopK *selected = nullptr, const TopK *shared = nullptr) const;
 
     DsaState make_state(int64_t batch, int64_t capacity) const;
     // Appends x [B, S, E] (prefill) or one token (decode); all or nothing.
-    Tensor prefill(const Tensor &x, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr);
-    Tensor decode_step(const Tensor &x_t, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr);
+    Tensor prefill(const Tensor &x, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr) const;
+    Tensor decode_step(const Tensor &x_t, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr) const;
 
 private:
     // The whole pipeline over new tokens appended to `state`. `absorbed` attends in the latent
     // (W_kvb folded into the query and applied after), the decode form; otherwise keys and values
     // are expanded per head.
-    Tensor run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared);
+    Tensor run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared) const;
 
     DsaConfig config_;
     Linear q_a_, q_b_, kv_a_, kv_b_, o_, index_q_, index_k_, index_w_;
     Tensor q_a_norm_, kv_a_norm_, index_norm_w_, index_norm_b_;
-    RopeTable rope_;        // on the Rd rotary dims (interleaved layout)
+    GrowingRopeTable rope_;        // on the Rd rotary dims (interleaved layout)
     std::vector<Linear> key_absorb_;  // per head: W_kvb's key rows transposed, [R, N]
 };
 

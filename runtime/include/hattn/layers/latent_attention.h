@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hattn/config.h"
 #include "hattn/kernels/cca.h"
@@ -47,11 +48,35 @@ struct LatentAttentionConfig {
 };
 
 // Per batch of sequences: the compressed K/V cache (Lkv floats each per token) and what the
-// causal convolutions and the value shift need from the past.
-struct LatentState {
-    KVCache kv;
-    Tensor qk_history;  // [B, history, P]: the last raw qk rows (zeros before the sequence)
-    Tensor prev_value;  // [B, Lkv / 2]: the previous token's delayed value half (value shift)
+// causal convolutions and the value shift need from the past. Made by LatentAttention::make_state;
+// its parts change together, so a sequence can be reset or forked but not truncated (the
+// convolutions would need raw rows from before the cut, which are not kept).
+class LatentState {
+public:
+    int64_t batch() const { return kv_.batch(); }
+    int64_t capacity() const { return kv_.capacity(); }
+    const std::vector<int32_t> &lengths() const { return kv_.lengths(); }
+    const KVCache &kv() const { return kv_; }
+    const Tensor &qk_history() const { return qk_history_; }  // [B, history, P]: the last raw qk rows
+    const Tensor &prev_value() const { return prev_value_; }  // [B, Lkv / 2]: the last delayed value half
+
+    void reset();                               // every sequence empty, as make_state left it
+    void reset(int64_t sequence);               // one sequence empty
+    void fork(int64_t source, int64_t target);  // sequence `target` becomes a copy of `source`
+
+    // The K/V cache alone, for benchmarks that fill it with synthetic rows and rewind it: changes
+    // made through it leave the convolution history and the shifted value behind.
+    KVCache &kv_without_history() { return kv_; }
+
+private:
+    friend class LatentAttention;
+    LatentState(KVCache kv, Tensor qk_history, Tensor first_value);
+    void clear_rows(int64_t sequence);
+
+    KVCache kv_;
+    Tensor qk_history_;   // zeros before a sequence's first token
+    Tensor prev_value_;   // empty without value shift
+    Tensor first_value_;  // [Lkv / 2]: token 0's delayed half (the delayed projection's bias, or zeros)
 };
 
 class LatentAttention {
@@ -61,18 +86,18 @@ public:
     const LatentAttentionConfig &config() const { return config_; }
 
     // The whole sequence x [B, S, E] at once (either mode). Returns [B, S, E].
-    Tensor forward(const Tensor &x);
+    Tensor forward(const Tensor &x) const;
 
     // Decoder mode only. A state for `batch` sequences of up to `capacity` tokens.
     LatentState make_state(int64_t batch, int64_t capacity) const;
     // Appends x [B, S, E] to the state's sequences; all or nothing: on error the state is unchanged.
-    Tensor prefill(const Tensor &x, LatentState &state);
-    Tensor decode_step(const Tensor &x_t, LatentState &state);  // x_t [B, 1, E]
+    Tensor prefill(const Tensor &x, LatentState &state) const;
+    Tensor decode_step(const Tensor &x_t, LatentState &state) const;  // x_t [B, 1, E]
 
 private:
     // Continues the state's sequences, or (no state: forward) starts new ones whose attention
     // reads the new keys and values where the kernels wrote them.
-    Tensor run(const Tensor &x, LatentState *state);
+    Tensor run(const Tensor &x, LatentState *state) const;
     void require_decoder(const char *call) const;
     void keep_on_device();  // the weights the kernels read directly (Linear keeps its own)
 
@@ -80,7 +105,7 @@ private:
     Linear qk_, value_, value_delayed_, out_;  // value_ is val_proj or val_proj1 / v_proj_current
     CcaConvWeights conv_;
     Tensor key_scale_;  // [Hkv]
-    RopeTable rope_;
+    GrowingRopeTable rope_;
 };
 
 }  // namespace hattn
