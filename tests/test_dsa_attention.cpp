@@ -153,8 +153,8 @@ TEST_P(DsaOnGpu, ADecodeStepMovesOnlyItsInputOutputScoresAndNewRows) {
         EXPECT_EQ(after.downloaded - before.downloaded, (B * E + B * seen + B * (L + ID)) * f)
             << "step " << step << " downloaded more than y, the scores of its keys and the new cache rows";
     }
-    EXPECT_LE(testing::relative_l2(gpu_state.latent, cpu_state.latent), 1e-5);
-    EXPECT_LE(testing::relative_l2(gpu_state.index_keys, cpu_state.index_keys), 1e-5);
+    EXPECT_LE(testing::relative_l2(gpu_state.latent(), cpu_state.latent()), 1e-5);
+    EXPECT_LE(testing::relative_l2(gpu_state.index_keys(), cpu_state.index_keys()), 1e-5);
 }
 
 HATTN_INSTANTIATE_ON_EACH_GPU(DsaOnGpu);
@@ -209,6 +209,16 @@ TEST(DsaAttention, SelectsMinOfTopkAndTheVisiblePrefix) {
     }
 }
 
+// The error a forward with `shared` indices gives ("" when none).
+std::string shared_indices_error(const DsaAttention &layer, const Tensor &x, const TopK &shared) {
+    try {
+        layer.forward(x, nullptr, &shared);
+        return "";
+    } catch (const Error &e) {
+        return e.what();
+    }
+}
+
 TEST(DsaAttention, SharedIndicesAreUsedAndBoundsChecked) {
     DsaAttention layer = make_layer(small_config(2));
     const Tensor x = testing::random_tensor({1, 4, 64}, 22);
@@ -217,12 +227,12 @@ TEST(DsaAttention, SharedIndicesAreUsedAndBoundsChecked) {
     EXPECT_EQ(layer.forward(x, nullptr, &sel).values(), y.values());  // a shared layer reusing them
     TopK bad = sel;
     bad.indices[2 * bad.k] = 3;  // query 2 cannot see key 3
-    try {
-        layer.forward(x, nullptr, &bad);
-        FAIL() << "expected an error";
-    } catch (const Error &e) {
-        EXPECT_NE(std::string(e.what()).find("outside its visible keys"), std::string::npos) << e.what();
-    }
+    EXPECT_NE(shared_indices_error(layer, x, bad).find("outside its visible keys"), std::string::npos)
+        << shared_indices_error(layer, x, bad);
+    TopK short_one = sel;
+    short_one.indices.pop_back();  // the header says [1, 4, K]; one entry is missing
+    EXPECT_NE(shared_indices_error(layer, x, short_one).find("B x S x K entries"), std::string::npos)
+        << shared_indices_error(layer, x, short_one);
 }
 
 TEST(DsaAttention, FullCacheThrowsAndKeepsTheState) {
@@ -230,7 +240,43 @@ TEST(DsaAttention, FullCacheThrowsAndKeepsTheState) {
     DsaState state = layer.make_state(1, 3);
     layer.prefill(testing::random_tensor({1, 2, 64}, 23), state);
     EXPECT_THROW(layer.prefill(testing::random_tensor({1, 2, 64}, 24), state), Error);
-    EXPECT_EQ(state.lengths, std::vector<int32_t>({2}));
+    EXPECT_EQ(state.lengths(), std::vector<int32_t>({2}));
+}
+
+// Every token's data is in the state's rows, so a truncated sequence continues exactly as one
+// that never held the cut tokens; a fork continues as its source.
+TEST(DsaState, TruncateAndForkContinueLikeFreshSequences) {
+    DsaAttention layer = make_layer(small_config(3));
+    const Tensor x = testing::random_tensor({2, 6, 64}, 28), other = testing::random_tensor({2, 3, 64}, 29);
+    DsaState fresh = layer.make_state(2, 10);
+    layer.prefill(x.tokens(0, 4), fresh);
+    const Tensor expected = layer.decode_step(x.tokens(4, 5), fresh);
+
+    DsaState s = layer.make_state(2, 10);
+    layer.prefill(x.tokens(0, 4), s);
+    layer.prefill(other, s);
+    s.truncate_to(4);
+    EXPECT_EQ(s.lengths(), std::vector<int32_t>({4, 4}));
+    EXPECT_LE(testing::relative_l2(layer.decode_step(x.tokens(4, 5), s), expected), 1e-6);
+
+    DsaState forked = layer.make_state(2, 10);
+    layer.prefill(x.tokens(0, 4), forked);
+    forked.fork(0, 1);
+    Tensor same_token({2, 1, 64});
+    std::copy_n(x.data() + 4 * 64, 64, same_token.data());
+    std::copy_n(x.data() + 4 * 64, 64, same_token.data() + 64);
+    const Tensor y = layer.decode_step(same_token, forked);
+    EXPECT_EQ(std::vector<float>(y.data() + 64, y.data() + 128), std::vector<float>(y.data(), y.data() + 64));
+    EXPECT_LE(testing::relative_l2(Tensor({1, 1, 64}, std::vector<float>(y.data(), y.data() + 64)),
+                                   std::vector<double>(expected.data(), expected.data() + 64)),
+              1e-6);
+
+    EXPECT_THROW(s.truncate_to(11), Error);
+    EXPECT_THROW(s.truncate_to(0, 2), Error);
+    EXPECT_THROW(s.fork(0, -1), Error);
+    EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 5}));
+    s.reset();
+    EXPECT_EQ(s.lengths(), std::vector<int32_t>({0, 0}));
 }
 
 // ---------------------------------------------------------------- the kernels on their own

@@ -399,9 +399,7 @@ Workload dsa_layer_workload(const LayerShape &s) {
             return state;
         },
         [](DsaAttention &l, const Tensor &x, DsaState &state) { l.decode_step(x, state); },
-        [T](DsaState &state) {
-            for (int32_t &len : state.lengths) len = static_cast<int32_t>(T);
-        });
+        [T](DsaState &state) { state.truncate_to(T); });
 }
 
 Workload cached_layer_workload(const LayerShape &s) {

@@ -99,16 +99,7 @@ DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), r
 }
 
 DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
-    require(batch > 0 && capacity > 0, "glm_dsa: state batch and capacity must be positive");
-    DsaState s;
-    s.capacity = capacity;
-    s.lengths.assign(batch, 0);
-    s.latent = Tensor({batch, capacity, config_.kv_lora_rank + config_.rope_dim});
-    s.index_keys = Tensor({batch, capacity, config_.index_dim});
-    // On a GPU both caches stay on the device; each step uploads only its new rows.
-    s.latent.keep_on_device();
-    s.index_keys.keep_on_device();
-    return s;
+    return DsaState(batch, capacity, config_.kv_lora_rank + config_.rope_dim, config_.index_dim);
 }
 
 Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) const {
@@ -133,19 +124,21 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
     const int64_t B = x.dim(0), S = x.dim(1), H = c.heads, N = c.nope_dim, Rd = c.rope_dim, V = c.v_dim;
     const int64_t R = c.kv_lora_rank, L = R + Rd, IH = c.index_heads, ID = c.index_dim;
-    require(static_cast<int64_t>(state.lengths.size()) == B, "glm_dsa: state batch " +
-                                                                 str(state.lengths.size()) + " does not fit input " +
-                                                                 shape_to_string(x.shape()));
+    require(state.batch() == B, "glm_dsa: state batch " + str(state.batch()) + " does not fit input " +
+                                    shape_to_string(x.shape()));
     for (int64_t b = 0; b < B; b++) {
-        require(state.lengths[b] + S <= state.capacity,
-                "glm_dsa: cache full: sequence " + str(b) + " holds " + str(state.lengths[b]) + " of " +
-                    str(state.capacity) + " tokens, cannot append " + str(S));
+        require(state.lengths_[b] + S <= state.capacity_,
+                "glm_dsa: cache full: sequence " + str(b) + " holds " + str(state.lengths_[b]) + " of " +
+                    str(state.capacity_) + " tokens, cannot append " + str(S));
     }
     if (shared) {
-        require(shared->batch == B && shared->queries == S && shared->k > 0,
-                "glm_dsa: shared top-k indices must be [" + str(B) + ", " + str(S) + ", K]");
+        require(shared->batch == B && shared->queries == S && shared->k > 0 &&
+                    static_cast<int64_t>(shared->indices.size()) == B * S * shared->k,
+                "glm_dsa: shared top-k indices must be [" + str(B) + ", " + str(S) + ", K] with B x S x K entries, got [" +
+                    str(shared->batch) + ", " + str(shared->queries) + ", " + str(shared->k) + "] with " +
+                    str(shared->indices.size()));
     }
-    const std::vector<int32_t> start = state.lengths;
+    const std::vector<int32_t> start = state.lengths_;
     int32_t longest = 0;
     for (int64_t b = 0; b < B; b++) longest = std::max<int32_t>(longest, start[b] + static_cast<int32_t>(S));
     const std::shared_ptr<const RopeTable> rope = rope_.covering(longest);
@@ -186,18 +179,18 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
 
     // Stage the new tokens past each sequence's end; they join it only at the end.
     for (int64_t b = 0; b < B; b++) {
-        const int64_t first = b * state.capacity + start[b];
-        copy_into(TensorView(kv.data() + b * S * R, {S, R}), TensorView(state.latent.data() + first * L, {S, R}, {L, 1}));
+        const int64_t first = b * state.capacity_ + start[b];
+        copy_into(TensorView(kv.data() + b * S * R, {S, R}), TensorView(state.latent_.data() + first * L, {S, R}, {L, 1}));
         copy_into(TensorView(k_rot.data() + b * S * Rd, {S, Rd}),
-                  TensorView(state.latent.data() + first * L + R, {S, Rd}, {L, 1}));
-        copy_into(TensorView(ik_rot.data() + b * S * ID, {S, ID}), TensorView(state.index_keys.data() + first * ID, {S, ID}));
+                  TensorView(state.latent_.data() + first * L + R, {S, Rd}, {L, 1}));
+        copy_into(TensorView(ik_rot.data() + b * S * ID, {S, ID}), TensorView(state.index_keys_.data() + first * ID, {S, ID}));
     }
 
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
     // No query sees more keys than the state holds: past that, top-k columns would only be -1
     // (and a config's index_topk of millions would allocate them).
-    const int64_t K = shared ? shared->k : std::min(c.index_topk, state.capacity);
+    const int64_t K = shared ? shared->k : std::min(c.index_topk, state.capacity_);
     TopK chosen{B, S, K, std::vector<int32_t>(B * S * K, -1)};
     if (shared) {
         for (int64_t b = 0; b < B; b++)
@@ -219,15 +212,15 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             const int64_t Sb = std::min(block, S - s0);
             std::vector<int32_t> block_len(B);
             for (int64_t b = 0; b < B; b++) block_len[b] = start[b] + static_cast<int32_t>(s0 + Sb);
-            Tensor scores({B, Sb, state.capacity});
+            Tensor scores({B, Sb, state.capacity_});
             dsa_index_scores(TensorView(iq_rot.data() + s0 * IH * ID, {B, Sb, IH, ID}, {S * IH * ID, IH * ID, ID, 1}),
-                             state.index_keys.view(),
+                             state.index_keys_.view(),
                              TensorView(head_w.data() + s0 * IH, {B, Sb, IH}, {S * IH, IH, 1}), block_len,
                              index_scale, scores.view());
             for (int64_t b = 0; b < B; b++)
                 for (int64_t s = s0; s < s0 + Sb; s++) {
                     const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
-                    const float *score = scores.data() + (b * Sb + s - s0) * state.capacity;
+                    const float *score = scores.data() + (b * Sb + s - s0) * state.capacity_;
                     // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
                     std::vector<int32_t> order(pos + 1);
                     std::iota(order.begin(), order.end(), 0);
@@ -242,13 +235,13 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     }
 
     const float scale = static_cast<float>(1.0 / std::sqrt(double(N + Rd)));
-    const int64_t cap = state.capacity;
+    const int64_t cap = state.capacity_;
     Tensor attended = detail::scratch_tensor({B, S, H, V});
     if (!absorbed) {
         // Expanded: per-head keys [k_nope_h | k_rot] and values of every cached token.
         for (int64_t b = 0; b < B; b++) {
             const int64_t len = lengths[b];
-            const float *rows = state.latent.data() + b * cap * L;
+            const float *rows = state.latent_.data() + b * cap * L;
             Tensor lat = detail::scratch_tensor({len, R}), expanded = detail::scratch_tensor({len, H * (N + V)});
             copy_into(TensorView(const_cast<float *>(rows), {len, R}, {L, 1}), lat.view());
             kv_b_.apply(lat.view(), expanded.view());  // [len, H * (N + V)]
@@ -281,8 +274,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                       TensorView(q_abs.data() + h * L + R, {B * S, Rd}, {H * L, 1}));
         }
         Tensor out_lat = detail::scratch_tensor({B, S, H, R});
-        dsa_sparse_attention(q_abs.view(), TensorView(state.latent.data(), {B, cap, 1, L}),
-                             TensorView(state.latent.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
+        dsa_sparse_attention(q_abs.view(), TensorView(state.latent_.data(), {B, cap, 1, L}),
+                             TensorView(state.latent_.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
                              scale, out_lat.view());
         for (int64_t h = 0; h < H; h++) {
             Tensor lat_h = detail::scratch_tensor({B * S, R}), out_h = detail::scratch_tensor({B * S, V});
@@ -294,7 +287,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
     o_.apply(TensorView(attended.data(), {B, S, H * V}), y.view());
-    for (int64_t b = 0; b < B; b++) state.lengths[b] += static_cast<int32_t>(S);
+    for (int64_t b = 0; b < B; b++) state.lengths_[b] += static_cast<int32_t>(S);
     if (selected) *selected = std::move(chosen);
     return y;
 }

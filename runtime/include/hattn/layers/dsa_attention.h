@@ -38,12 +38,29 @@ struct TopK {
 };
 
 // Per batch: the latent cache (kv R + k_rot Rd floats per token, shared by all heads) and the
-// indexer's key cache (ID floats per token).
-struct DsaState {
-    int64_t capacity = 0;
-    std::vector<int32_t> lengths;
-    Tensor latent;     // [B, capacity, R + Rd]
-    Tensor index_keys; // [B, capacity, ID]
+// indexer's key cache (ID floats per token). Made by DsaAttention::make_state; every token's data
+// lives in these rows, so sequences can be reset, truncated and forked like a KVCache's.
+class DsaState {
+public:
+    int64_t batch() const { return static_cast<int64_t>(lengths_.size()); }
+    int64_t capacity() const { return capacity_; }
+    const std::vector<int32_t> &lengths() const { return lengths_; }
+    const Tensor &latent() const { return latent_; }          // [B, capacity, R + Rd]
+    const Tensor &index_keys() const { return index_keys_; }  // [B, capacity, ID]
+
+    void reset();                                        // every sequence empty
+    void truncate_to(int64_t length);                    // sequences longer than `length` cut to it
+    void truncate_to(int64_t length, int64_t sequence);  // the same for one sequence
+    void fork(int64_t source, int64_t target);           // sequence `target` becomes a copy of `source`
+
+private:
+    friend class DsaAttention;
+    DsaState(int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim);
+    void check_sequence(int64_t sequence, const char *call) const;
+
+    int64_t capacity_;
+    std::vector<int32_t> lengths_;
+    Tensor latent_, index_keys_;
 };
 
 class DsaAttention {
