@@ -12,8 +12,8 @@ namespace {
 TEST(HalideErrors, BecomeOneHattnError) {
     // A bias shorter than the weight's output count: the kernel's bounds check fails inside Halide.
     Tensor x({2, 4}), w({3, 4}), b({2}), y({2, 3});
-    auto xb = x.view().halide_buffer(), wb = w.view().halide_buffer();
-    auto bb = b.view().halide_buffer(), yb = y.view().halide_buffer();
+    auto xb = detail::halide_buffer(x.view()), wb = detail::halide_buffer(w.view());
+    auto bb = detail::halide_buffer(b.view()), yb = detail::halide_buffer(y.view());
     try {
         detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(),
                             wb.raw_buffer(), bb.raw_buffer(), yb.raw_buffer());

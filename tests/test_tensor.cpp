@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "halide_view.h"
 #include "hattn/error.h"
 #include "hattn/tensor.h"
 
@@ -48,7 +49,7 @@ TEST(TensorTest, ShapeHelpers) {
 
 TEST(TensorTest, HalideBufferReversesDimensionsAndAliases) {
     Tensor t = iota_tensor({2, 3, 4});
-    Halide::Runtime::Buffer<float> buffer = t.view().halide_buffer();
+    Halide::Runtime::Buffer<float> buffer = hattn::detail::halide_buffer(t.view());
     ASSERT_EQ(buffer.dimensions(), 3);
     EXPECT_EQ(buffer.dim(0).extent(), 4);
     EXPECT_EQ(buffer.dim(0).stride(), 1);
@@ -68,8 +69,8 @@ TEST(TensorTest, HalideBufferReversesDimensionsAndAliases) {
 // Halide takes a null host pointer for a bounds query (computing nothing): a view without data is
 // refused before any kernel sees it.
 TEST(TensorTest, AViewWithoutDataIsRefused) {
-    expect_contains(error_message([] { TensorView(nullptr, {2, 3}).halide_buffer(); }), "has no data");
-    EXPECT_NO_THROW(TensorView(nullptr, {0, 3}).halide_buffer());
+    expect_contains(error_message([] { hattn::detail::halide_buffer(TensorView(nullptr, {2, 3})); }), "has no data");
+    EXPECT_NO_THROW(hattn::detail::halide_buffer(TensorView(nullptr, {0, 3})));
 }
 
 TEST(TensorTest, StridedViewKeepsStrides) {
@@ -77,7 +78,7 @@ TEST(TensorTest, StridedViewKeepsStrides) {
     // The transpose of t, shape [6, 4], as a view of the same memory.
     TensorView transposed(t.data(), {6, 4}, {1, 6});
     EXPECT_FALSE(transposed.is_contiguous());
-    Halide::Runtime::Buffer<float> buffer = transposed.halide_buffer();
+    Halide::Runtime::Buffer<float> buffer = hattn::detail::halide_buffer(transposed);
     EXPECT_EQ(buffer.dim(0).extent(), 4);
     EXPECT_EQ(buffer.dim(0).stride(), 6);
     EXPECT_EQ(buffer.dim(1).extent(), 6);
@@ -110,15 +111,15 @@ TEST(TensorTest, Contiguity) {
 }
 
 TEST(TensorTest, HalideBufferRejects32BitOverflow) {
-    expect_contains(error_message([] { TensorView(nullptr, {int64_t(1) << 31}).halide_buffer(); }),
+    expect_contains(error_message([] { hattn::detail::halide_buffer(TensorView(nullptr, {int64_t(1) << 31})); }),
                     "exceeds INT32_MAX");
     expect_contains(error_message([] {
-                        TensorView(nullptr, {2, 2}, {int64_t(1) << 31, 1}).halide_buffer();
+                        hattn::detail::halide_buffer(TensorView(nullptr, {2, 2}, {int64_t(1) << 31, 1}));
                     }),
                     "stride 2147483648 in dimension 0");
     // Extents fit but the outer contiguous stride does not.
     expect_contains(error_message([] {
-                        TensorView(nullptr, {2, 1 << 16, 1 << 16}).halide_buffer();
+                        hattn::detail::halide_buffer(TensorView(nullptr, {2, 1 << 16, 1 << 16}));
                     }),
                     "stride 4294967296");
 }

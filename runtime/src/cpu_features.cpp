@@ -1,5 +1,7 @@
 #include "hattn/cpu_features.h"
 
+#include "HalideRuntime.h"
+
 #include "hattn/kernel_table.h"
 
 #if defined(__aarch64__)

@@ -340,7 +340,7 @@ void host_reads(const TensorView &t) {
 DeviceCopy copy_on_device(const TensorView &src, const TensorView &dst) {
     const Device device = current_device();
     if (device == Device::CPU) return DeviceCopy::NotDone;
-    Halide::Runtime::Buffer<float> from = src.halide_buffer(), to = dst.halide_buffer();
+    Halide::Runtime::Buffer<float> from = halide_buffer(src), to = halide_buffer(dst);
     bool mirror_from_host;
     {
         // On the device when src's values are only there, or when both sides have a device copy

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "device_residency.h"
+#include "halide_view.h"
 
 namespace hattn::detail {
 

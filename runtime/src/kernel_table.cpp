@@ -28,13 +28,13 @@ bool can_use_target(const KernelTarget &target) {
     detail::prepare_halide_runtime();  // so that HATTN_MAX_ISA applies here too
 #if defined(__aarch64__)
     // Halide 14's AArch64 runtime detects no CPU features and lets unknown ones through.
-    for (halide_target_feature_t f : target.features) {
+    for (int f : target.features) {
         if (f == halide_target_feature_arm_dot_prod && !arm_dotprod_allowed()) return false;
     }
 #endif
     constexpr int words = (halide_target_feature_end + 63) / 64;
     uint64_t bits[words] = {};
-    for (halide_target_feature_t f : target.features) bits[f / 64] |= uint64_t(1) << (f % 64);
+    for (int f : target.features) bits[f / 64] |= uint64_t(1) << (f % 64);
     return halide_can_use_target_features(words, bits) != 0;
 }
 

@@ -1,6 +1,7 @@
 #include "hattn/tensor.h"
 
 #include "device_residency.h"
+#include "halide_view.h"
 #include "memory_pool.h"
 
 #include <algorithm>
@@ -75,18 +76,18 @@ TensorView TensorView::crop(int dim, int64_t begin, int64_t end) const {
     return TensorView(first, std::move(cropped), std::move(steps));
 }
 
-Halide::Runtime::Buffer<float> TensorView::halide_buffer() const {
-    const Shape steps = strides.empty() ? contiguous_strides(shape) : strides;
+Halide::Runtime::Buffer<float> detail::halide_buffer(const TensorView &view) {
+    const Shape steps = view.strides.empty() ? contiguous_strides(view.shape) : view.strides;
     constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
     constexpr int64_t int32_min = std::numeric_limits<int32_t>::min();
-    const int r = rank();
+    const int r = view.rank();
     std::vector<halide_dimension_t> dims(r);
     for (int i = 0; i < r; i++) {
         const int torch_dim = r - 1 - i;
-        const int64_t extent = shape[torch_dim];
+        const int64_t extent = view.shape[torch_dim];
         const int64_t stride = steps[torch_dim];
         const std::string where =
-            " in dimension " + std::to_string(torch_dim) + " of shape " + shape_to_string(shape);
+            " in dimension " + std::to_string(torch_dim) + " of shape " + shape_to_string(view.shape);
         require(extent >= 0, "negative extent " + std::to_string(extent) + where);
         require(extent <= int32_max, "extent " + std::to_string(extent) + where +
                                          " exceeds INT32_MAX (Halide buffers are 32-bit)");
@@ -97,8 +98,8 @@ Halide::Runtime::Buffer<float> TensorView::halide_buffer() const {
     }
     // A null host pointer would make Halide take the call for a bounds query: it would compute
     // nothing and report success.
-    require(data != nullptr || size() == 0, "a tensor view of " + shape_to_string(shape) + " has no data");
-    return Halide::Runtime::Buffer<float>(data, dims);
+    require(view.data != nullptr || view.size() == 0, "a tensor view of " + shape_to_string(view.shape) + " has no data");
+    return Halide::Runtime::Buffer<float>(view.data, dims);
 }
 
 Tensor::Tensor() = default;

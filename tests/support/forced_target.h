@@ -25,9 +25,9 @@ public:
     ForcedTarget &operator=(const ForcedTarget &) = delete;
 
     using Bits = std::vector<uint64_t>;
-    static Bits bits_of(const std::vector<halide_target_feature_t> &features) {
+    static Bits bits_of(const std::vector<int> &features) {
         Bits b(words, 0);
-        for (halide_target_feature_t f : features) b[f / 64] |= bit(f);
+        for (int f : features) b[f / 64] |= bit(f);
         return b;
     }
     // Every feature set the dispatch asked about and was granted, in order.

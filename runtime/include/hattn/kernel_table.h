@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "HalideRuntime.h"
-
 namespace hattn {
 
 struct KernelTarget {
-    std::string name;                               // the Halide target string
-    std::vector<halide_target_feature_t> features;  // its feature flags
+    std::string name;           // the Halide target string
+    // Its feature flags: halide_target_feature_t values (HalideRuntime.h, which the public headers
+    // do not include, so that applications build without Halide's headers).
+    std::vector<int> features;
 };
 
 struct KernelVariant {

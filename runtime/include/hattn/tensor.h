@@ -1,16 +1,14 @@
-// Tensors in PyTorch order (outermost first, row-major), and their Halide views.
+// Tensors in PyTorch order (outermost first, row-major).
 //
 // hattn never copies a caller's data to hand it to a kernel: a TensorView describes memory the
-// caller owns, and halide_buffer() wraps the same memory with Halide's reversed dimension order
-// ([B, S, E] becomes the Halide buffer (E, S, B)).
+// caller owns, and the kernels see the same memory with Halide's reversed dimension order
+// ([B, S, E] becomes the Halide buffer (E, S, B); runtime/src/halide_view.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "HalideBuffer.h"
 
 namespace hattn {
 
@@ -37,9 +35,6 @@ struct TensorView {
     // Elements [begin, end) of dimension `dim`: the same memory, with explicit strides.
     TensorView crop(int dim, int64_t begin, int64_t end) const;
 
-    // The same memory as a Halide buffer, dimensions reversed. Throws Error if an extent or stride
-    // does not fit Halide's 32-bit fields.
-    Halide::Runtime::Buffer<float> halide_buffer() const;
 };
 
 // Copies src into dst element by element; both views must have the same shape, any strides.

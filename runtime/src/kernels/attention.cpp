@@ -48,10 +48,10 @@ struct AttentionBuffers {
 
     AttentionBuffers(const TensorView &queries, const TensorView &k_cache, const TensorView &v_cache,
                      const std::vector<int32_t> &kv_len, const TensorView &output)
-        : q(split_heads(queries, k_cache.dim(1), "queries").halide_buffer()),
-          out(split_heads(output, k_cache.dim(1), "output").halide_buffer()),
-          k(k_cache.halide_buffer()),
-          v(v_cache.halide_buffer()),
+        : q(detail::halide_buffer(split_heads(queries, k_cache.dim(1), "queries"))),
+          out(detail::halide_buffer(split_heads(output, k_cache.dim(1), "output"))),
+          k(detail::halide_buffer(k_cache)),
+          v(detail::halide_buffer(v_cache)),
           len(const_cast<int32_t *>(kv_len.data()), static_cast<int>(kv_len.size())) {}
 };
 

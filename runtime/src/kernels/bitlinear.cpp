@@ -57,7 +57,7 @@ void bitlinear(const TensorView &x, const PackedTernary &w, const TensorView &y)
         detail::ScopedRegion(xq.data(), static_cast<int64_t>(xq.size()), Residency::DeviceOutput),
         detail::ScopedRegion(xq_sum.data(), rows * word, Residency::DeviceOutput),
         detail::ScopedRegion(row_scale.data(), rows * word, Residency::DeviceOutput)};
-    auto xb = TensorView(x.data, {rows, w.in}).halide_buffer();
+    auto xb = detail::halide_buffer(TensorView(x.data, {rows, w.in}));
     Halide::Runtime::Buffer<int8_t> xqb(xq.data(), static_cast<int>(w.in_padded), static_cast<int>(rows));
     Halide::Runtime::Buffer<int32_t> sumb(xq_sum.data(), static_cast<int>(rows));
     Halide::Runtime::Buffer<float> scaleb(row_scale.data(), static_cast<int>(rows));
@@ -67,7 +67,7 @@ void bitlinear(const TensorView &x, const PackedTernary &w, const TensorView &y)
     const detail::BitLinearChoice choice = detail::bitlinear_kernel();
     Halide::Runtime::Buffer<uint8_t> wb(const_cast<uint8_t *>(w.codes.data()), static_cast<int>(w.in_padded / 4),
                                         static_cast<int>(w.out));
-    auto yb = TensorView(y.data, {rows, w.out}).halide_buffer();
+    auto yb = detail::halide_buffer(TensorView(y.data, {rows, w.out}));
     detail::call_kernel(choice.name, choice.kernel, xqb.raw_buffer(), wb.raw_buffer(), sumb.raw_buffer(),
                         scaleb.raw_buffer(), yb.raw_buffer());
 }

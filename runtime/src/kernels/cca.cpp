@@ -26,14 +26,14 @@ void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const Tenso
     for (int32_t p : start) require(p >= 0 && p + S <= rope.positions(), "cca: positions exceed the RoPE table");
     if (q.size() == 0) return;
 
-    auto qk_b = qk.halide_buffer();
-    auto w0 = TensorView(const_cast<float *>(conv.w0.data()), {P, k0}).halide_buffer();
-    auto b0 = conv.b0.view().halide_buffer(), b1 = conv.b1.view().halide_buffer();
-    auto w1 = conv.w1.view().halide_buffer();
-    auto scale = key_scale.view().halide_buffer();
-    auto cos_b = rope.cos().halide_buffer(), sin_b = rope.sin().halide_buffer();
+    auto qk_b = detail::halide_buffer(qk);
+    auto w0 = detail::halide_buffer(TensorView(const_cast<float *>(conv.w0.data()), {P, k0}));
+    auto b0 = detail::halide_buffer(conv.b0.view()), b1 = detail::halide_buffer(conv.b1.view());
+    auto w1 = detail::halide_buffer(conv.w1.view());
+    auto scale = detail::halide_buffer(key_scale.view());
+    auto cos_b = detail::halide_buffer(rope.cos()), sin_b = detail::halide_buffer(rope.sin());
     Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()), static_cast<int>(B));
-    auto qb = q.halide_buffer(), kb = k.halide_buffer();
+    auto qb = detail::halide_buffer(q), kb = detail::halide_buffer(k);
     detail::call_kernel("cca_qk_latent", detail::cca_qk_latent_kernel(), qk_b.raw_buffer(), w0.raw_buffer(),
                         b0.raw_buffer(), w1.raw_buffer(), b1.raw_buffer(), scale.raw_buffer(),
                         cos_b.raw_buffer(), sin_b.raw_buffer(), start_b.raw_buffer(), qk_mean, norm_eps,

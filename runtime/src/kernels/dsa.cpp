@@ -25,7 +25,7 @@ void dsa_index_scores(const TensorView &iq, const TensorView &ik, const TensorVi
     const int64_t visible = *std::max_element(kv_len.begin(), kv_len.end());
     if (visible < cap) copy_into(Tensor({B, S, cap - visible}).view(), scores.crop(2, visible, cap));
     const TensorView ik_seen = ik.crop(1, 0, visible), seen = scores.crop(2, 0, visible);
-    auto qb = iq.halide_buffer(), kb = ik_seen.halide_buffer(), wb = head_w.halide_buffer(), sb = seen.halide_buffer();
+    auto qb = detail::halide_buffer(iq), kb = detail::halide_buffer(ik_seen), wb = detail::halide_buffer(head_w), sb = detail::halide_buffer(seen);
     Halide::Runtime::Buffer<int32_t> lb(const_cast<int32_t *>(kv_len.data()), static_cast<int>(B));
     detail::call_kernel("dsa_index_scores", detail::dsa_index_scores_kernel(), qb.raw_buffer(), kb.raw_buffer(),
                         wb.raw_buffer(), lb.raw_buffer(), scale, sb.raw_buffer());
@@ -47,7 +47,7 @@ void dsa_sparse_attention(const TensorView &q, const TensorView &keys, const Ten
                                         std::to_string(cap) + " tokens");
     }
     if (out.size() == 0) return;
-    auto qb = q.halide_buffer(), kb = keys.halide_buffer(), vb = values.halide_buffer(), ob = out.halide_buffer();
+    auto qb = detail::halide_buffer(q), kb = detail::halide_buffer(keys), vb = detail::halide_buffer(values), ob = detail::halide_buffer(out);
     Halide::Runtime::Buffer<int32_t> ib(const_cast<int32_t *>(indices.data()), static_cast<int>(k),
                                         static_cast<int>(S), static_cast<int>(B));
     detail::call_kernel("dsa_sparse_attention", detail::dsa_sparse_attention_kernel(), qb.raw_buffer(),

@@ -16,8 +16,8 @@ void row_norm(bool layer, const TensorView &x, const Tensor &weight, const Tenso
             std::string(name) + ": x " + shape_to_string(x.shape) + ", y " + shape_to_string(y.shape) +
                 " and weight " + shape_to_string(weight.shape()) + " do not fit");
     if (x.size() == 0) return;
-    auto xb = x.halide_buffer(), yb = y.halide_buffer();
-    auto wb = weight.view().halide_buffer(), bb = bias.view().halide_buffer();
+    auto xb = detail::halide_buffer(x), yb = detail::halide_buffer(y);
+    auto wb = detail::halide_buffer(weight.view()), bb = detail::halide_buffer(bias.view());
     detail::call_kernel(name, layer ? detail::layer_norm_kernel() : detail::rms_norm_kernel(), xb.raw_buffer(),
                         wb.raw_buffer(), bb.raw_buffer(), eps, yb.raw_buffer());
 }

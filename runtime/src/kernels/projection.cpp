@@ -18,7 +18,7 @@ Halide::Runtime::Buffer<float> as_matrix(const TensorView &t, const char *what) 
     require(t.is_contiguous(), std::string("projection: ") + what + " must be contiguous");
     const int64_t cols = t.shape.back();
     const int64_t rows = cols == 0 ? 0 : t.size() / cols;
-    return TensorView(t.data, {rows, cols}).halide_buffer();
+    return detail::halide_buffer(TensorView(t.data, {rows, cols}));
 }
 
 }  // namespace
@@ -41,9 +41,9 @@ void project(const TensorView &x, const TensorView &weight, const TensorView *bi
     }
     if (y.size() == 0) return;
 
-    auto b = (bias ? *bias : detail::resident_zeros(out)).halide_buffer();
+    auto b = detail::halide_buffer(bias ? *bias : detail::resident_zeros(out));
     auto xb = as_matrix(x, "input");
-    auto wb = weight.halide_buffer();
+    auto wb = detail::halide_buffer(weight);
     auto yb = as_matrix(y, "output");
     // Few rows (decode): the variant that streams W as stored instead of packing it. On the AVX2
     // machine it ran 1.3-2x faster than the packed GEMM at 16-32 rows, slower at 64.

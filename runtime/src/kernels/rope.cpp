@@ -84,10 +84,10 @@ void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<i
                 "RoPE: positions up to " + std::to_string(s + x.dim(1)) + " exceed the table");
     }
     if (x.size() == 0) return;
-    auto cos_b = table.cos().halide_buffer(), sin_b = table.sin().halide_buffer();
+    auto cos_b = detail::halide_buffer(table.cos()), sin_b = detail::halide_buffer(table.sin());
     Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()),
                                             static_cast<int>(start.size()));
-    auto xb = x.halide_buffer(), yb = y.halide_buffer();
+    auto xb = detail::halide_buffer(x), yb = detail::halide_buffer(y);
     const bool neox = layout == RopeLayout::NeoX;
     detail::call_kernel(neox ? "rope" : "rope_interleaved",
                         neox ? detail::rope_kernel() : detail::rope_interleaved_kernel(), xb.raw_buffer(),
