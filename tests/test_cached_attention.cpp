@@ -10,6 +10,7 @@
 #include "hattn/layers/cached_attention.h"
 #include "reference/cached_attention.h"
 #include "support/compare.h"
+#include "support/continuous_batching.h"
 #include "support/random.h"
 #include "hattn/safetensors_writer.h"
 #include "support/temp_dir.h"
@@ -104,6 +105,37 @@ INSTANTIATE_TEST_SUITE_P(Layers, CachedAttentionShapes,
                                            Shape4{64, 8, 8, 8, true, std::nullopt},
                                            Shape4{40, 2, 2, 20, true, std::nullopt}),  // H*D != E
                          [](const auto &info) { return "case" + std::to_string(info.index); });
+
+TEST(CachedAttentionDecode, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
+    for (Shape4 shape : {Shape4{64, 4, 4, 16, true, 10000.0}, Shape4{96, 6, 2, 16, false, 10000.0}}) {
+        TestLayer t(shape);
+        const CachedAttention &layer = *t.layer;
+        const testing::StatefulLayer<KVCache> calls{
+            [&layer](int64_t batch) { return layer.make_cache(batch, 16); },
+            [&layer](const Tensor &x, KVCache &cache) { return layer.self_attention(x, &cache); },
+            [&layer](const Tensor &x, KVCache &cache) { return layer.decode_step(x, cache); }};
+        EXPECT_LE(testing::continuous_batching_error(calls, shape.E, 50), 1e-6) << shape.H << "/" << shape.Hkv;
+    }
+}
+
+TEST(KVCacheSlots, AssignedSequencesAreChecked) {
+    KVCache cache(2, 2, 4, 8), other_heads(1, 1, 4, 8), longer(1, 2, 4, 16);
+    longer.append(testing::random_tensor({1, 9, 2, 4}, 1).view(), testing::random_tensor({1, 9, 2, 4}, 2).view());
+    cache.append(testing::random_tensor({2, 3, 2, 4}, 3).view(), testing::random_tensor({2, 3, 2, 4}, 4).view());
+    EXPECT_THROW(cache.assign_sequence(0, other_heads), Error);
+    EXPECT_THROW(cache.assign_sequence(0, longer), Error);  // 9 tokens, capacity 8
+    EXPECT_THROW(cache.assign_sequence(2, cache, 0), Error);
+    EXPECT_THROW(cache.assign_sequence(0, cache, -1), Error);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({3, 3}));
+    longer.truncate_to(5);
+    cache.assign_sequence(1, longer);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({3, 5}));
+    for (int64_t h = 0; h < 2; h++)  // rows land at the target's own capacity stride
+        for (int64_t i = 0; i < 5 * 4; i++) {
+            EXPECT_EQ(cache.keys().data[((1 * 2 + h) * 8) * 4 + i], longer.keys().data[(h * 16) * 4 + i]);
+            EXPECT_EQ(cache.values().data[((1 * 2 + h) * 8) * 4 + i], longer.values().data[(h * 16) * 4 + i]);
+        }
+}
 
 // One layer shared by threads, each with its own cache. Each thread's sequence is longer than the
 // one before, so the layer's RoPE table grows while other threads' kernels read it.

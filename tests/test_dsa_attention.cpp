@@ -17,6 +17,7 @@
 #include "hattn/safetensors_writer.h"
 #include "reference/dsa_attention.h"
 #include "support/compare.h"
+#include "support/continuous_batching.h"
 #include "support/kernel_checks.h"
 #include "support/device.h"
 #include "support/random.h"
@@ -119,12 +120,31 @@ TEST(DsaAttention, DecodeInTheLatentEqualsTheExpandedForward) {
 // the device. Widths of 32 floats keep every view the step binds aligned for OpenCL sub-buffers.
 class DsaOnGpu : public testing::OnEachGpu {};
 
-TEST_P(DsaOnGpu, ADecodeStepMovesOnlyItsInputOutputScoresAndNewRows) {
+nlohmann::json aligned_config() {
     nlohmann::json config = small_config(4);
     for (const char *key : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "index_head_dim"})
         config[key] = 32;
     config["q_lora_rank"] = 64;
     config["index_n_heads"] = 4;
+    return config;
+}
+
+// A DSA layer's decode calls, for the continuous batching check.
+testing::StatefulLayer<DsaState> stateful(const DsaAttention &layer) {
+    return {[&layer](int64_t batch) { return layer.make_state(batch, 16); },
+            [&layer](const Tensor &x, DsaState &s) { return layer.prefill(x, s); },
+            [&layer](const Tensor &x, DsaState &s) { return layer.decode_step(x, s); }};
+}
+
+// The assigned rows are host writes that must reach the device.
+TEST_P(DsaOnGpu, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
+    const DsaAttention layer = make_layer(aligned_config());
+    const testing::OnDevice on(GetParam());
+    EXPECT_LE(testing::continuous_batching_error(stateful(layer), 64, 62), 1e-5);
+}
+
+TEST_P(DsaOnGpu, ADecodeStepMovesOnlyItsInputOutputScoresAndNewRows) {
+    const nlohmann::json config = aligned_config();
     DsaAttention gpu = make_layer(config), cpu = make_layer(config);
     const int64_t B = 2, E = 64, capacity = 16, L = 64, ID = 32;
     DsaState gpu_state = gpu.make_state(B, capacity), cpu_state = cpu.make_state(B, capacity);
@@ -277,6 +297,17 @@ TEST(DsaState, TruncateAndForkContinueLikeFreshSequences) {
     EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 5}));
     s.reset();
     EXPECT_EQ(s.lengths(), std::vector<int32_t>({0, 0}));
+}
+
+TEST(DsaState, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
+    const DsaAttention layer = make_layer(small_config(3));
+    EXPECT_LE(testing::continuous_batching_error(stateful(layer), 64, 60), 1e-6);
+    DsaState small = layer.make_state(1, 4), big = layer.make_state(1, 16);
+    layer.prefill(testing::random_tensor({1, 6, 64}, 61), big);
+    EXPECT_THROW(small.assign_sequence(0, big), Error);  // 6 tokens, capacity 4
+    EXPECT_THROW(small.assign_sequence(1, big), Error);
+    EXPECT_THROW(big.assign_sequence(0, small, 1), Error);
+    EXPECT_EQ(small.lengths(), std::vector<int32_t>({0}));
 }
 
 // ---------------------------------------------------------------- the kernels on their own

@@ -13,6 +13,7 @@
 #include "hattn/safetensors_writer.h"
 #include "reference/latent_attention.h"
 #include "support/compare.h"
+#include "support/continuous_batching.h"
 #include "support/device.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
@@ -200,6 +201,20 @@ protected:
 TEST_P(LatentOnGpu, ADecodeStepMovesOnlyItsInputOutputAndNewState) { check_decode_transfers(false); }
 TEST_P(LatentOnGpu, ABitLinearDecodeStepMovesOnlyItsInputOutputAndNewState) { check_decode_transfers(true); }
 
+// A latent layer's decode calls, for the continuous batching check.
+testing::StatefulLayer<LatentState> stateful(const LatentAttention &layer) {
+    return {[&layer](int64_t batch) { return layer.make_state(batch, 16); },
+            [&layer](const Tensor &x, LatentState &s) { return layer.prefill(x, s); },
+            [&layer](const Tensor &x, LatentState &s) { return layer.decode_step(x, s); }};
+}
+
+// The assigned rows (cache, history, shifted value) are host writes that must reach the device.
+TEST_P(LatentOnGpu, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
+    SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true);
+    const testing::OnDevice on(GetParam());
+    EXPECT_LE(testing::continuous_batching_error(stateful(*layer.layer), 128, 41), 1e-5);
+}
+
 HATTN_INSTANTIATE_ON_EACH_GPU(LatentOnGpu);
 
 TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
@@ -226,10 +241,13 @@ TEST(LatentState, NoTokensChangeNothing) {
     EXPECT_EQ(s.prev_value().values(), prev.values());
 }
 
-// Sequence b of a [B, S, E] tensor, as [1, S, E].
-Tensor sequence(const Tensor &t, int64_t b) {
-    const int64_t n = t.dim(1) * t.dim(2);
-    return Tensor({1, t.dim(1), t.dim(2)}, std::vector<float>(t.data() + b * n, t.data() + (b + 1) * n));
+using testing::sequence;
+
+TEST(LatentState, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
+    for (bool grouped : {false, true}) {
+        SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, grouped);
+        EXPECT_LE(testing::continuous_batching_error(stateful(*layer.layer), 128, 40), 1e-6) << "grouped " << grouped;
+    }
 }
 
 // Reset rewinds the convolution history and the shifted value with the cache (it once rewound only
@@ -288,6 +306,12 @@ TEST(LatentState, SequencesOutsideTheBatchAreRefused) {
     EXPECT_THROW(s.reset(2), Error);
     EXPECT_THROW(s.reset(-1), Error);
     EXPECT_THROW(s.fork(0, 2), Error);
+    SeedLayer wider({{"hidden_size", 64}, {"num_heads", 8}, {"mode", "decoder"}}, false);
+    EXPECT_THROW(s.assign_sequence(0, wider.layer->make_state(1, 8), 0), Error);
+    EXPECT_THROW(s.assign_sequence(0, layer.layer->make_state(1, 8), 1), Error);
+    LatentState longer = layer.layer->make_state(1, 16);
+    layer.layer->prefill(testing::random_tensor({1, 9, 64}, 8), longer);
+    EXPECT_THROW(s.assign_sequence(0, longer, 0), Error);  // 9 tokens do not fit a capacity of 8
     EXPECT_EQ(s.lengths(), before.lengths());
     EXPECT_EQ(s.qk_history().values(), before.qk_history().values());
     EXPECT_EQ(s.prev_value().values(), before.prev_value().values());

@@ -86,16 +86,26 @@ void KVCache::truncate_to(int64_t length, int64_t sequence) {
     len = std::min<int32_t>(len, static_cast<int32_t>(length));
 }
 
-void KVCache::fork(int64_t source, int64_t target) {
-    require(source >= 0 && source < batch() && target >= 0 && target < batch(),
-            "KV cache fork: sequences " + std::to_string(source) + " -> " + std::to_string(target) +
-                " outside batch " + std::to_string(batch()));
-    if (source == target) return;
-    const int64_t len = lengths_[source], span = capacity() * head_dim();
-    for (Tensor *t : {&k_, &v_}) {
+void KVCache::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
+
+void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t source) {
+    require(from.kv_heads() == kv_heads() && from.head_dim() == head_dim(),
+            "KV cache: cannot take a sequence from a cache of " + std::to_string(from.kv_heads()) + " heads x " +
+                std::to_string(from.head_dim()) + " into one of " + std::to_string(kv_heads()) + " x " +
+                std::to_string(head_dim()));
+    require(source >= 0 && source < from.batch(), "KV cache: source sequence " + std::to_string(source) +
+                                                      " outside batch " + std::to_string(from.batch()));
+    require(target >= 0 && target < batch(),
+            "KV cache: sequence " + std::to_string(target) + " outside batch " + std::to_string(batch()));
+    const int64_t len = from.lengths_[source];
+    require(len <= capacity(), "KV cache: source sequence " + std::to_string(source) + " holds " + std::to_string(len) +
+                                   " tokens, more than the capacity " + std::to_string(capacity()));
+    if (&from == this && source == target) return;
+    const int64_t D = head_dim(), from_span = from.capacity() * D, span = capacity() * D;
+    for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&k_, &from.k_}, {&v_, &from.v_}}) {
         for (int64_t h = 0; h < kv_heads(); h++) {
-            const float *from = t->data() + (source * kv_heads() + h) * span;
-            std::copy_n(from, len * head_dim(), t->data() + (target * kv_heads() + h) * span);
+            std::copy_n(rows->data() + (source * kv_heads() + h) * from_span, len * D,
+                        to->data() + (target * kv_heads() + h) * span);
         }
     }
     rows_changed(target, 0, len);

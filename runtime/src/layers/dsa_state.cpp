@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "hattn/error.h"
 #include "hattn/layers/dsa_attention.h"
@@ -37,15 +38,21 @@ void DsaState::truncate_to(int64_t length, int64_t sequence) {
     lengths_[sequence] = std::min<int32_t>(lengths_[sequence], static_cast<int32_t>(length));
 }
 
-void DsaState::fork(int64_t source, int64_t target) {
-    check_sequence(source, "fork");
-    check_sequence(target, "fork");
-    if (source == target) return;
-    const int64_t len = lengths_[source];
-    for (Tensor *rows : {&latent_, &index_keys_}) {
-        const int64_t width = rows->dim(2), per_sequence = capacity_ * width;
-        std::copy_n(rows->data() + source * per_sequence, len * width, rows->data() + target * per_sequence);
-        rows->host_changed(target * per_sequence, target * per_sequence + len * width);
+void DsaState::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
+
+void DsaState::assign_sequence(int64_t target, const DsaState &from, int64_t source) {
+    require(from.latent_.dim(2) == latent_.dim(2) && from.index_keys_.dim(2) == index_keys_.dim(2),
+            "glm_dsa state: cannot take a sequence from a state of another layer shape");
+    from.check_sequence(source, "assign (source)");
+    check_sequence(target, "assign");
+    const int64_t len = from.lengths_[source];
+    require(len <= capacity_, "glm_dsa state: source sequence " + std::to_string(source) + " holds " +
+                                  std::to_string(len) + " tokens, more than the capacity " + std::to_string(capacity_));
+    if (&from == this && source == target) return;
+    for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&latent_, &from.latent_}, {&index_keys_, &from.index_keys_}}) {
+        const int64_t width = to->dim(2), first = target * capacity_ * width;
+        std::copy_n(rows->data() + source * from.capacity_ * width, len * width, to->data() + first);
+        to->host_changed(first, first + len * width);
     }
     lengths_[target] = static_cast<int32_t>(len);
 }

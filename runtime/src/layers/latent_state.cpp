@@ -1,5 +1,8 @@
 #include <algorithm>
+#include <string>
+#include <utility>
 
+#include "hattn/error.h"
 #include "hattn/layers/latent_attention.h"
 
 namespace hattn {
@@ -16,7 +19,7 @@ LatentState::LatentState(KVCache kv, Tensor qk_history, Tensor first_value)
 }
 
 void LatentState::clear_rows(int64_t sequence) {
-    const int64_t history = qk_history_.size() / batch(), half = first_value_.size();
+    const int64_t history = history_floats(), half = first_value_.size();
     std::fill_n(qk_history_.data() + sequence * history, history, 0.0f);
     qk_history_.host_changed(sequence * history, (sequence + 1) * history);
     if (half == 0) return;
@@ -34,13 +37,20 @@ void LatentState::reset(int64_t sequence) {
     clear_rows(sequence);
 }
 
-void LatentState::fork(int64_t source, int64_t target) {
-    kv_.fork(source, target);  // checks both sequences first
-    for (Tensor *rows : {&qk_history_, &prev_value_}) {
-        if (rows->size() == 0 || source == target) continue;
-        const int64_t n = rows->size() / batch();
-        std::copy_n(rows->data() + source * n, n, rows->data() + target * n);
-        rows->host_changed(target * n, (target + 1) * n);
+void LatentState::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
+
+void LatentState::assign_sequence(int64_t target, const LatentState &from, int64_t source) {
+    require(from.history_floats() == history_floats() && from.first_value_.size() == first_value_.size(),
+            "latent state: cannot take a sequence from a state of another layer shape (history " +
+                std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) + " floats)");
+    kv_.assign_sequence(target, from.kv_, source);  // checks the sequences and the capacity first
+    if (&from == this && source == target) return;
+    for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&qk_history_, &from.qk_history_},
+                            {&prev_value_, &from.prev_value_}}) {
+        const int64_t n = to->size() / batch();
+        if (n == 0) continue;
+        std::copy_n(rows->data() + source * n, n, to->data() + target * n);
+        to->host_changed(target * n, (target + 1) * n);
     }
 }
 

@@ -63,6 +63,9 @@ public:
     void reset();                               // every sequence empty, as make_state left it
     void reset(int64_t sequence);               // one sequence empty
     void fork(int64_t source, int64_t target);  // sequence `target` becomes a copy of `source`
+    // Sequence `target` becomes a copy of sequence `source` of another state of the same layer
+    // (continuous batching: prefill a new prompt in a state of its own, then move it into a slot).
+    void assign_sequence(int64_t target, const LatentState &from, int64_t source = 0);
 
     // The K/V cache alone, for benchmarks that fill it with synthetic rows and rewind it: changes
     // made through it leave the convolution history and the shifted value behind.
@@ -72,6 +75,7 @@ private:
     friend class LatentAttention;
     LatentState(KVCache kv, Tensor qk_history, Tensor first_value);
     void clear_rows(int64_t sequence);
+    int64_t history_floats() const { return qk_history_.size() / batch(); }  // per sequence
 
     KVCache kv_;
     Tensor qk_history_;   // zeros before a sequence's first token
