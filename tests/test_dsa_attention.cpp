@@ -310,6 +310,21 @@ TEST(DsaState, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
     EXPECT_EQ(small.lengths(), std::vector<int32_t>({0}));
 }
 
+TEST(DsaState, NoTokensOrNoSequencesChangeNothing) {
+    const DsaAttention layer = make_layer(small_config(3));
+    EXPECT_EQ(layer.forward(Tensor({2, 0, 64})).shape(), Shape({2, 0, 64}));
+    EXPECT_EQ(layer.forward(Tensor({0, 3, 64})).shape(), Shape({0, 3, 64}));
+    DsaState s = layer.make_state(2, 8);
+    layer.prefill(testing::random_tensor({2, 3, 64}, 70), s);
+    const DsaState before = s;
+    TopK sel;
+    EXPECT_EQ(layer.prefill(Tensor({2, 0, 64}), s, &sel).shape(), Shape({2, 0, 64}));
+    EXPECT_EQ(sel.queries, 0);
+    EXPECT_EQ(s.lengths(), before.lengths());
+    EXPECT_EQ(s.latent().values(), before.latent().values());
+    EXPECT_EQ(s.index_keys().values(), before.index_keys().values());
+}
+
 // ---------------------------------------------------------------- the kernels on their own
 
 double index_scores_error(int64_t B, int64_t S, int64_t IH, int64_t ID, int64_t len, uint32_t seed) {

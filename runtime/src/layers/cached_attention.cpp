@@ -125,6 +125,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
     }
+    if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
 
     // On a GPU everything between the inputs and the output stays on the device: the inputs go up
     // once, the new keys and values are written into the cache there, and only y comes back.
@@ -142,7 +143,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     // and become part of it only at commit(), once everything else has succeeded.
     Tensor k_rotated;
     if (rope_) {
-        const auto table = rope_->covering(B > 0 ? *std::max_element(lengths.begin(), lengths.end()) : 0);
+        const auto table = rope_->covering(*std::max_element(lengths.begin(), lengths.end()));
         Tensor rotated = detail::scratch_tensor(q.shape());
         apply_rope(q.view(), *table, start, rotated.view());
         q = std::move(rotated);
@@ -169,7 +170,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         const Shape heads{B, config_.heads, D};
         attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
                          TensorView(attended.data(), heads));
-    } else if (S > 0) {  // no queries, nothing to attend (and a store of no rows to check)
+    } else {
         attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view());
     }
     Tensor y = output(attended);

@@ -103,7 +103,9 @@ DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
 }
 
 Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) const {
-    require(x.rank() == 3, "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, E]");
+    require(x.rank() == 3 && x.dim(2) == config_.hidden,
+            "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(config_.hidden) + "]");
+    if (x.dim(0) == 0) return Tensor(x.shape());  // no sequences (a state needs one): nothing to compute
     DsaState state = make_state(x.dim(0), std::max<int64_t>(x.dim(1), 1));
     return run(x, state, false, selected, shared);
 }
@@ -137,6 +139,10 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                 "glm_dsa: shared top-k indices must be [" + str(B) + ", " + str(S) + ", K] with B x S x K entries, got [" +
                     str(shared->batch) + ", " + str(shared->queries) + ", " + str(shared->k) + "] with " +
                     str(shared->indices.size()));
+    }
+    if (S == 0) {  // no tokens: nothing to compute, select or remember
+        if (selected) *selected = TopK{B, 0, 0, {}};
+        return Tensor({B, 0, c.hidden});
     }
     const std::vector<int32_t> start = state.lengths_;
     int32_t longest = 0;

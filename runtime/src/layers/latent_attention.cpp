@@ -163,7 +163,7 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
         conv_.w1 = w.get("qkv_proj.conv_qk_grouped.weight", {P, dh, config.conv_kernel_ch});
         conv_.b1 = w.get("qkv_proj.conv_qk_grouped.bias", {P});
         key_scale_ = w.get("qk_norm.temp", {config.kv_heads});
-        keep_on_device();
+        finish_construction();
         return;
     }
     // With use_bitnet every projection (not the convolutions) is a BitLinear.
@@ -186,12 +186,19 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
     conv_.b1 = Tensor({P});
     const float temp = w.get("temp", {1}).data()[0];
     key_scale_ = Tensor({config.kv_heads}, std::vector<float>(config.kv_heads, std::exp(temp)));
-    keep_on_device();
+    finish_construction();
 }
 
-void LatentAttention::keep_on_device() {
-    // On a GPU the convolution weights and key scales are uploaded once, like the projections'.
-    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1, &key_scale_}) t->keep_on_device(Residency::ReadOnly);
+void LatentAttention::finish_construction() {
+    if (config_.value_shift) {
+        // Token 0's delayed half is the delayed projection of a zero vector: its bias, or zeros.
+        first_value_ = value_delayed_.bias() ? *value_delayed_.bias() : Tensor({config_.kv_rank() / 2});
+    }
+    // On a GPU the convolution weights, key scales and first value are uploaded once, like the
+    // projections'.
+    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1, &key_scale_, &first_value_}) {
+        t->keep_on_device(Residency::ReadOnly);
+    }
 }
 
 void LatentAttention::require_decoder(const char *call) const {
@@ -199,13 +206,8 @@ void LatentAttention::require_decoder(const char *call) const {
 }
 
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
-    Tensor first_value;
-    if (config_.value_shift) {
-        // Token 0's delayed half is the delayed projection of a zero vector: its bias, or zeros.
-        first_value = value_delayed_.bias() ? *value_delayed_.bias() : Tensor({config_.kv_rank() / 2});
-    }
     return LatentState(KVCache(batch, config_.kv_heads, config_.head_dim, capacity),
-                       Tensor({batch, config_.history(), config_.packed()}), std::move(first_value));
+                       Tensor({batch, config_.history(), config_.packed()}), first_value_);
 }
 
 Tensor LatentAttention::forward(const Tensor &x) const {
@@ -276,10 +278,9 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
         if (state) {
             copy_into(TensorView(state->prev_value_.data(), {B, 1, half}),
                       TensorView(v.data() + half, {B, 1, half}, row_strides));
-        } else {  // before a sequence: the delayed projection of a zero vector, its bias or zeros
-            const float *first = value_delayed_.bias() ? value_delayed_.bias()->data() : detail::resident_zeros(half).data;
+        } else {  // new sequences: each starts from the first value
             for (int64_t b = 0; b < B; b++) {
-                copy_into(TensorView(const_cast<float *>(first), {1, 1, half}),
+                copy_into(TensorView(const_cast<float *>(first_value_.data()), {1, 1, half}),
                           TensorView(v.data() + b * S * Lkv + half, {1, 1, half}, row_strides));
             }
         }

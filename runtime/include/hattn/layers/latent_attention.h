@@ -103,12 +103,15 @@ private:
     // reads the new keys and values where the kernels wrote them.
     Tensor run(const Tensor &x, LatentState *state) const;
     void require_decoder(const char *call) const;
-    void keep_on_device();  // the weights the kernels read directly (Linear keeps its own)
+    // After the weights are loaded: the first value, and residency of what the kernels read
+    // directly (Linear keeps its own).
+    void finish_construction();
 
     LatentAttentionConfig config_;
     Linear qk_, value_, value_delayed_, out_;  // value_ is val_proj or val_proj1 / v_proj_current
     CcaConvWeights conv_;
-    Tensor key_scale_;  // [Hkv]
+    Tensor key_scale_;    // [Hkv]
+    Tensor first_value_;  // [Lkv / 2] with value shift: token 0's delayed half (bias or zeros)
     GrowingRopeTable rope_;
 };
 
