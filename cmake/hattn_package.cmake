@@ -13,8 +13,8 @@ add_library(hattn::hattn ALIAS hattn_shared)
 set_target_properties(hattn_shared PROPERTIES OUTPUT_NAME hattn EXPORT_NAME hattn
                       VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
                       LINK_DEPENDS "${PROJECT_SOURCE_DIR}/runtime/hattn.map")
-# The public headers include nlohmann/json.hpp (hattn/config.h) and nothing of Halide's.
-target_link_libraries(hattn_shared PRIVATE hattn_runtime INTERFACE nlohmann_json::nlohmann_json)
+# The public headers include no header of Halide's or nlohmann's: an application needs neither.
+target_link_libraries(hattn_shared PRIVATE hattn_runtime)
 target_link_options(hattn_shared PRIVATE "LINKER:--version-script=${PROJECT_SOURCE_DIR}/runtime/hattn.map")
 target_include_directories(hattn_shared INTERFACE
                            $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/runtime/include>

@@ -331,7 +331,7 @@ TEST(CachedAttentionCross, FullyMaskedRowOutputsTheBias) {
 
 std::string config_error(const std::string &json) {
     try {
-        CachedAttentionConfig::from(ConfigReader(nlohmann::json::parse(json), "config.json"));
+        CachedAttentionConfig::from(ConfigReader::parse(json, "config.json"));
     } catch (const Error &e) {
         return e.what();
     }

@@ -13,19 +13,19 @@
 namespace {
 
 using hattn::ConfigReader;
-using nlohmann::json;
 
 using hattn::testing::error_message;
 using hattn::testing::expect_contains;
 
 ConfigReader reader() {
-    return ConfigReader(json::parse(R"({
+    return ConfigReader::parse(R"({
         "num_heads": 8, "head_dim": 64.0, "bad_int": "abc", "fractional": 8.5,
         "huge": 18446744073709551615, "int32_max": 2147483647, "past_int32": 2147483648,
         "below_int32": -2147483649, "float_past_int32": 1e300, "negative": -3, "theta": 10000.0, "eps": 1e-5,
         "causal": true, "name": "llama", "unset": null, "list": [1, 2, 3]
-    })"),
-                        "config.json");
+        , "rope": {"theta": 5.0, "inner": {"theta": "x"}}
+    })",
+                               "config.json");
 }
 
 TEST(ConfigTest, Integers) {
@@ -83,11 +83,22 @@ TEST(ConfigTest, NumbersBoolsStrings) {
 }
 
 TEST(ConfigTest, RejectsNonObject) {
-    EXPECT_EQ(error_message([] { ConfigReader(json::array(), "x.json"); }),
-              "x.json: expected a JSON object, got array");
+    EXPECT_EQ(error_message([] { ConfigReader::parse("[1]", "x.json"); }),
+              "x.json: top level must be a JSON object, got array");
 }
 
-TEST(ConfigTest, ReadJsonFile) {
+TEST(ConfigTest, NestedObjectsNameTheirPath) {
+    const ConfigReader config = reader();
+    const ConfigReader rope = config.object("rope");
+    EXPECT_EQ(rope.get_number("theta"), 5.0);
+    EXPECT_EQ(rope.source(), "config.json (rope)");
+    EXPECT_EQ(error_message([&] { rope.object("inner").get_number("theta"); }),
+              "config.json (rope.inner): key 'theta' must be a number, got \"x\"");
+    EXPECT_EQ(error_message([&] { config.object("name"); }), "config.json: key 'name' must be an object, got \"llama\"");
+    EXPECT_EQ(error_message([&] { config.object("unset"); }), "config.json: missing key 'unset'");
+}
+
+TEST(ConfigTest, FromFile) {
     const hattn::testing::TempDir dir;
     const auto write = [&](const std::string &name, const std::string &text) {
         std::ofstream(dir.file(name)) << text;
@@ -95,29 +106,29 @@ TEST(ConfigTest, ReadJsonFile) {
     };
 
     const std::string good = write("good.json", R"({"a": 1})");
-    EXPECT_EQ(hattn::read_json_file(good)["a"], 1);
+    EXPECT_EQ(ConfigReader::from_file(good).get_int("a"), 1);
 
     const std::string missing = dir.file("missing.json");
-    EXPECT_EQ(error_message([&] { hattn::read_json_file(missing); }), missing + ": file not found");
+    EXPECT_EQ(error_message([&] { ConfigReader::from_file(missing); }), missing + ": file not found");
 
     const std::string broken = write("broken.json", "{\"a\": 1,\n \"b\": }");
-    const std::string message = error_message([&] { hattn::read_json_file(broken); });
+    const std::string message = error_message([&] { ConfigReader::from_file(broken); });
     expect_contains(message, broken + ": invalid JSON at byte 16: ");
     expect_contains(message, "line 2");
     EXPECT_EQ(message.find('\n'), std::string::npos);
 
     const std::string array = write("array.json", "[1, 2]");
-    EXPECT_EQ(error_message([&] { hattn::read_json_file(array); }),
+    EXPECT_EQ(error_message([&] { ConfigReader::from_file(array); }),
               array + ": top level must be a JSON object, got array");
 
-    expect_contains(error_message([&] { hattn::read_json_file(dir.path().string()); }),
+    expect_contains(error_message([&] { ConfigReader::from_file(dir.path().string()); }),
                     "is a directory");
 
     // Nesting that would overflow the stack of a reader's copy or an error message's dump().
     const std::string deep = write("deep.json", "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
-    EXPECT_EQ(error_message([&] { hattn::read_json_file(deep); }), deep + ": JSON nested deeper than 64 levels");
+    EXPECT_EQ(error_message([&] { ConfigReader::from_file(deep); }), deep + ": JSON nested deeper than 64 levels");
     const std::string nested = write("nested.json", "{\"a\": " + std::string(63, '[') + std::string(63, ']') + "}");
-    EXPECT_TRUE(hattn::read_json_file(nested)["a"].is_array());
+    EXPECT_TRUE(ConfigReader::from_file(nested).has("a"));
 }
 
 }  // namespace

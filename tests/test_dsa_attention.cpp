@@ -17,6 +17,7 @@
 #include "hattn/safetensors_writer.h"
 #include "reference/dsa_attention.h"
 #include "support/compare.h"
+#include "support/config.h"
 #include "support/continuous_batching.h"
 #include "support/kernel_checks.h"
 #include "support/device.h"
@@ -35,7 +36,7 @@ nlohmann::json small_config(int64_t topk) {
 
 DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = "", bool zero_index_weights = false,
                         std::map<std::string, Tensor> *weights = nullptr) {
-    const DsaConfig c = DsaConfig::from(ConfigReader(json, "config.json"));
+    const DsaConfig c = DsaConfig::from(testing::config_of(json));
     const int64_t E = c.hidden, H = c.heads;
     auto t = [](Shape s, uint32_t seed) {
         Tensor x = testing::random_tensor(s, seed);
@@ -403,10 +404,10 @@ const bool checks_registered =
 TEST(DsaConfig, RejectsWhatIsOutOfScope) {
     nlohmann::json yarn = small_config(4);
     yarn["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 4}};
-    EXPECT_THROW(DsaConfig::from(ConfigReader(yarn, "config.json")), Error);
+    EXPECT_THROW(DsaConfig::from(testing::config_of(yarn)), Error);
     nlohmann::json odd = small_config(4);
     odd["qk_rope_head_dim"] = 7;
-    EXPECT_THROW(DsaConfig::from(ConfigReader(odd, "config.json")), Error);
+    EXPECT_THROW(DsaConfig::from(testing::config_of(odd)), Error);
 }
 
 TEST(DsaConfig, NestedRopeKeysAndTheNormEpsilonAreChecked) {
@@ -414,7 +415,7 @@ TEST(DsaConfig, NestedRopeKeysAndTheNormEpsilonAreChecked) {
         nlohmann::json json = small_config(4);
         json[key] = value;
         try {
-            DsaConfig::from(ConfigReader(json, "config.json"));
+            DsaConfig::from(testing::config_of(json));
         } catch (const Error &e) {
             EXPECT_TRUE(e.is_invalid_input()) << e.what();
             return std::string(e.what());
@@ -426,12 +427,13 @@ TEST(DsaConfig, NestedRopeKeysAndTheNormEpsilonAreChecked) {
     EXPECT_EQ(error("rope_parameters", {{"rope_type", 5}}),
               "config.json (rope_parameters): key 'rope_type' must be a string, got 5");
     EXPECT_EQ(error("rope_parameters", {{"rope_theta", -5.0}}), "config.json: rope_theta must be positive");
+    EXPECT_EQ(error("rope_scaling", "linear"), "config.json: key 'rope_scaling' must be an object, got \"linear\"");
     EXPECT_NE(error("rope_scaling", {{"type", "yarn"}}).find("rope_scaling rope_type 'yarn' is not supported"),
               std::string::npos);
     EXPECT_EQ(error("rms_norm_eps", -1.0), "config.json: rms_norm_eps must be positive");
     nlohmann::json json = small_config(4);
     json["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500.0}};
-    EXPECT_EQ(DsaConfig::from(ConfigReader(json, "config.json")).rope_theta, 500.0);
+    EXPECT_EQ(DsaConfig::from(testing::config_of(json)).rope_theta, 500.0);
 }
 
 // A top-k larger than any sequence can hold costs nothing: its columns stop at the capacity.

@@ -13,6 +13,7 @@
 #include "hattn/safetensors_writer.h"
 #include "reference/latent_attention.h"
 #include "support/compare.h"
+#include "support/config.h"
 #include "support/continuous_batching.h"
 #include "support/device.h"
 #include "support/kernel_checks.h"
@@ -35,7 +36,7 @@ struct SeedLayer {
     std::optional<LatentAttention> layer;
 
     SeedLayer(const nlohmann::json &json, bool grouped, uint32_t seed = 1) {
-        config = LatentAttentionConfig::cca(ConfigReader(json, "config.json"), grouped);
+        config = LatentAttentionConfig::cca(testing::config_of(json), grouped);
         const int64_t E = config.hidden, P = config.packed(), Lq = config.query_rank(), Lkv = config.kv_rank();
         const int64_t dh = config.head_dim;
         ref.E = E, ref.H = config.heads, ref.Hkv = config.kv_heads, ref.dh = dh;
@@ -328,7 +329,7 @@ TEST(LatentState, EncoderModeHasNoDecode) {
 
 std::string cca_error(const nlohmann::json &json, bool grouped) {
     try {
-        LatentAttentionConfig::cca(ConfigReader(json, "config.json"), grouped);
+        LatentAttentionConfig::cca(testing::config_of(json), grouped);
     } catch (const Error &e) {
         return e.what();
     }
@@ -357,7 +358,7 @@ TEST(LatentConfig, EachRuleNamesItsKeys) {
 TEST(LatentConfig, MissingWeightIsNamed) {
     testing::TempDir dir;
     write_safetensors(dir.file("w.safetensors"), {{"temp", Tensor({1})}});
-    const auto config = LatentAttentionConfig::cca(ConfigReader({{"hidden_size", 64}, {"num_heads", 4}}, "c"), false);
+    const auto config = LatentAttentionConfig::cca(testing::config_of({{"hidden_size", 64}, {"num_heads", 4}}, "c"), false);
     try {
         LatentAttention layer(config, Weights::open(dir.file("w.safetensors")));
         FAIL() << "expected an error";
@@ -367,7 +368,7 @@ TEST(LatentConfig, MissingWeightIsNamed) {
 }
 
 TEST(ZayaConfig, KeysDefaultsAndRejections) {
-    const auto zaya = [](const nlohmann::json &json) { return LatentAttentionConfig::zaya(ConfigReader(json, "config.json")); };
+    const auto zaya = [](const nlohmann::json &json) { return LatentAttentionConfig::zaya(testing::config_of(json)); };
     const LatentAttentionConfig c = zaya({{"hidden_size", 1024}, {"rope_parameters", {{"hybrid", {{"rope_theta", 1e6}}}}}});
     EXPECT_EQ(c.heads, 8);
     EXPECT_EQ(c.kv_heads, 2);
@@ -393,7 +394,7 @@ TEST(ZayaConfig, KeysDefaultsAndRejections) {
     EXPECT_EQ(error({{"hidden_size", 64}, {"rope_parameters", {{"hybrid", {{"rope_theta", "abc"}}}}}}),
               "config.json (rope_parameters.hybrid): key 'rope_theta' must be a number, got \"abc\"");
     EXPECT_EQ(error({{"hidden_size", 64}, {"rope_parameters", {{"hybrid", 3}}}}),
-              "config.json (rope_parameters.hybrid): expected a JSON object, got number");
+              "config.json (rope_parameters): key 'hybrid' must be an object, got 3");
 }
 
 // ---------------------------------------------------------------- the kernel on its own

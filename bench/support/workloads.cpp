@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
@@ -283,7 +285,7 @@ namespace {
 std::unique_ptr<LatentAttention> random_latent_attention(const LayerShape &s) {
     const bool grouped = s.layer == "ccgqa";
     const LatentAttentionConfig c = LatentAttentionConfig::cca(
-        ConfigReader({{"hidden_size", s.hidden}, {"num_heads", s.heads}, {"mode", "decoder"}}, "bench"), grouped);
+        ConfigReader::parse(nlohmann::json{{"hidden_size", s.hidden}, {"num_heads", s.heads}, {"mode", "decoder"}}.dump(), "bench"), grouped);
     const int64_t E = c.hidden, P = c.packed(), Lq = c.query_rank(), Lkv = c.kv_rank();
     const float a = 1.0f / std::sqrt(float(E));
     std::map<std::string, Tensor> w{{"linear_qk.weight", random({P, E}, 1, a)},
@@ -301,11 +303,11 @@ bool is_latent(const std::string &layer) { return layer == "cca" || layer == "cc
 // A GLM-5-shaped sparse attention layer scaled to E and H, with random weights: q_lora E/3, latent
 // 512, head dims 128 + 64 (rope) and 128 (values), 32 index heads of 128, top-2048.
 DsaConfig dsa_config(const LayerShape &s) {
-    return DsaConfig::from(ConfigReader({{"hidden_size", s.hidden}, {"num_attention_heads", s.heads},
-                                         {"q_lora_rank", std::max<int64_t>(64, s.hidden / 3)}, {"kv_lora_rank", 512},
-                                         {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128},
-                                         {"index_n_heads", 32}, {"index_head_dim", 128}, {"index_topk", 2048}},
-                                        "bench"));
+    const nlohmann::json config = {{"hidden_size", s.hidden}, {"num_attention_heads", s.heads},
+                                   {"q_lora_rank", std::max<int64_t>(64, s.hidden / 3)}, {"kv_lora_rank", 512},
+                                   {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128},
+                                   {"index_n_heads", 32}, {"index_head_dim", 128}, {"index_topk", 2048}};
+    return DsaConfig::from(ConfigReader::parse(config.dump(), "bench"));
 }
 
 std::unique_ptr<DsaAttention> random_dsa_attention(const LayerShape &s) {

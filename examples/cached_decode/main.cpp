@@ -1,6 +1,7 @@
 // An application's use of hattn: load a cached attention layer from safetensors, prefill a prompt,
 // then decode token by token through the KV cache, and check that the result equals one pass over
 // the whole sequence. Exits 0 when it does; any hattn::Error is one line on stderr.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -37,15 +38,16 @@ int run(const std::string &weights_path) {
     const int64_t E = 64, B = 2, S = 12, prompt = 5;
     std::mt19937 rng(7);
     // GQA: 8 query heads share 2 KV heads of dimension 8, with RoPE, under the seed's names.
-    const nlohmann::json config = {{"embedding_dimension", E}, {"number_of_heads", 8}, {"head_dimension", 8},
-                                   {"number_of_key_value_heads", 2}, {"attention_type", "grouped_query"},
-                                   {"bias", false}, {"rope_base", 10000.0}};
+    const hattn::ConfigReader config = hattn::ConfigReader::parse(R"({
+        "embedding_dimension": 64, "number_of_heads": 8, "head_dimension": 8, "number_of_key_value_heads": 2,
+        "attention_type": "grouped_query", "bias": false, "rope_base": 10000.0})",
+                                                                  "example");
     const float a = 1.0f / std::sqrt(float(E));
     hattn::write_safetensors(weights_path, {{"query_projection.weight", random_tensor({64, E}, rng, a)},
                                             {"key_projection.weight", random_tensor({16, E}, rng, a)},
                                             {"value_projection.weight", random_tensor({16, E}, rng, a)},
                                             {"output_projection.weight", random_tensor({E, 64}, rng, a)}});
-    hattn::CachedAttention layer(hattn::CachedAttentionConfig::from(hattn::ConfigReader(config, "example")),
+    hattn::CachedAttention layer(hattn::CachedAttentionConfig::from(config),
                                  hattn::Weights::open(weights_path));
 
     const hattn::Tensor x = random_tensor({B, S, E}, rng, 1.0f);

@@ -1,12 +1,10 @@
 #include "hattn/config.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <functional>
 #include <limits>
+#include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "hattn/error.h"
@@ -14,141 +12,156 @@
 
 namespace hattn {
 
-nlohmann::json read_json_file(const std::string &path) {
-    std::error_code ec;
-    require(std::filesystem::exists(path, ec), path + ": file not found");
-    require(!std::filesystem::is_directory(path, ec), path + ": is a directory");
-    std::ifstream in(path, std::ios::binary);
-    require(in.is_open(), path + ": cannot open: " + std::strerror(errno));
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    require(!in.bad(), path + ": cannot read");
-
+struct ConfigReader::Json {
     nlohmann::json value;
-    try {
-        value = detail::parse_json<nlohmann::json>(text.begin(), text.end(), path);
-    } catch (const nlohmann::json::parse_error &e) {
-        // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest says what and where.
-        std::string detail = e.what();
-        const size_t tag_end = detail.find("] ");
-        if (tag_end != std::string::npos) detail.erase(0, tag_end + 2);
-        throw Error(path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + detail);
+};
+
+namespace {
+
+// Reading one key's value as a type; `where` is the reader's source().
+class KeyValue {
+public:
+    KeyValue(const std::string &where, const std::string &key, const nlohmann::json &value)
+        : where_(where), key_(key), value_(value) {}
+
+    [[noreturn]] void wrong_type(const char *expected) const {
+        // dump() escapes line breaks, so the message stays one line; long values are cut short.
+        std::string shown = value_.dump();
+        if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+        throw Error(where_ + ": key '" + key_ + "' must be " + expected + ", got " + shown);
     }
-    require(value.is_object(),
-            path + ": top level must be a JSON object, got " + value.type_name());
-    return value;
-}
 
-ConfigReader::ConfigReader(nlohmann::json object, std::string source)
-    : object_(std::move(object)), source_(std::move(source)) {
-    require(object_.is_object(),
-            source_ + ": expected a JSON object, got " + std::string(object_.type_name()));
-}
-
-const nlohmann::json *ConfigReader::find(const std::string &key) const {
-    const auto it = object_.find(key);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-}
-
-const nlohmann::json &ConfigReader::require_key(const std::string &key) const {
-    const nlohmann::json *value = find(key);
-    require(value != nullptr, source_ + ": missing key '" + key + "'");
-    return *value;
-}
-
-void ConfigReader::wrong_type(const std::string &key, const nlohmann::json &value,
-                              const char *expected) const {
-    // dump() escapes line breaks, so the message stays one line; long values are cut short.
-    std::string shown = value.dump();
-    if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
-    throw Error(source_ + ": key '" + key + "' must be " + expected + ", got " + shown);
-}
-
-bool ConfigReader::has(const std::string &key) const { return find(key) != nullptr; }
-
-// Integers are read in the int32 range: every size a kernel takes must fit Halide's 32-bit extents,
-// and the products of two (heads x head_dim) must not overflow int64.
-int64_t ConfigReader::as_int(const std::string &key, const nlohmann::json &value) const {
-    constexpr int64_t lowest = std::numeric_limits<int32_t>::min(), highest = std::numeric_limits<int32_t>::max();
-    bool in_range = false;
-    int64_t result = 0;
-    if (value.is_number_unsigned()) {
-        in_range = value.get<uint64_t>() <= uint64_t(highest);
-        result = in_range ? int64_t(value.get<uint64_t>()) : 0;
-    } else if (value.is_number_integer()) {
-        result = value.get<int64_t>();
-        in_range = lowest <= result && result <= highest;
-    } else if (value.is_number_float()) {
-        // JSON does not distinguish 8 from 8.0; accept a float only when its value is integral.
-        const double number = value.get<double>();
-        if (!std::isfinite(number) || std::trunc(number) != number) wrong_type(key, value, "an integer");
-        in_range = double(lowest) <= number && number <= double(highest);
-        result = in_range ? int64_t(number) : 0;
-    } else {
-        wrong_type(key, value, "an integer");
+    // Integers are read in the int32 range: every size a kernel takes must fit Halide's 32-bit
+    // extents, and the products of two (heads x head_dim) must not overflow int64.
+    int64_t as_int() const {
+        constexpr int64_t lowest = std::numeric_limits<int32_t>::min(), highest = std::numeric_limits<int32_t>::max();
+        bool in_range = false;
+        int64_t result = 0;
+        if (value_.is_number_unsigned()) {
+            in_range = value_.get<uint64_t>() <= uint64_t(highest);
+            result = in_range ? int64_t(value_.get<uint64_t>()) : 0;
+        } else if (value_.is_number_integer()) {
+            result = value_.get<int64_t>();
+            in_range = lowest <= result && result <= highest;
+        } else if (value_.is_number_float()) {
+            // JSON does not distinguish 8 from 8.0; accept a float only when its value is integral.
+            const double number = value_.get<double>();
+            if (!std::isfinite(number) || std::trunc(number) != number) wrong_type("an integer");
+            in_range = double(lowest) <= number && number <= double(highest);
+            result = in_range ? int64_t(number) : 0;
+        } else {
+            wrong_type("an integer");
+        }
+        if (!in_range) wrong_type("an integer in the int32 range");
+        return result;
     }
-    if (!in_range) wrong_type(key, value, "an integer in the int32 range");
-    return result;
+    double as_number() const {
+        if (!value_.is_number()) wrong_type("a number");
+        return value_.get<double>();
+    }
+    bool as_bool() const {
+        if (!value_.is_boolean()) wrong_type("true or false");
+        return value_.get<bool>();
+    }
+    std::string as_string() const {
+        if (!value_.is_string()) wrong_type("a string");
+        return value_.get<std::string>();
+    }
+
+private:
+    const std::string &where_;
+    const std::string &key_;
+    const nlohmann::json &value_;
+};
+
+}  // namespace
+
+ConfigReader ConfigReader::from_file(const std::string &path) {
+    return ConfigReader(std::make_shared<const Json>(Json{detail::read_json_object_file(path)}), path, "");
 }
 
-double ConfigReader::as_number(const std::string &key, const nlohmann::json &value) const {
-    if (!value.is_number()) wrong_type(key, value, "a number");
-    return value.get<double>();
+ConfigReader ConfigReader::parse(const std::string &text, const std::string &source) {
+    return ConfigReader(std::make_shared<const Json>(Json{detail::parse_json_object(text, source)}), source, "");
 }
 
-bool ConfigReader::as_bool(const std::string &key, const nlohmann::json &value) const {
-    if (!value.is_boolean()) wrong_type(key, value, "true or false");
-    return value.get<bool>();
+ConfigReader::ConfigReader(std::shared_ptr<const Json> object, std::string file, std::string path)
+    : object_(std::move(object)), file_(std::move(file)), path_(std::move(path)) {}
+
+std::string ConfigReader::source() const { return path_.empty() ? file_ : file_ + " (" + path_ + ")"; }
+
+namespace {
+
+// The value under `key`, or nullptr if absent or null.
+const nlohmann::json *find(const nlohmann::json &object, const std::string &key) {
+    const auto it = object.find(key);
+    return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
-std::string ConfigReader::as_string(const std::string &key, const nlohmann::json &value) const {
-    if (!value.is_string()) wrong_type(key, value, "a string");
-    return value.get<std::string>();
+}  // namespace
+
+bool ConfigReader::has(const std::string &key) const { return find(json().value, key) != nullptr; }
+
+ConfigReader ConfigReader::object(const std::string &key) const {
+    const std::string path = path_.empty() ? key : path_ + "." + key;
+    const nlohmann::json *value = find(json().value, key);
+    require(value != nullptr, source() + ": missing key '" + key + "'");
+    if (!value->is_object()) KeyValue(source(), key, *value).wrong_type("an object");
+    return ConfigReader(std::make_shared<const Json>(Json{*value}), file_, path);
 }
+
+namespace {
+
+// The value under `key` read by `as` (a KeyValue member), or an error naming the missing key.
+template <typename Read>
+auto required(const nlohmann::json &object, const std::string &where, const std::string &key, Read as) {
+    const nlohmann::json *value = find(object, key);
+    require(value != nullptr, where + ": missing key '" + key + "'");
+    return std::invoke(as, KeyValue(where, key, *value));
+}
+
+// The same, or nothing where the key is absent.
+template <typename Read>
+auto optional(const nlohmann::json &object, const std::string &where, const std::string &key, Read as)
+    -> std::optional<std::invoke_result_t<Read, KeyValue>> {
+    const nlohmann::json *value = find(object, key);
+    if (value == nullptr) return std::nullopt;
+    return std::invoke(as, KeyValue(where, key, *value));
+}
+
+}  // namespace
 
 int64_t ConfigReader::get_int(const std::string &key) const {
-    return as_int(key, require_key(key));
+    return required(json().value, source(), key, &KeyValue::as_int);
 }
-
 int64_t ConfigReader::get_int(const std::string &key, int64_t fallback) const {
-    const nlohmann::json *value = find(key);
-    return value != nullptr ? as_int(key, *value) : fallback;
+    return get_optional_int(key).value_or(fallback);
 }
-
 std::optional<int64_t> ConfigReader::get_optional_int(const std::string &key) const {
-    const nlohmann::json *value = find(key);
-    if (value == nullptr) return std::nullopt;
-    return as_int(key, *value);
+    return optional(json().value, source(), key, &KeyValue::as_int);
 }
 
 double ConfigReader::get_number(const std::string &key) const {
-    return as_number(key, require_key(key));
+    return required(json().value, source(), key, &KeyValue::as_number);
 }
-
 double ConfigReader::get_number(const std::string &key, double fallback) const {
-    const nlohmann::json *value = find(key);
-    return value != nullptr ? as_number(key, *value) : fallback;
+    return get_optional_number(key).value_or(fallback);
 }
-
 std::optional<double> ConfigReader::get_optional_number(const std::string &key) const {
-    const nlohmann::json *value = find(key);
-    if (value == nullptr) return std::nullopt;
-    return as_number(key, *value);
+    return optional(json().value, source(), key, &KeyValue::as_number);
 }
 
-bool ConfigReader::get_bool(const std::string &key) const { return as_bool(key, require_key(key)); }
-
+bool ConfigReader::get_bool(const std::string &key) const {
+    return required(json().value, source(), key, &KeyValue::as_bool);
+}
 bool ConfigReader::get_bool(const std::string &key, bool fallback) const {
-    const nlohmann::json *value = find(key);
-    return value != nullptr ? as_bool(key, *value) : fallback;
+    return optional(json().value, source(), key, &KeyValue::as_bool).value_or(fallback);
 }
 
 std::string ConfigReader::get_string(const std::string &key) const {
-    return as_string(key, require_key(key));
+    return required(json().value, source(), key, &KeyValue::as_string);
 }
-
 std::string ConfigReader::get_string(const std::string &key, const std::string &fallback) const {
-    const nlohmann::json *value = find(key);
-    return value != nullptr ? as_string(key, *value) : fallback;
+    return optional(json().value, source(), key, &KeyValue::as_string).value_or(fallback);
 }
 
 }  // namespace hattn

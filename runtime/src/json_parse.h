@@ -25,4 +25,11 @@ Json parse_json(Iterator first, Iterator last, const std::string &source) {
     });
 }
 
+// The JSON object in `text`. Throws Error naming `source` when it is not valid JSON (with the byte
+// position), nests too deep, or is not an object.
+nlohmann::json parse_json_object(const std::string &text, const std::string &source);
+
+// The same for the file at `path`, which may also be missing, a directory or unreadable.
+nlohmann::json read_json_object_file(const std::string &path);
+
 }  // namespace hattn::detail

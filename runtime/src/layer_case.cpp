@@ -111,10 +111,9 @@ LayerCase load_case_dir(const std::string &dir) {
     const fs::path root(dir);
     require(fs::is_directory(root), dir + ": not a directory");
     const std::string config_path = (root / "config.json").string();
-    const ConfigReader top(read_json_file(config_path), config_path);
+    const ConfigReader top = ConfigReader::from_file(config_path);
     const KindInfo &kind = require_kind(top.get_string("kind"), config_path);
-    require(top.json().contains("config") && top.json()["config"].is_object(),
-            config_path + ": key 'config' must be an object holding the layer's keys");
+    require(top.has("config"), config_path + ": key 'config' must be an object holding the layer's keys");
     const int64_t batch = require_positive(top, "batch");
     const int64_t seq_len = require_positive(top, "seq_len");
     const bool cross = top.get_bool("cross", false);
@@ -128,13 +127,13 @@ LayerCase load_case_dir(const std::string &dir) {
     files.input = (root / "x.npy").string();
     files.context = optional_file(root / "context.npy");
     files.mask = optional_file(root / "mask.npy");
-    return load_inputs(kind, ConfigReader(top.json()["config"], config_path + " (config)"), batch,
+    return load_inputs(kind, top.object("config"), batch,
                        seq_len, cross, tolerance, files);
 }
 
 LayerCase load_case_files(const LayerFiles &files) {
     const KindInfo &kind = require_kind(files.kind, "--kind");
-    ConfigReader config(read_json_file(files.config), files.config);
+    ConfigReader config = ConfigReader::from_file(files.config);
     // A cross-attention call is one that brings a context.
     const bool cross = !files.context.empty();
     return load_inputs(kind, std::move(config), 0, 0, cross, 1e-4, files);

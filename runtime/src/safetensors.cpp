@@ -301,7 +301,7 @@ Weights Weights::open(const std::string &path, std::string prefix) {
         return weights;
     }
 
-    const nlohmann::json index = read_json_file(path);
+    const nlohmann::json index = detail::read_json_object_file(path);
     const auto map = index.find("weight_map");
     if (map == index.end() || !map->is_object()) fail(path, "missing 'weight_map' object");
     const std::filesystem::path dir = std::filesystem::path(path).parent_path();

@@ -13,15 +13,15 @@ function(step what)
 endfunction()
 
 step("install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
-# An application builds without Halide: no installed header may include one of Halide's.
+# An application builds without Halide or nlohmann-json: no installed header may include theirs.
 file(GLOB_RECURSE headers "${WORK_DIR}/prefix/include/hattn/*.h")
 foreach (header IN LISTS headers)
-    file(STRINGS "${header}" halide_includes REGEX "#include [<\"]Halide")
-    if (halide_includes)
-        message(FATAL_ERROR "${header} includes Halide's headers: ${halide_includes}")
+    file(STRINGS "${header}" foreign_includes REGEX "#include [<\"](Halide|nlohmann)")
+    if (foreign_includes)
+        message(FATAL_ERROR "${header} includes a dependency's header: ${foreign_includes}")
     endif ()
 endforeach ()
-message(STATUS "no installed header includes Halide's")
+message(STATUS "no installed header includes Halide's or nlohmann's")
 # Nothing of the build tree may leak in: the example sees only the install prefix.
 step("configure the example" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/examples/cached_decode" -B "${WORK_DIR}/example"
      -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")

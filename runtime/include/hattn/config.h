@@ -1,32 +1,35 @@
 // Reading JSON configuration (model config.json, checkpoint indexes) with errors that name the file
-// and the key at fault.
+// and the key at fault. The JSON library stays inside hattn: an application needs none.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 namespace hattn {
 
-// Parses `path` as JSON whose top level is an object. Throws Error naming the file when it is
-// missing or unreadable, is not valid JSON (with the byte position), or is not an object.
-nlohmann::json read_json_file(const std::string &path);
-
-// Typed access to the keys of one JSON object. `source` labels error messages, e.g.
+// Typed access to the keys of one JSON object. Errors name the source and the key, e.g.
 // "config.json: key 'num_heads' must be an integer, got \"abc\"".
 //
 // A key whose value is null counts as absent (configs write null for "unset"): has() is false,
 // getters with a default return it, and getters without one throw "missing key".
 class ConfigReader {
 public:
-    ConfigReader(nlohmann::json object, std::string source);
+    // The JSON object in the file at `path`. Throws Error naming the file when it is missing or
+    // unreadable, is not valid JSON (with the byte position), or is not an object.
+    static ConfigReader from_file(const std::string &path);
+    // The JSON object in `text` (a config written in code); `source` labels errors.
+    static ConfigReader parse(const std::string &text, const std::string &source);
 
-    const nlohmann::json &json() const { return object_; }
-    const std::string &source() const { return source_; }
+    // What errors name: the file, and the path of keys to a nested object ("config.json
+    // (rope_parameters.hybrid)").
+    std::string source() const;
 
     bool has(const std::string &key) const;
+    // The object under `key` (rope_parameters, say) as a reader of its own; throws unless the key
+    // holds an object.
+    ConfigReader object(const std::string &key) const;
 
     // Integers accept any JSON number with an exact integer value in the int32 range (8 and 8.0;
     // not 8.5, not 2^31): sizes must fit the kernels' 32-bit extents.
@@ -44,18 +47,15 @@ public:
     std::string get_string(const std::string &key) const;
     std::string get_string(const std::string &key, const std::string &fallback) const;
 
-private:
-    const nlohmann::json *find(const std::string &key) const;  // nullptr if absent or null
-    const nlohmann::json &require_key(const std::string &key) const;
-    [[noreturn]] void wrong_type(const std::string &key, const nlohmann::json &value,
-                                 const char *expected) const;
-    int64_t as_int(const std::string &key, const nlohmann::json &value) const;
-    double as_number(const std::string &key, const nlohmann::json &value) const;
-    bool as_bool(const std::string &key, const nlohmann::json &value) const;
-    std::string as_string(const std::string &key, const nlohmann::json &value) const;
+    struct Json;  // the parsed object (runtime/src/config.cpp)
 
-    nlohmann::json object_;
-    std::string source_;
+private:
+    ConfigReader(std::shared_ptr<const Json> object, std::string file, std::string path);
+    const Json &json() const { return *object_; }
+
+    std::shared_ptr<const Json> object_;  // immutable, so copies of a reader share it
+    std::string file_;
+    std::string path_;  // keys from the file's top level to this object, dot-separated
 };
 
 }  // namespace hattn

@@ -10,7 +10,7 @@
 namespace hattn {
 
 CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
-    const std::string &src = c.source();
+    const std::string src = c.source();
     CachedAttentionConfig cfg;
     cfg.embedding_dimension = c.get_int("embedding_dimension");
     cfg.heads = c.get_int("number_of_heads");

@@ -26,7 +26,7 @@ TensorView slice(const Tensor &t, int64_t heads, int64_t stride, int64_t offset,
 }  // namespace
 
 DsaConfig DsaConfig::from(const ConfigReader &c) {
-    const std::string &src = c.source();
+    const std::string src = c.source();
     DsaConfig cfg;
     const auto positive = [&](const std::string &key) {
         const int64_t v = c.get_int(key);
@@ -49,8 +49,8 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
     cfg.rope_theta = c.get_number("rope_theta", 10000.0);
     // transformers 5 writes rope_parameters, 4 wrote rope_scaling; either may name a scaling type.
     for (const char *key : {"rope_parameters", "rope_scaling"}) {
-        if (!c.has(key) || !c.json()[key].is_object()) continue;
-        const ConfigReader rope(c.json()[key], src + " (" + key + ")");
+        if (!c.has(key)) continue;
+        const ConfigReader rope = c.object(key);
         const std::string type = rope.get_string("rope_type", rope.get_string("type", "default"));
         require(type == "default", src + ": " + key + " rope_type '" + type + "' is not supported (default only)");
         cfg.rope_theta = rope.get_number("rope_theta", cfg.rope_theta);

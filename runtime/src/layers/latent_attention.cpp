@@ -38,7 +38,7 @@ Tensor identity_grouped(int64_t P, int64_t dh) {
 }  // namespace
 
 LatentAttentionConfig LatentAttentionConfig::cca(const ConfigReader &c, bool grouped) {
-    const std::string &src = c.source();
+    const std::string src = c.source();
     const std::string p = grouped ? "ccgqa_" : "cca_";
     LatentAttentionConfig cfg;
     cfg.hidden = c.get_int("hidden_size");
@@ -98,7 +98,7 @@ LatentAttentionConfig LatentAttentionConfig::cca(const ConfigReader &c, bool gro
 }
 
 LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
-    const std::string &src = c.source();
+    const std::string src = c.source();
     LatentAttentionConfig cfg;
     cfg.zaya_names = true;
     require(c.get_string("layer_type", "") != "hybrid_sliding",
@@ -129,11 +129,8 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     if (c.has("rope_theta")) {
         cfg.rope_base = c.get_number("rope_theta");
     } else if (c.has("rope_parameters")) {  // transformers 5 nests it per layer type
-        const ConfigReader per_type(c.json()["rope_parameters"], src + " (rope_parameters)");
-        if (per_type.has("hybrid")) {
-            cfg.rope_base = ConfigReader(per_type.json()["hybrid"], src + " (rope_parameters.hybrid)")
-                                .get_number("rope_theta", cfg.rope_base);
-        }
+        const ConfigReader per_type = c.object("rope_parameters");
+        if (per_type.has("hybrid")) cfg.rope_base = per_type.object("hybrid").get_number("rope_theta", cfg.rope_base);
     }
     require(cfg.rope_base > 0, src + ": rope_theta must be positive");
     cfg.norm_eps = FLT_EPSILON;

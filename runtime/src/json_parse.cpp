@@ -1,0 +1,37 @@
+#include "json_parse.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace hattn::detail {
+
+nlohmann::json parse_json_object(const std::string &text, const std::string &source) {
+    nlohmann::json value;
+    try {
+        value = parse_json<nlohmann::json>(text.begin(), text.end(), source);
+    } catch (const nlohmann::json::parse_error &e) {
+        // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest says what and where.
+        std::string detail = e.what();
+        const size_t tag_end = detail.find("] ");
+        if (tag_end != std::string::npos) detail.erase(0, tag_end + 2);
+        throw Error(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + detail);
+    }
+    require(value.is_object(), source + ": top level must be a JSON object, got " + value.type_name());
+    return value;
+}
+
+nlohmann::json read_json_object_file(const std::string &path) {
+    std::error_code ec;
+    require(std::filesystem::exists(path, ec), path + ": file not found");
+    require(!std::filesystem::is_directory(path, ec), path + ": is a directory");
+    std::ifstream in(path, std::ios::binary);
+    require(in.is_open(), path + ": cannot open: " + std::strerror(errno));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    require(!in.bad(), path + ": cannot read");
+    return parse_json_object(text, path);
+}
+
+}  // namespace hattn::detail
