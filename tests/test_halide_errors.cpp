@@ -1,6 +1,10 @@
 // A Halide runtime error reaches the caller as one hattn::Error; the process does not abort.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "halide_call.h"
 #include "hattn/error.h"
 #include "hattn/tensor.h"
@@ -25,6 +29,37 @@ TEST(HalideErrors, BecomeOneHattnError) {
         EXPECT_NE(message.find("bias"), std::string::npos) << message;
         EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     }
+}
+
+// The message of a projection whose bias holds `bias_size` of the weight's 3 outputs.
+std::string projection_error(int64_t bias_size) {
+    Tensor x({2, 4}), w({3, 4}), b({bias_size}), y({2, 3});
+    auto xb = detail::halide_buffer(x.view()), wb = detail::halide_buffer(w.view());
+    auto bb = detail::halide_buffer(b.view()), yb = detail::halide_buffer(y.view());
+    try {
+        detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(), wb.raw_buffer(),
+                            bb.raw_buffer(), yb.raw_buffer());
+    } catch (const Error &e) {
+        return e.what();
+    }
+    return "";
+}
+
+// Threads whose calls fail at once each get their own call's message (a process-wide last message
+// could hand one thread another's).
+TEST(HalideErrors, ConcurrentFailuresKeepTheirOwnMessages) {
+    const std::string alone_1 = projection_error(1), alone_2 = projection_error(2);
+    ASSERT_NE(alone_1, alone_2);
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> pool;
+    for (int i = 0; i < 4; i++) {
+        pool.emplace_back([&, i] {
+            const int64_t size = 1 + i % 2;
+            for (int n = 0; n < 5000; n++) mismatches[i] += projection_error(size) != (size == 1 ? alone_1 : alone_2);
+        });
+    }
+    for (std::thread &t : pool) t.join();
+    for (int i = 0; i < 4; i++) EXPECT_EQ(mismatches[i], 0) << "thread " << i;
 }
 
 }  // namespace

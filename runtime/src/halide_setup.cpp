@@ -1,6 +1,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "HalideRuntime.h"
@@ -14,16 +15,19 @@ namespace {
 
 // Halide calls the handler from inside generated code, where a C++ exception must not unwind. The
 // handler only records the message; check_halide_status() throws once the kernel has returned.
-// Halide may report from a worker thread, so the last message is kept per process, not per thread.
+// Most failures are the pipeline's own checks of its buffers, which run on the calling thread: their
+// message is kept per thread, so concurrent calls never swap messages. A failure inside a parallel
+// loop reports from a worker thread; the last such message is kept per process as a fallback.
 std::mutex last_message_mutex;
 std::string last_message;
+thread_local std::string this_thread_message;
 
 extern "C" void record_halide_error(void *, const char *message) {
+    std::string text = message ? message : "";
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    this_thread_message = text;
     std::lock_guard<std::mutex> lock(last_message_mutex);
-    last_message = message ? message : "";
-    while (!last_message.empty() && (last_message.back() == '\n' || last_message.back() == ' ')) {
-        last_message.pop_back();
-    }
+    last_message = std::move(text);
 }
 
 // HATTN_MAX_ISA caps the x86 sub-target that multi-target kernels choose, so that every
@@ -84,9 +88,11 @@ void prepare_halide_runtime() {
 void check_halide_status(int status, const char *kernel) {
     if (status == 0) return;
     std::string message;
+    message.swap(this_thread_message);
     {
         std::lock_guard<std::mutex> lock(last_message_mutex);
-        message.swap(last_message);
+        if (message.empty()) message.swap(last_message);  // a worker thread's report
+        else if (message == last_message) last_message.clear();
     }
     if (message.empty()) message = "error code " + std::to_string(status);
     throw Error(std::string(kernel) + " kernel failed: " + message, Error::Kind::Internal);
