@@ -4,13 +4,12 @@
 
 #include <map>
 #include <string>
-#include <thread>
 
 #include "hattn/error.h"
 #include "hattn/layers/cached_attention.h"
 #include "reference/cached_attention.h"
 #include "support/compare.h"
-#include "support/continuous_batching.h"
+#include "support/stateful_layer.h"
 #include "support/random.h"
 #include "hattn/safetensors_writer.h"
 #include "support/temp_dir.h"
@@ -106,15 +105,17 @@ INSTANTIATE_TEST_SUITE_P(Layers, CachedAttentionShapes,
                                            Shape4{40, 2, 2, 20, true, std::nullopt}),  // H*D != E
                          [](const auto &info) { return "case" + std::to_string(info.index); });
 
+// A cached layer's self-attention and decode calls, for the checks of tests/support/stateful_layer.h.
+testing::StatefulLayer<KVCache> stateful(const CachedAttention &layer) {
+    return {[&layer](int64_t batch) { return layer.make_cache(batch, 32); },
+            [&layer](const Tensor &x, KVCache &cache) { return layer.self_attention(x, &cache); },
+            [&layer](const Tensor &x, KVCache &cache) { return layer.decode_step(x, cache); }};
+}
+
 TEST(CachedAttentionDecode, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
     for (Shape4 shape : {Shape4{64, 4, 4, 16, true, 10000.0}, Shape4{96, 6, 2, 16, false, 10000.0}}) {
         TestLayer t(shape);
-        const CachedAttention &layer = *t.layer;
-        const testing::StatefulLayer<KVCache> calls{
-            [&layer](int64_t batch) { return layer.make_cache(batch, 16); },
-            [&layer](const Tensor &x, KVCache &cache) { return layer.self_attention(x, &cache); },
-            [&layer](const Tensor &x, KVCache &cache) { return layer.decode_step(x, cache); }};
-        EXPECT_LE(testing::continuous_batching_error(calls, shape.E, 50), 1e-6) << shape.H << "/" << shape.Hkv;
+        EXPECT_LE(testing::continuous_batching_error(stateful(*t.layer), shape.E, 50), 1e-6) << shape.H << "/" << shape.Hkv;
     }
 }
 
@@ -137,46 +138,9 @@ TEST(KVCacheSlots, AssignedSequencesAreChecked) {
         }
 }
 
-// One layer shared by threads, each with its own cache. Each thread's sequence is longer than the
-// one before, so the layer's RoPE table grows while other threads' kernels read it.
 TEST(CachedAttentionThreads, OneLayerServesThreadsThatEachHaveACache) {
     TestLayer t(Shape4{64, 4, 2, 16, true, 10000.0});
-    constexpr int threads = 4, rounds = 3;
-    std::vector<Tensor> inputs;
-    std::vector<std::vector<double>> expected;
-    for (int i = 0; i < threads; i++) {
-        inputs.push_back(testing::random_tensor({1, 20 + 30 * i, 64}, 40 + i));
-        expected.push_back(reference::cached_attention(t.ref, inputs.back(), {}, {}, 0));
-    }
-    std::vector<double> worst(threads, 0.0);
-    std::vector<std::string> errors(threads);
-    std::vector<std::thread> pool;
-    for (int i = 0; i < threads; i++) {
-        pool.emplace_back([&, i] {
-            try {
-                const Tensor &x = inputs[i];
-                const int64_t S = x.dim(1), prompt = S / 2;
-                for (int round = 0; round < rounds; round++) {
-                    KVCache cache = t.layer->make_cache(1, S);
-                    Tensor out({1, S, 64});
-                    const Tensor first = t.layer->self_attention(x.tokens(0, prompt), &cache);
-                    std::copy_n(first.data(), first.size(), out.data());
-                    for (int64_t s = prompt; s < S; s++) {
-                        const Tensor y = t.layer->decode_step(x.tokens(s, s + 1), cache);
-                        std::copy_n(y.data(), y.size(), out.data() + s * 64);
-                    }
-                    worst[i] = std::max(worst[i], testing::relative_l2(out, expected[i]));
-                }
-            } catch (const std::exception &e) {
-                errors[i] = e.what();
-            }
-        });
-    }
-    for (std::thread &th : pool) th.join();
-    for (int i = 0; i < threads; i++) {
-        EXPECT_EQ(errors[i], "") << "thread " << i;
-        EXPECT_LE(worst[i], 1e-5) << "thread " << i;
-    }
+    EXPECT_LE(testing::shared_by_threads_error(stateful(*t.layer), 64, 40), 1e-6);
 }
 
 // The cache is filled with keys and values computed elsewhere (no x history exists), then decoded.

@@ -18,7 +18,7 @@
 #include "reference/dsa_attention.h"
 #include "support/compare.h"
 #include "support/config.h"
-#include "support/continuous_batching.h"
+#include "support/stateful_layer.h"
 #include "support/kernel_checks.h"
 #include "support/device.h"
 #include "support/random.h"
@@ -130,9 +130,9 @@ nlohmann::json aligned_config() {
     return config;
 }
 
-// A DSA layer's decode calls, for the continuous batching check.
+// A DSA layer's decode calls, for the checks of tests/support/stateful_layer.h.
 testing::StatefulLayer<DsaState> stateful(const DsaAttention &layer) {
-    return {[&layer](int64_t batch) { return layer.make_state(batch, 16); },
+    return {[&layer](int64_t batch) { return layer.make_state(batch, 32); },
             [&layer](const Tensor &x, DsaState &s) { return layer.prefill(x, s); },
             [&layer](const Tensor &x, DsaState &s) { return layer.decode_step(x, s); }};
 }
@@ -298,6 +298,11 @@ TEST(DsaState, TruncateAndForkContinueLikeFreshSequences) {
     EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 5}));
     s.reset();
     EXPECT_EQ(s.lengths(), std::vector<int32_t>({0, 0}));
+}
+
+TEST(DsaAttentionThreads, OneLayerServesThreadsThatEachHaveAState) {
+    const DsaAttention layer = make_layer(small_config(3));
+    EXPECT_LE(testing::shared_by_threads_error(stateful(layer), 64, 63), 1e-6);
 }
 
 TEST(DsaState, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {

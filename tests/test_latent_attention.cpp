@@ -14,7 +14,7 @@
 #include "reference/latent_attention.h"
 #include "support/compare.h"
 #include "support/config.h"
-#include "support/continuous_batching.h"
+#include "support/stateful_layer.h"
 #include "support/device.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
@@ -202,9 +202,9 @@ protected:
 TEST_P(LatentOnGpu, ADecodeStepMovesOnlyItsInputOutputAndNewState) { check_decode_transfers(false); }
 TEST_P(LatentOnGpu, ABitLinearDecodeStepMovesOnlyItsInputOutputAndNewState) { check_decode_transfers(true); }
 
-// A latent layer's decode calls, for the continuous batching check.
+// A latent layer's decode calls, for the checks of tests/support/stateful_layer.h.
 testing::StatefulLayer<LatentState> stateful(const LatentAttention &layer) {
-    return {[&layer](int64_t batch) { return layer.make_state(batch, 16); },
+    return {[&layer](int64_t batch) { return layer.make_state(batch, 32); },
             [&layer](const Tensor &x, LatentState &s) { return layer.prefill(x, s); },
             [&layer](const Tensor &x, LatentState &s) { return layer.decode_step(x, s); }};
 }
@@ -243,6 +243,11 @@ TEST(LatentState, NoTokensChangeNothing) {
 }
 
 using testing::sequence;
+
+TEST(LatentAttentionThreads, OneLayerServesThreadsThatEachHaveAState) {
+    SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true);
+    EXPECT_LE(testing::shared_by_threads_error(stateful(*layer.layer), 128, 42), 1e-6);
+}
 
 TEST(LatentState, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
     for (bool grouped : {false, true}) {

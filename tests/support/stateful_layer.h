@@ -1,0 +1,106 @@
+// Checks that run through any layer with a per-batch state (KVCache, LatentState, DsaState):
+// continuous batching (a sequence prefilled elsewhere moved into a batch's slot gives what it gives
+// alone) and one layer shared by threads that each have a state.
+#pragma once
+
+#include <algorithm>
+#include <exception>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hattn/tensor.h"
+#include "support/compare.h"
+#include "support/random.h"
+
+namespace hattn::testing {
+
+// Sequence b of a [B, S, E] tensor, as [1, S, E].
+inline Tensor sequence(const Tensor &t, int64_t b) {
+    const int64_t n = t.dim(1) * t.dim(2);
+    return Tensor({1, t.dim(1), t.dim(2)}, std::vector<float>(t.data() + b * n, t.data() + (b + 1) * n));
+}
+
+template <typename State>
+struct StatefulLayer {
+    std::function<State(int64_t batch)> make_state;
+    std::function<Tensor(const Tensor &, State &)> prefill, decode_step;
+};
+
+// Two sequences prefill and decode in one state; the second then finishes, and a new prompt,
+// prefilled in a state of its own, takes its slot; the batch decodes on. Returns the worst
+// relative L2 difference between a batch row and its sequence run alone.
+template <typename State>
+double continuous_batching_error(const StatefulLayer<State> &layer, int64_t E, uint32_t seed) {
+    const Tensor first = random_tensor({2, 3, E}, seed), prompt = random_tensor({1, 4, E}, seed + 1);
+    std::vector<Tensor> before, after;  // decode tokens [2, 1, E] before and after the swap
+    for (uint32_t i = 0; i < 2; i++) before.push_back(random_tensor({2, 1, E}, seed + 2 + i));
+    for (uint32_t i = 0; i < 3; i++) after.push_back(random_tensor({2, 1, E}, seed + 10 + i));
+
+    State batch = layer.make_state(2);
+    layer.prefill(first, batch);
+    for (const Tensor &x : before) layer.decode_step(x, batch);
+    State newcomer = layer.make_state(1);
+    layer.prefill(prompt, newcomer);
+    batch.assign_sequence(1, newcomer, 0);
+
+    State kept = layer.make_state(1), alone = layer.make_state(1);
+    layer.prefill(sequence(first, 0), kept);
+    for (const Tensor &x : before) layer.decode_step(sequence(x, 0), kept);
+    layer.prefill(prompt, alone);
+    double worst = 0;
+    for (const Tensor &x : after) {
+        const Tensor y = layer.decode_step(x, batch);
+        worst = std::max(worst, relative_l2(sequence(y, 0), layer.decode_step(sequence(x, 0), kept)));
+        worst = std::max(worst, relative_l2(sequence(y, 1), layer.decode_step(sequence(x, 1), alone)));
+    }
+    return worst;
+}
+
+// Threads share the layer, each with a state of its own, and each runs prefill then decode steps
+// on a sequence longer than the last thread's, `rounds` times; the layer is fresh, so its RoPE table
+// grows while other threads' kernels read it. Returns the worst relative L2 difference from the
+// same sequences run on this thread afterwards; an exception on a thread is rethrown here.
+template <typename State>
+double shared_by_threads_error(const StatefulLayer<State> &layer, int64_t E, uint32_t seed, int threads = 4,
+                               int rounds = 3) {
+    const auto run = [&](const Tensor &x) {
+        State state = layer.make_state(1);
+        const int64_t S = x.dim(1), prompt = S / 2;
+        Tensor out({1, S, E});
+        const Tensor first = layer.prefill(x.tokens(0, prompt), state);
+        std::copy_n(first.data(), first.size(), out.data());
+        for (int64_t s = prompt; s < S; s++) {
+            const Tensor y = layer.decode_step(x.tokens(s, s + 1), state);
+            std::copy_n(y.data(), y.size(), out.data() + s * E);
+        }
+        return out;
+    };
+    std::vector<Tensor> inputs;
+    for (int i = 0; i < threads; i++) inputs.push_back(random_tensor({1, 6 + 5 * i, E}, seed + i));
+    std::vector<std::vector<Tensor>> outputs(threads);
+    std::vector<std::exception_ptr> errors(threads);
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; i++) {
+        pool.emplace_back([&, i] {
+            try {
+                for (int r = 0; r < rounds; r++) outputs[i].push_back(run(inputs[i]));
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        });
+    }
+    for (std::thread &t : pool) t.join();
+    for (const std::exception_ptr &e : errors) {
+        if (e) std::rethrow_exception(e);
+    }
+    double worst = 0;
+    for (int i = 0; i < threads; i++) {
+        const Tensor expected = run(inputs[i]);
+        for (const Tensor &out : outputs[i]) worst = std::max(worst, relative_l2(out, expected));
+    }
+    return worst;
+}
+
+}  // namespace hattn::testing
