@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <map>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "device_residency.h"
 #include "hattn/error.h"
@@ -207,6 +210,32 @@ testing::StatefulLayer<LatentState> stateful(const LatentAttention &layer) {
     return {[&layer](int64_t batch) { return layer.make_state(batch, 32); },
             [&layer](const Tensor &x, LatentState &s) { return layer.prefill(x, s); },
             [&layer](const Tensor &x, LatentState &s) { return layer.decode_step(x, s); }};
+}
+
+// Threads on a GPU share the layer and even one input tensor: the calls share its device region,
+// which lives until the last of them ends (the first to end took it down under the others).
+TEST_P(LatentOnGpu, ThreadsShareTheLayerAndTheInput) {
+    SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true);
+    const Tensor x = testing::random_tensor({2, 9, 128}, 43);
+    const testing::OnDevice on(GetParam());
+    const Tensor expected = layer.layer->forward(x);
+    std::vector<double> worst(4, 0.0);
+    std::vector<std::string> errors(4);
+    std::vector<std::thread> pool;
+    for (int i = 0; i < 4; i++) {
+        pool.emplace_back([&, i] {
+            try {
+                for (int n = 0; n < 5; n++) worst[i] = std::max(worst[i], testing::relative_l2(layer.layer->forward(x), expected));
+            } catch (const std::exception &e) {
+                errors[i] = e.what();
+            }
+        });
+    }
+    for (std::thread &t : pool) t.join();
+    for (int i = 0; i < 4; i++) {
+        EXPECT_EQ(errors[i], "") << "thread " << i;
+        EXPECT_LE(worst[i], 1e-6) << "thread " << i;
+    }
 }
 
 // The assigned rows (cache, history, shifted value) are host writes that must reach the device.

@@ -366,9 +366,28 @@ DeviceCopy copy_on_device(const TensorView &src, const TensorView &dst) {
     return mirror_from_host && dst_bound ? DeviceCopy::DoneMirrorFromHost : DeviceCopy::Done;
 }
 
+namespace {
+
+// The call-scoped regions by host start, shared by concurrent calls over the same memory. The mutex
+// also covers making and dropping them, so a region is never made while another over the same
+// memory is still being taken down.
+std::mutex scoped_mutex;
+std::map<const void *, std::weak_ptr<ResidentRegion>> scoped_regions;
+
+}  // namespace
+
 ScopedRegion::ScopedRegion(const void *host, int64_t bytes, Residency residency) {
     if (current_device() == Device::CPU || bytes == 0) return;
     require(bytes % static_cast<int64_t>(sizeof(float)) == 0, "a device region spans whole 4-byte words");
+    const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
+    std::lock_guard<std::mutex> scoped_lock(scoped_mutex);
+    if (const auto it = scoped_regions.find(host); it != scoped_regions.end()) {
+        std::shared_ptr<ResidentRegion> shared = it->second.lock();
+        if (shared && shared->count() == count && shared->residency() == residency) {
+            region_ = std::move(shared);
+            return;
+        }
+    }
     {
         // Regions never overlap: the last one starting before the end must end before the start.
         std::lock_guard<std::mutex> lock(regions_mutex);
@@ -377,8 +396,18 @@ ScopedRegion::ScopedRegion(const void *host, int64_t bytes, Residency residency)
         if (it != regions.begin() && (--it)->first + it->second->count() * static_cast<int64_t>(sizeof(float)) > begin)
             return;
     }
-    region_ = std::make_unique<ResidentRegion>(const_cast<void *>(host), bytes / static_cast<int64_t>(sizeof(float)),
-                                               residency);
+    region_ = std::make_shared<ResidentRegion>(const_cast<void *>(host), count, residency);
+    scoped_regions[host] = region_;
+}
+
+ScopedRegion::~ScopedRegion() {
+    if (!region_) return;
+    std::lock_guard<std::mutex> scoped_lock(scoped_mutex);
+    const void *host = region_->host();
+    region_.reset();  // the region goes when its last call ends
+    if (const auto it = scoped_regions.find(host); it != scoped_regions.end() && it->second.expired()) {
+        scoped_regions.erase(it);
+    }
 }
 
 TensorView resident_zeros(int64_t n) {

@@ -56,6 +56,7 @@ public:
 
     Residency residency() const { return residency_; }
     int64_t count() const { return count_; }
+    const void *host() const { return host_; }
     // Elements [begin, end) now differ on the host: uploaded before the next call that binds them.
     void host_changed(int64_t begin, int64_t end);
     // Whether host_changed() records anything: not before a mirror has a device copy.
@@ -121,13 +122,17 @@ void host_reads(const TensorView &t);
 
 // A region for the duration of one layer or kernel call, over memory the caller owns: on a GPU
 // it lives on the device while this lives. Nothing on the CPU, or where the memory is resident
-// already. `bytes` is a multiple of 4.
+// already. `bytes` is a multiple of 4. Calls on several threads may pass the same memory (one
+// input to two layers): they share one region, which lives until the last of them ends.
 class ScopedRegion {
 public:
     ScopedRegion(const void *host, int64_t bytes, Residency residency);
+    ~ScopedRegion();
+    ScopedRegion(const ScopedRegion &) = delete;
+    ScopedRegion &operator=(const ScopedRegion &) = delete;
 
 private:
-    std::unique_ptr<ResidentRegion> region_;
+    std::shared_ptr<ResidentRegion> region_;
 };
 
 // The input of a layer call, which several of its kernels read: uploaded once.
