@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(Layers, CachedAttentionShapes,
 
 // A cached layer's self-attention and decode calls, for the checks of tests/support/stateful_layer.h.
 testing::StatefulLayer<KVCache> stateful(const CachedAttention &layer) {
-    return {[&layer](int64_t batch) { return layer.make_cache(batch, 32); },
+    return {[&layer](int64_t batch, int64_t capacity) { return layer.make_cache(batch, capacity); },
             [&layer](const Tensor &x, KVCache &cache) { return layer.self_attention(x, &cache); },
             [&layer](const Tensor &x, KVCache &cache) { return layer.decode_step(x, cache); }};
 }
@@ -120,22 +120,25 @@ TEST(CachedAttentionDecode, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
 }
 
 TEST(KVCacheSlots, AssignedSequencesAreChecked) {
-    KVCache cache(2, 2, 4, 8), other_heads(1, 1, 4, 8), longer(1, 2, 4, 16);
-    longer.append(testing::random_tensor({1, 9, 2, 4}, 1).view(), testing::random_tensor({1, 9, 2, 4}, 2).view());
+    KVCache cache(2, 2, 4, 8), other_heads(1, 1, 4, 8), longer(2, 2, 4, 16);
+    longer.append(testing::random_tensor({2, 9, 2, 4}, 1).view(), testing::random_tensor({2, 9, 2, 4}, 2).view());
     cache.append(testing::random_tensor({2, 3, 2, 4}, 3).view(), testing::random_tensor({2, 3, 2, 4}, 4).view());
     EXPECT_THROW(cache.assign_sequence(0, other_heads), Error);
     EXPECT_THROW(cache.assign_sequence(0, longer), Error);  // 9 tokens, capacity 8
     EXPECT_THROW(cache.assign_sequence(2, cache, 0), Error);
     EXPECT_THROW(cache.assign_sequence(0, cache, -1), Error);
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({3, 3}));
-    longer.truncate_to(5);
-    cache.assign_sequence(1, longer);
+    longer.truncate_to(5, 1);
+    cache.assign_sequence(1, longer, 1);
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({3, 5}));
-    for (int64_t h = 0; h < 2; h++)  // rows land at the target's own capacity stride
+    for (int64_t h = 0; h < 2; h++)  // rows come from source 1 and land at the target's own stride
         for (int64_t i = 0; i < 5 * 4; i++) {
-            EXPECT_EQ(cache.keys().data[((1 * 2 + h) * 8) * 4 + i], longer.keys().data[(h * 16) * 4 + i]);
-            EXPECT_EQ(cache.values().data[((1 * 2 + h) * 8) * 4 + i], longer.values().data[(h * 16) * 4 + i]);
+            EXPECT_EQ(cache.keys().data[((1 * 2 + h) * 8) * 4 + i], longer.keys().data[((1 * 2 + h) * 16) * 4 + i]);
+            EXPECT_EQ(cache.values().data[((1 * 2 + h) * 8) * 4 + i], longer.values().data[((1 * 2 + h) * 16) * 4 + i]);
         }
+    cache.reset(0);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({0, 5}));
+    EXPECT_THROW(cache.reset(2), Error);
 }
 
 TEST(CachedAttentionThreads, OneLayerServesThreadsThatEachHaveACache) {
@@ -279,6 +282,7 @@ TEST(CachedAttentionForward, SeedFormMatchesSelfAttentionAndCrossAttention) {
     EXPECT_EQ(t.layer->forward(x, nullptr, nullptr, nullptr, nullptr, &cond).values(),
               t.layer->cross_attention(x, cond).values());
     EXPECT_THROW(t.layer->forward(x, nullptr, nullptr), Error);
+    EXPECT_EQ(t.layer->cross_attention(Tensor({2, 0, 64}), cond).shape(), Shape({2, 0, 64}));
 }
 
 TEST(CachedAttentionCross, FullyMaskedRowOutputsTheBias) {

@@ -132,7 +132,7 @@ nlohmann::json aligned_config() {
 
 // A DSA layer's decode calls, for the checks of tests/support/stateful_layer.h.
 testing::StatefulLayer<DsaState> stateful(const DsaAttention &layer) {
-    return {[&layer](int64_t batch) { return layer.make_state(batch, 32); },
+    return {[&layer](int64_t batch, int64_t capacity) { return layer.make_state(batch, capacity); },
             [&layer](const Tensor &x, DsaState &s) { return layer.prefill(x, s); },
             [&layer](const Tensor &x, DsaState &s) { return layer.decode_step(x, s); }};
 }
@@ -296,6 +296,9 @@ TEST(DsaState, TruncateAndForkContinueLikeFreshSequences) {
     EXPECT_THROW(s.truncate_to(0, 2), Error);
     EXPECT_THROW(s.fork(0, -1), Error);
     EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 5}));
+    s.reset(1);
+    EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 0}));
+    EXPECT_THROW(s.reset(2), Error);
     s.reset();
     EXPECT_EQ(s.lengths(), std::vector<int32_t>({0, 0}));
 }
@@ -319,7 +322,13 @@ TEST(DsaState, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
 TEST(DsaState, NoTokensOrNoSequencesChangeNothing) {
     const DsaAttention layer = make_layer(small_config(3));
     EXPECT_EQ(layer.forward(Tensor({2, 0, 64})).shape(), Shape({2, 0, 64}));
-    EXPECT_EQ(layer.forward(Tensor({0, 3, 64})).shape(), Shape({0, 3, 64}));
+    TopK none{7, 7, 7, {}};
+    EXPECT_EQ(layer.forward(Tensor({0, 3, 64}), &none).shape(), Shape({0, 3, 64}));
+    EXPECT_EQ(none.batch, 0);  // written, not left as it was
+    // An empty call's selection passes to the next layer of a shared-indexer stack.
+    TopK empty_selection;
+    layer.forward(Tensor({2, 0, 64}), &empty_selection);
+    EXPECT_EQ(layer.forward(Tensor({2, 0, 64}), nullptr, &empty_selection).shape(), Shape({2, 0, 64}));
     DsaState s = layer.make_state(2, 8);
     layer.prefill(testing::random_tensor({2, 3, 64}, 70), s);
     const DsaState before = s;

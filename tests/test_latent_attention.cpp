@@ -207,7 +207,7 @@ TEST_P(LatentOnGpu, ABitLinearDecodeStepMovesOnlyItsInputOutputAndNewState) { ch
 
 // A latent layer's decode calls, for the checks of tests/support/stateful_layer.h.
 testing::StatefulLayer<LatentState> stateful(const LatentAttention &layer) {
-    return {[&layer](int64_t batch) { return layer.make_state(batch, 32); },
+    return {[&layer](int64_t batch, int64_t capacity) { return layer.make_state(batch, capacity); },
             [&layer](const Tensor &x, LatentState &s) { return layer.prefill(x, s); },
             [&layer](const Tensor &x, LatentState &s) { return layer.decode_step(x, s); }};
 }

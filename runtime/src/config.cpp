@@ -21,8 +21,8 @@ namespace {
 // Reading one key's value as a type; `where` is the reader's source().
 class KeyValue {
 public:
-    KeyValue(const std::string &where, const std::string &key, const nlohmann::json &value)
-        : where_(where), key_(key), value_(value) {}
+    KeyValue(std::string where, std::string key, const nlohmann::json &value)
+        : where_(std::move(where)), key_(std::move(key)), value_(value) {}
 
     [[noreturn]] void wrong_type(const char *expected) const {
         // dump() escapes line breaks, so the message stays one line; long values are cut short.
@@ -69,9 +69,8 @@ public:
     }
 
 private:
-    const std::string &where_;
-    const std::string &key_;
-    const nlohmann::json &value_;
+    std::string where_, key_;
+    const nlohmann::json &value_;  // inside the reader's object, which outlives every KeyValue
 };
 
 }  // namespace

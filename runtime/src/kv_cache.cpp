@@ -72,6 +72,8 @@ void KVCache::write_past_end(const TensorView &keys, const TensorView &values) {
 
 void KVCache::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
 
+void KVCache::reset(int64_t sequence) { truncate_to(0, sequence); }
+
 void KVCache::truncate_to(int64_t length) {
     for (int64_t b = 0; b < batch(); b++) truncate_to(length, b);
 }

@@ -16,7 +16,7 @@ step("install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${WORK_DIR}
 # An application builds without Halide or nlohmann-json: no installed header may include theirs.
 file(GLOB_RECURSE headers "${WORK_DIR}/prefix/include/hattn/*.h")
 foreach (header IN LISTS headers)
-    file(STRINGS "${header}" foreign_includes REGEX "#include [<\"](Halide|nlohmann)")
+    file(STRINGS "${header}" foreign_includes REGEX "#[ \t]*include[ \t]*[<\"](Halide|nlohmann)")
     if (foreign_includes)
         message(FATAL_ERROR "${header} includes a dependency's header: ${foreign_includes}")
     endif ()

@@ -24,31 +24,32 @@ inline Tensor sequence(const Tensor &t, int64_t b) {
 
 template <typename State>
 struct StatefulLayer {
-    std::function<State(int64_t batch)> make_state;
+    std::function<State(int64_t batch, int64_t capacity)> make_state;
     std::function<Tensor(const Tensor &, State &)> prefill, decode_step;
 };
 
 // Two sequences prefill and decode in one state; the second then finishes, and a new prompt,
-// prefilled in a state of its own, takes its slot; the batch decodes on. Returns the worst
-// relative L2 difference between a batch row and its sequence run alone.
+// prefilled as the second sequence of a state of its own (another capacity), takes its slot; the
+// batch decodes on. Returns the worst relative L2 difference between a batch row and its sequence
+// run alone.
 template <typename State>
 double continuous_batching_error(const StatefulLayer<State> &layer, int64_t E, uint32_t seed) {
-    const Tensor first = random_tensor({2, 3, E}, seed), prompt = random_tensor({1, 4, E}, seed + 1);
+    const Tensor first = random_tensor({2, 3, E}, seed), prompts = random_tensor({2, 4, E}, seed + 1);
     std::vector<Tensor> before, after;  // decode tokens [2, 1, E] before and after the swap
     for (uint32_t i = 0; i < 2; i++) before.push_back(random_tensor({2, 1, E}, seed + 2 + i));
     for (uint32_t i = 0; i < 3; i++) after.push_back(random_tensor({2, 1, E}, seed + 10 + i));
 
-    State batch = layer.make_state(2);
+    State batch = layer.make_state(2, 32);
     layer.prefill(first, batch);
     for (const Tensor &x : before) layer.decode_step(x, batch);
-    State newcomer = layer.make_state(1);
-    layer.prefill(prompt, newcomer);
-    batch.assign_sequence(1, newcomer, 0);
+    State newcomers = layer.make_state(2, 12);
+    layer.prefill(prompts, newcomers);
+    batch.assign_sequence(1, newcomers, 1);
 
-    State kept = layer.make_state(1), alone = layer.make_state(1);
+    State kept = layer.make_state(1, 32), alone = layer.make_state(1, 32);
     layer.prefill(sequence(first, 0), kept);
     for (const Tensor &x : before) layer.decode_step(sequence(x, 0), kept);
-    layer.prefill(prompt, alone);
+    layer.prefill(sequence(prompts, 1), alone);
     double worst = 0;
     for (const Tensor &x : after) {
         const Tensor y = layer.decode_step(x, batch);
@@ -66,7 +67,7 @@ template <typename State>
 double shared_by_threads_error(const StatefulLayer<State> &layer, int64_t E, uint32_t seed, int threads = 4,
                                int rounds = 3) {
     const auto run = [&](const Tensor &x) {
-        State state = layer.make_state(1);
+        State state = layer.make_state(1, 32);
         const int64_t S = x.dim(1), prompt = S / 2;
         Tensor out({1, S, E});
         const Tensor first = layer.prefill(x.tokens(0, prompt), state);

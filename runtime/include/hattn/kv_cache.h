@@ -32,12 +32,14 @@ public:
     void append(const TensorView &keys, const TensorView &values);
 
     void reset();                     // every sequence empty
+    void reset(int64_t sequence);     // one sequence empty
     void truncate_to(int64_t length);  // every sequence longer than `length` is cut to it
     void truncate_to(int64_t length, int64_t sequence);  // the same for one sequence
     void fork(int64_t source, int64_t target);  // sequence `target` becomes a copy of `source`
     // Sequence `target` becomes a copy of sequence `source` of another cache of the same heads and
-    // head dim (any batch or capacity that holds it). Continuous batching: prefill a new prompt in
-    // a cache of its own, then move it into the slot of a sequence that finished.
+    // head dim (any batch or capacity that holds it); like an assignment, the target comes first.
+    // Continuous batching: prefill a new prompt in a cache of its own, then move it into the slot
+    // of a sequence that finished.
     void assign_sequence(int64_t target, const KVCache &from, int64_t source = 0);
 
     // For layers writing in place: throws unless every sequence has room for `count` more tokens.

@@ -206,6 +206,7 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     const KVCache &kv = context.kv();
     require(kv.batch() == x.dim(0), "cached_attention: context batch " + std::to_string(kv.batch()) +
                                         " differs from input batch " + std::to_string(x.dim(0)));
+    if (x.dim(1) == 0) return Tensor({x.dim(0), 0, config_.embedding_dimension});  // nothing to compute
     const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads);
     Tensor attended = detail::scratch_tensor(q.shape());

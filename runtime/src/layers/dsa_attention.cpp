@@ -105,7 +105,10 @@ DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
 Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) const {
     require(x.rank() == 3 && x.dim(2) == config_.hidden,
             "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(config_.hidden) + "]");
-    if (x.dim(0) == 0) return Tensor(x.shape());  // no sequences (a state needs one): nothing to compute
+    if (x.dim(0) == 0) {  // no sequences (a state needs one): nothing to compute or select
+        if (selected) *selected = TopK{0, x.dim(1), 0, {}};
+        return Tensor(x.shape());
+    }
     DsaState state = make_state(x.dim(0), std::max<int64_t>(x.dim(1), 1));
     return run(x, state, false, selected, shared);
 }
@@ -134,7 +137,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                     str(state.capacity_) + " tokens, cannot append " + str(S));
     }
     if (shared) {
-        require(shared->batch == B && shared->queries == S && shared->k > 0 &&
+        // No queries select nothing: an empty call's selection (K = 0) is a valid one to share.
+        require(shared->batch == B && shared->queries == S && (shared->k > 0 || (S == 0 && shared->k == 0)) &&
                     static_cast<int64_t>(shared->indices.size()) == B * S * shared->k,
                 "glm_dsa: shared top-k indices must be [" + str(B) + ", " + str(S) + ", K] with B x S x K entries, got [" +
                     str(shared->batch) + ", " + str(shared->queries) + ", " + str(shared->k) + "] with " +

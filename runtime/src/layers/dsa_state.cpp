@@ -27,6 +27,8 @@ void DsaState::check_sequence(int64_t sequence, const char *call) const {
 
 void DsaState::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
 
+void DsaState::reset(int64_t sequence) { truncate_to(0, sequence); }
+
 void DsaState::truncate_to(int64_t length) {
     for (int64_t b = 0; b < batch(); b++) truncate_to(length, b);
 }

@@ -54,8 +54,9 @@ public:
 private:
     int64_t rotary_dim_;
     double base_;
-    // Read and replaced only with std::atomic_load / atomic_compare_exchange (C++17's atomic
-    // shared_ptr access), which is what makes covering() safe to call concurrently.
+    // Read and replaced only with std::atomic_load / atomic_store / atomic_compare_exchange
+    // (C++17's atomic shared_ptr access; C++20 has std::atomic<std::shared_ptr> for it), which is
+    // what makes covering() safe to call concurrently.
     mutable std::shared_ptr<const RopeTable> table_;
 };
 

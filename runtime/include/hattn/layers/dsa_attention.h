@@ -49,11 +49,13 @@ public:
     const Tensor &index_keys() const { return index_keys_; }  // [B, capacity, ID]
 
     void reset();                                        // every sequence empty
+    void reset(int64_t sequence);                        // one sequence empty
     void truncate_to(int64_t length);                    // sequences longer than `length` cut to it
     void truncate_to(int64_t length, int64_t sequence);  // the same for one sequence
     void fork(int64_t source, int64_t target);           // sequence `target` becomes a copy of `source`
     // Sequence `target` becomes a copy of sequence `source` of another state of the same layer
-    // (continuous batching: prefill a new prompt in a state of its own, then move it into a slot).
+    // (target first, like an assignment; continuous batching: prefill a new prompt in a state of
+    // its own, then move it into a slot).
     void assign_sequence(int64_t target, const DsaState &from, int64_t source = 0);
 
 private:

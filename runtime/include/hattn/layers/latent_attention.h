@@ -64,7 +64,8 @@ public:
     void reset(int64_t sequence);               // one sequence empty
     void fork(int64_t source, int64_t target);  // sequence `target` becomes a copy of `source`
     // Sequence `target` becomes a copy of sequence `source` of another state of the same layer
-    // (continuous batching: prefill a new prompt in a state of its own, then move it into a slot).
+    // (target first, like an assignment; continuous batching: prefill a new prompt in a state of
+    // its own, then move it into a slot).
     void assign_sequence(int64_t target, const LatentState &from, int64_t source = 0);
 
     // The K/V cache alone, for benchmarks that fill it with synthetic rows and rewind it: changes
