@@ -1,6 +1,6 @@
 # The package as an application meets it (ctest -L package): installs the build into a fresh
-# prefix, configures examples/cached_decode against it with find_package(hattn), builds it and
-# runs it. Arguments: -DBUILD_DIR, -DSOURCE_DIR, -DWORK_DIR, -DGENERATOR.
+# prefix, configures examples/ against it with find_package(hattn), builds the examples and runs
+# them. Arguments: -DBUILD_DIR, -DSOURCE_DIR, -DWORK_DIR, -DGENERATOR.
 file(REMOVE_RECURSE "${WORK_DIR}")
 
 function(step what)
@@ -22,9 +22,11 @@ foreach (header IN LISTS headers)
     endif ()
 endforeach ()
 message(STATUS "no installed header includes Halide's or nlohmann's")
-# Nothing of the build tree may leak in: the example sees only the install prefix.
-step("configure the example" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/examples/cached_decode" -B "${WORK_DIR}/example"
+# Nothing of the build tree may leak in: the examples see only the install prefix.
+step("configure the examples" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/examples" -B "${WORK_DIR}/examples"
      -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
-step("build the example" "${CMAKE_COMMAND}" --build "${WORK_DIR}/example")
-step("run the example" "${WORK_DIR}/example/cached_decode")
-message(STATUS "${output}")
+step("build the examples" "${CMAKE_COMMAND}" --build "${WORK_DIR}/examples")
+foreach (example cached_decode continuous_batching)
+    step("run ${example}" "${WORK_DIR}/examples/${example}")
+    message(STATUS "${output}")
+endforeach ()

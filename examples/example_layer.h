@@ -1,0 +1,58 @@
+// What both examples share: a small GQA attention layer with random weights, written to a
+// safetensors file and loaded back the way an application loads a checkpoint, and a comparison.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include <unistd.h>
+
+#include "hattn/layers/cached_attention.h"
+#include "hattn/safetensors_writer.h"
+
+namespace example {
+
+constexpr int64_t E = 64;  // hidden size: 8 query heads share 2 KV heads of dimension 8
+
+inline hattn::Tensor random_tensor(const hattn::Shape &shape, std::mt19937 &rng, float amplitude) {
+    hattn::Tensor t(shape);
+    std::uniform_real_distribution<float> uniform(-amplitude, amplitude);
+    for (float &v : t.values()) v = uniform(rng);
+    return t;
+}
+
+// ||a - b|| / ||b||
+inline double relative_l2(const hattn::Tensor &a, const hattn::Tensor &b) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < b.values().size(); i++) {
+        diff += std::pow(double(a.values()[i]) - b.values()[i], 2);
+        norm += std::pow(double(b.values()[i]), 2);
+    }
+    return std::sqrt(diff / norm);
+}
+
+// A GQA layer with RoPE under the seed's names, its weights in a temporary file (removed once
+// loaded: the layer keeps what it needs).
+inline hattn::CachedAttention gqa_layer(std::mt19937 &rng) {
+    const hattn::ConfigReader config = hattn::ConfigReader::parse(R"({
+        "embedding_dimension": 64, "number_of_heads": 8, "head_dimension": 8, "number_of_key_value_heads": 2,
+        "attention_type": "grouped_query", "bias": false, "rope_base": 10000.0})",
+                                                                  "example");
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("hattn_example_" + std::to_string(::getpid()) + ".safetensors")).string();
+    const float a = 1.0f / std::sqrt(float(E));
+    hattn::write_safetensors(path, {{"query_projection.weight", random_tensor({64, E}, rng, a)},
+                                    {"key_projection.weight", random_tensor({16, E}, rng, a)},
+                                    {"value_projection.weight", random_tensor({16, E}, rng, a)},
+                                    {"output_projection.weight", random_tensor({E, 64}, rng, a)}});
+    struct Remove {
+        std::string path;
+        ~Remove() { std::filesystem::remove(path); }
+    } remove{path};
+    return hattn::CachedAttention(hattn::CachedAttentionConfig::from(config), hattn::Weights::open(path));
+}
+
+}  // namespace example
