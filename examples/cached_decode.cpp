@@ -6,7 +6,6 @@
 #include <random>
 
 #include "example_layer.h"
-#include "hattn/error.h"
 
 namespace {
 
@@ -47,11 +46,4 @@ int run() {
 
 }  // namespace
 
-int main() {
-    try {
-        return run();
-    } catch (const hattn::Error &e) {
-        std::fprintf(stderr, "cached_decode: %s\n", e.what());
-        return 1;
-    }
-}
+int main() { return example::main_reporting_errors("cached_decode", run); }

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "example_layer.h"
-#include "hattn/error.h"
 
 namespace {
 
@@ -89,11 +88,4 @@ int run() {
 
 }  // namespace
 
-int main() {
-    try {
-        return run();
-    } catch (const hattn::Error &e) {
-        std::fprintf(stderr, "continuous_batching: %s\n", e.what());
-        return 1;
-    }
-}
+int main() { return example::main_reporting_errors("continuous_batching", run); }

@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
 
 #include <unistd.h>
 
+#include "hattn/error.h"
 #include "hattn/layers/cached_attention.h"
 #include "hattn/safetensors_writer.h"
 
@@ -53,6 +55,16 @@ inline hattn::CachedAttention gqa_layer(std::mt19937 &rng) {
         ~Remove() { std::filesystem::remove(path); }
     } remove{path};
     return hattn::CachedAttention(hattn::CachedAttentionConfig::from(config), hattn::Weights::open(path));
+}
+
+// An example's main: run() and its exit status, any hattn::Error one line on stderr.
+inline int main_reporting_errors(const char *name, int (*run)()) {
+    try {
+        return run();
+    } catch (const hattn::Error &e) {
+        std::fprintf(stderr, "%s: %s\n", name, e.what());
+        return 1;
+    }
 }
 
 }  // namespace example
