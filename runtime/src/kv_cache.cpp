@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "hattn/error.h"
+#include "sequence_checks.h"
 
 namespace hattn {
 
@@ -31,7 +32,7 @@ void KVCache::check_room(int64_t count) const {
 }
 
 TensorView KVCache::slot(const Tensor &storage, int64_t b, int64_t count) const {
-    require(b >= 0 && b < batch(), "KV cache: sequence " + std::to_string(b) + " of a batch of " + std::to_string(batch()));
+    detail::require_sequence("KV cache", b, batch());
     require(count >= 0 && lengths_[b] + count <= capacity(),
             "KV cache: sequence " + std::to_string(b) + " holds " + std::to_string(lengths_[b]) + " of " +
                 std::to_string(capacity()) + " tokens, no slot for " + std::to_string(count));
@@ -82,8 +83,7 @@ void KVCache::truncate_to(int64_t length, int64_t sequence) {
     require(length >= 0 && length <= capacity(),
             "KV cache: cannot truncate to " + std::to_string(length) + " tokens (capacity " +
                 std::to_string(capacity()) + ")");
-    require(sequence >= 0 && sequence < batch(),
-            "KV cache: sequence " + std::to_string(sequence) + " outside batch " + std::to_string(batch()));
+    detail::require_sequence("KV cache", sequence, batch());
     int32_t &len = lengths_[sequence];
     len = std::min<int32_t>(len, static_cast<int32_t>(length));
 }
@@ -95,13 +95,10 @@ void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t sourc
             "KV cache: cannot take a sequence from a cache of " + std::to_string(from.kv_heads()) + " heads x " +
                 std::to_string(from.head_dim()) + " into one of " + std::to_string(kv_heads()) + " x " +
                 std::to_string(head_dim()));
-    require(source >= 0 && source < from.batch(), "KV cache: source sequence " + std::to_string(source) +
-                                                      " outside batch " + std::to_string(from.batch()));
-    require(target >= 0 && target < batch(),
-            "KV cache: sequence " + std::to_string(target) + " outside batch " + std::to_string(batch()));
+    detail::require_sequence("KV cache", source, from.batch(), "source sequence");
+    detail::require_sequence("KV cache", target, batch());
     const int64_t len = from.lengths_[source];
-    require(len <= capacity(), "KV cache: source sequence " + std::to_string(source) + " holds " + std::to_string(len) +
-                                   " tokens, more than the capacity " + std::to_string(capacity()));
+    detail::require_fits("KV cache", len, capacity());
     if (&from == this && source == target) return;
     const int64_t D = head_dim(), from_span = from.capacity() * D, span = capacity() * D;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&k_, &from.k_}, {&v_, &from.v_}}) {

@@ -5,6 +5,7 @@
 
 #include "hattn/error.h"
 #include "hattn/layers/dsa_attention.h"
+#include "sequence_checks.h"
 
 namespace hattn {
 
@@ -20,11 +21,6 @@ DsaState::DsaState(int64_t batch, int64_t capacity, int64_t latent_width, int64_
     index_keys_.keep_on_device();
 }
 
-void DsaState::check_sequence(int64_t sequence, const char *call) const {
-    require(sequence >= 0 && sequence < batch(), std::string("glm_dsa state ") + call + ": sequence " +
-                                                     std::to_string(sequence) + " outside batch " + std::to_string(batch()));
-}
-
 void DsaState::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
 
 void DsaState::reset(int64_t sequence) { truncate_to(0, sequence); }
@@ -36,7 +32,7 @@ void DsaState::truncate_to(int64_t length) {
 void DsaState::truncate_to(int64_t length, int64_t sequence) {
     require(length >= 0 && length <= capacity_, "glm_dsa state: cannot truncate to " + std::to_string(length) +
                                                     " tokens (capacity " + std::to_string(capacity_) + ")");
-    check_sequence(sequence, "truncate");
+    detail::require_sequence("glm_dsa state", sequence, batch());
     lengths_[sequence] = std::min<int32_t>(lengths_[sequence], static_cast<int32_t>(length));
 }
 
@@ -45,11 +41,10 @@ void DsaState::fork(int64_t source, int64_t target) { assign_sequence(target, *t
 void DsaState::assign_sequence(int64_t target, const DsaState &from, int64_t source) {
     require(from.latent_.dim(2) == latent_.dim(2) && from.index_keys_.dim(2) == index_keys_.dim(2),
             "glm_dsa state: cannot take a sequence from a state of another layer shape");
-    from.check_sequence(source, "assign (source)");
-    check_sequence(target, "assign");
+    detail::require_sequence("glm_dsa state", source, from.batch(), "source sequence");
+    detail::require_sequence("glm_dsa state", target, batch());
     const int64_t len = from.lengths_[source];
-    require(len <= capacity_, "glm_dsa state: source sequence " + std::to_string(source) + " holds " +
-                                  std::to_string(len) + " tokens, more than the capacity " + std::to_string(capacity_));
+    detail::require_fits("glm_dsa state", len, capacity_);
     if (&from == this && source == target) return;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&latent_, &from.latent_}, {&index_keys_, &from.index_keys_}}) {
         const int64_t width = to->dim(2), first = target * capacity_ * width;

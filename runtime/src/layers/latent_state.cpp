@@ -4,6 +4,7 @@
 
 #include "hattn/error.h"
 #include "hattn/layers/latent_attention.h"
+#include "sequence_checks.h"
 
 namespace hattn {
 
@@ -33,7 +34,8 @@ void LatentState::reset() {
 }
 
 void LatentState::reset(int64_t sequence) {
-    kv_.truncate_to(0, sequence);  // checks the sequence first
+    detail::require_sequence("latent state", sequence, batch());
+    kv_.reset(sequence);
     clear_rows(sequence);
 }
 
@@ -43,7 +45,10 @@ void LatentState::assign_sequence(int64_t target, const LatentState &from, int64
     require(from.history_floats() == history_floats() && from.first_value_.size() == first_value_.size(),
             "latent state: cannot take a sequence from a state of another layer shape (history " +
                 std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) + " floats)");
-    kv_.assign_sequence(target, from.kv_, source);  // checks the sequences and the capacity first
+    detail::require_sequence("latent state", source, from.batch(), "source sequence");
+    detail::require_sequence("latent state", target, batch());
+    detail::require_fits("latent state", from.lengths()[source], capacity());
+    kv_.assign_sequence(target, from.kv_, source);
     if (&from == this && source == target) return;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&qk_history_, &from.qk_history_},
                             {&prev_value_, &from.prev_value_}}) {

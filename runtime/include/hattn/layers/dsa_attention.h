@@ -61,7 +61,6 @@ public:
 private:
     friend class DsaAttention;
     DsaState(int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim);
-    void check_sequence(int64_t sequence, const char *call) const;
 
     int64_t capacity_;
     std::vector<int32_t> lengths_;

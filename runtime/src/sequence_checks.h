@@ -1,0 +1,23 @@
+// The checks every per-batch state (KVCache, LatentState, DsaState) makes of the sequences a call
+// names, worded alike: "<what>: <role> 3 outside batch 2".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hattn/error.h"
+
+namespace hattn::detail {
+
+inline void require_sequence(const std::string &what, int64_t sequence, int64_t batch, const char *role = "sequence") {
+    require(sequence >= 0 && sequence < batch,
+            what + ": " + role + " " + std::to_string(sequence) + " outside batch " + std::to_string(batch));
+}
+
+// A sequence of `tokens` copied into a state of `capacity` tokens per sequence.
+inline void require_fits(const std::string &what, int64_t tokens, int64_t capacity) {
+    require(tokens <= capacity, what + ": the source sequence holds " + std::to_string(tokens) +
+                                    " tokens, more than the capacity " + std::to_string(capacity));
+}
+
+}  // namespace hattn::detail
