@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "example_layer.h"
@@ -48,6 +49,11 @@ int run() {
     std::vector<int64_t> next(slots, 0);     // that request's next token
     size_t admitted = 0;
     int steps = 0;
+    const auto free_slot = [&](int64_t s) {
+        request_in[s] = -1;
+        batch.reset(s);
+        if (batch.lengths()[s] != 0) throw hattn::Error("continuous_batching: reset left tokens in slot " + std::to_string(s));
+    };
     while (true) {
         for (int64_t s = 0; s < slots; s++) {
             if (request_in[s] >= 0 || admitted == requests.size()) continue;
@@ -58,6 +64,7 @@ int run() {
             batch.assign_sequence(s, own);
             request_in[s] = static_cast<int>(admitted++);
             next[s] = r.prompt;
+            if (next[s] == r.input.dim(1)) free_slot(s);  // a request with nothing to decode
         }
         if (std::all_of(request_in.begin(), request_in.end(), [](int r) { return r < 0; })) break;
 
@@ -69,13 +76,13 @@ int run() {
         const hattn::Tensor y = layer.decode_step(x, batch);
         steps++;
         for (int64_t s = 0; s < slots; s++) {
-            if (request_in[s] >= 0) {
-                Request &r = requests[request_in[s]];
-                copy_token(y, s, r.output, next[s]++);
-                if (next[s] < r.input.dim(1)) continue;
-                request_in[s] = -1;  // finished: the slot is free
+            if (request_in[s] < 0) {
+                free_slot(s);  // the zeros it decoded are not kept
+                continue;
             }
-            batch.reset(s);
+            Request &r = requests[request_in[s]];
+            copy_token(y, s, r.output, next[s]++);
+            if (next[s] == r.input.dim(1)) free_slot(s);  // finished
         }
     }
 

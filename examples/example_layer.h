@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <system_error>
 
 #include <unistd.h>
 
@@ -26,10 +27,11 @@ inline hattn::Tensor random_tensor(const hattn::Shape &shape, std::mt19937 &rng,
     return t;
 }
 
-// ||a - b|| / ||b||
+// ||a - b|| / ||b||, or infinity where a holds a NaN or an infinity (so any bound rejects it).
 inline double relative_l2(const hattn::Tensor &a, const hattn::Tensor &b) {
     double diff = 0, norm = 0;
     for (size_t i = 0; i < b.values().size(); i++) {
+        if (!std::isfinite(a.values()[i])) return INFINITY;
         diff += std::pow(double(a.values()[i]) - b.values()[i], 2);
         norm += std::pow(double(b.values()[i]), 2);
     }
@@ -45,15 +47,18 @@ inline hattn::CachedAttention gqa_layer(std::mt19937 &rng) {
                                                                   "example");
     const std::string path = (std::filesystem::temp_directory_path() /
                               ("hattn_example_" + std::to_string(::getpid()) + ".safetensors")).string();
+    struct Remove {  // also after a failed or partial write
+        std::string path;
+        ~Remove() {
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+        }
+    } remove{path};
     const float a = 1.0f / std::sqrt(float(E));
     hattn::write_safetensors(path, {{"query_projection.weight", random_tensor({64, E}, rng, a)},
                                     {"key_projection.weight", random_tensor({16, E}, rng, a)},
                                     {"value_projection.weight", random_tensor({16, E}, rng, a)},
                                     {"output_projection.weight", random_tensor({E, 64}, rng, a)}});
-    struct Remove {
-        std::string path;
-        ~Remove() { std::filesystem::remove(path); }
-    } remove{path};
     return hattn::CachedAttention(hattn::CachedAttentionConfig::from(config), hattn::Weights::open(path));
 }
 

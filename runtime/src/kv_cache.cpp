@@ -98,7 +98,7 @@ void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t sourc
     detail::require_sequence("KV cache", source, from.batch(), "source sequence");
     detail::require_sequence("KV cache", target, batch());
     const int64_t len = from.lengths_[source];
-    detail::require_fits("KV cache", len, capacity());
+    detail::require_fits("KV cache", source, len, capacity());
     if (&from == this && source == target) return;
     const int64_t D = head_dim(), from_span = from.capacity() * D, span = capacity() * D;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&k_, &from.k_}, {&v_, &from.v_}}) {

@@ -14,10 +14,11 @@ inline void require_sequence(const std::string &what, int64_t sequence, int64_t 
             what + ": " + role + " " + std::to_string(sequence) + " outside batch " + std::to_string(batch));
 }
 
-// A sequence of `tokens` copied into a state of `capacity` tokens per sequence.
-inline void require_fits(const std::string &what, int64_t tokens, int64_t capacity) {
-    require(tokens <= capacity, what + ": the source sequence holds " + std::to_string(tokens) +
-                                    " tokens, more than the capacity " + std::to_string(capacity));
+// Source sequence `source`, of `tokens` tokens, copied into a state of `capacity` per sequence.
+inline void require_fits(const std::string &what, int64_t source, int64_t tokens, int64_t capacity) {
+    require(tokens <= capacity, what + ": source sequence " + std::to_string(source) + " holds " +
+                                    std::to_string(tokens) + " tokens, more than the capacity " +
+                                    std::to_string(capacity));
 }
 
 }  // namespace hattn::detail

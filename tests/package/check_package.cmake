@@ -26,7 +26,9 @@ message(STATUS "no installed header includes Halide's or nlohmann's")
 step("configure the examples" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/examples" -B "${WORK_DIR}/examples"
      -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix")
 step("build the examples" "${CMAKE_COMMAND}" --build "${WORK_DIR}/examples")
-foreach (example cached_decode continuous_batching)
+file(GLOB example_sources "${SOURCE_DIR}/examples/*.cpp")  # each is an application
+foreach (source IN LISTS example_sources)
+    get_filename_component(example "${source}" NAME_WE)
     step("run ${example}" "${WORK_DIR}/examples/${example}")
     message(STATUS "${output}")
 endforeach ()

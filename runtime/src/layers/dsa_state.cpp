@@ -44,7 +44,7 @@ void DsaState::assign_sequence(int64_t target, const DsaState &from, int64_t sou
     detail::require_sequence("glm_dsa state", source, from.batch(), "source sequence");
     detail::require_sequence("glm_dsa state", target, batch());
     const int64_t len = from.lengths_[source];
-    detail::require_fits("glm_dsa state", len, capacity_);
+    detail::require_fits("glm_dsa state", source, len, capacity_);
     if (&from == this && source == target) return;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&latent_, &from.latent_}, {&index_keys_, &from.index_keys_}}) {
         const int64_t width = to->dim(2), first = target * capacity_ * width;

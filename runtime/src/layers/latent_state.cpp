@@ -47,7 +47,7 @@ void LatentState::assign_sequence(int64_t target, const LatentState &from, int64
                 std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) + " floats)");
     detail::require_sequence("latent state", source, from.batch(), "source sequence");
     detail::require_sequence("latent state", target, batch());
-    detail::require_fits("latent state", from.lengths()[source], capacity());
+    detail::require_fits("latent state", source, from.lengths()[source], capacity());
     kv_.assign_sequence(target, from.kv_, source);
     if (&from == this && source == target) return;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&qk_history_, &from.qk_history_},
