@@ -133,7 +133,7 @@ int64_t ConfigReader::get_int(const std::string &key) const {
     return required(json().value, source(), key, &KeyValue::as_int);
 }
 int64_t ConfigReader::get_int(const std::string &key, int64_t fallback) const {
-    return get_optional_int(key).value_or(fallback);
+    return optional(json().value, source(), key, &KeyValue::as_int).value_or(fallback);
 }
 std::optional<int64_t> ConfigReader::get_optional_int(const std::string &key) const {
     return optional(json().value, source(), key, &KeyValue::as_int);
@@ -143,7 +143,7 @@ double ConfigReader::get_number(const std::string &key) const {
     return required(json().value, source(), key, &KeyValue::as_number);
 }
 double ConfigReader::get_number(const std::string &key, double fallback) const {
-    return get_optional_number(key).value_or(fallback);
+    return optional(json().value, source(), key, &KeyValue::as_number).value_or(fallback);
 }
 std::optional<double> ConfigReader::get_optional_number(const std::string &key) const {
     return optional(json().value, source(), key, &KeyValue::as_number);

@@ -45,17 +45,12 @@ RopeTable::RopeTable(const RopeTable *prefix, int64_t rotary_dim, double base, i
 }
 
 GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base)
-    : rotary_dim_(rotary_dim), base_(base), table_(std::make_shared<const RopeTable>(rotary_dim, base, 0)) {}
+    : table_(std::make_shared<const RopeTable>(rotary_dim, base, 0)) {}
 
-GrowingRopeTable::GrowingRopeTable(const GrowingRopeTable &other)
-    : rotary_dim_(other.rotary_dim_), base_(other.base_), table_(std::atomic_load(&other.table_)) {}
+GrowingRopeTable::GrowingRopeTable(const GrowingRopeTable &other) : table_(std::atomic_load(&other.table_)) {}
 
 GrowingRopeTable &GrowingRopeTable::operator=(const GrowingRopeTable &other) {
-    if (this != &other) {
-        rotary_dim_ = other.rotary_dim_;
-        base_ = other.base_;
-        std::atomic_store(&table_, std::atomic_load(&other.table_));
-    }
+    if (this != &other) std::atomic_store(&table_, std::atomic_load(&other.table_));
     return *this;
 }
 

@@ -17,7 +17,6 @@ public:
     RopeTable(int64_t rotary_dim, double base, int64_t positions);
 
     int64_t rotary_dim() const { return rotary_dim_; }
-    double base() const { return base_; }
     int64_t positions() const { return positions_; }
 
     // The same table for more positions, reusing these values (growth costs only the new rows).
@@ -45,18 +44,15 @@ public:
     GrowingRopeTable(const GrowingRopeTable &other);
     GrowingRopeTable &operator=(const GrowingRopeTable &other);
 
-    int64_t rotary_dim() const { return rotary_dim_; }
-
     // A table of at least `positions` positions; grows by doubling, so a decode loop rebuilds it
     // only O(log n) times.
     std::shared_ptr<const RopeTable> covering(int64_t positions) const;
 
 private:
-    int64_t rotary_dim_;
-    double base_;
-    // Read and replaced only with std::atomic_load / atomic_store / atomic_compare_exchange
-    // (C++17's atomic shared_ptr access; C++20 has std::atomic<std::shared_ptr> for it), which is
-    // what makes covering() safe to call concurrently.
+    // The table so far, which carries the rotary dim and base. Read and replaced only with
+    // std::atomic_load / atomic_store / atomic_compare_exchange (C++17's atomic shared_ptr access;
+    // C++20 has std::atomic<std::shared_ptr> for it), which makes covering() safe to call
+    // concurrently.
     mutable std::shared_ptr<const RopeTable> table_;
 };
 
