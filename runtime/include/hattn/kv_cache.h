@@ -7,21 +7,24 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "hattn/sequence_lengths.h"
 #include "hattn/tensor.h"
 
 namespace hattn {
 
 class KVCache {
 public:
-    KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity);
+    // `name` starts the cache's error messages (a model with a cache per layer may say which).
+    KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, std::string name = "KV cache");
 
     int64_t batch() const { return k_.dim(0); }
     int64_t kv_heads() const { return k_.dim(1); }
     int64_t capacity() const { return k_.dim(2); }
     int64_t head_dim() const { return k_.dim(3); }
-    const std::vector<int32_t> &lengths() const { return lengths_; }
+    const std::vector<int32_t> &lengths() const { return lengths_.values(); }
 
     // The storage [B, Hkv, capacity, D]; tokens past a sequence's length are not part of it.
     TensorView keys() const { return k_.view(); }
@@ -62,7 +65,7 @@ private:
     void rows_changed(int64_t b, int64_t first, int64_t count) const;
 
     Tensor k_, v_;
-    std::vector<int32_t> lengths_;
+    SequenceLengths lengths_;
 };
 
 // New tokens [B, S, Hkv, D] (a projection's layout) seen as a cache's storage [B, Hkv, S, D]: a

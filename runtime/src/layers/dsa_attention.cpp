@@ -131,11 +131,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     const int64_t R = c.kv_lora_rank, L = R + Rd, IH = c.index_heads, ID = c.index_dim;
     require(state.batch() == B, "glm_dsa: state batch " + str(state.batch()) + " does not fit input " +
                                     shape_to_string(x.shape()));
-    for (int64_t b = 0; b < B; b++) {
-        require(state.lengths_[b] + S <= state.capacity_,
-                "glm_dsa: cache full: sequence " + str(b) + " holds " + str(state.lengths_[b]) + " of " +
-                    str(state.capacity_) + " tokens, cannot append " + str(S));
-    }
+    state.lengths_.require_room(S);
     if (shared) {
         // No queries select nothing: an empty call's selection (K = 0) is a valid one to share.
         require(shared->batch == B && shared->queries == S && (shared->k > 0 || (S == 0 && shared->k == 0)) &&
@@ -148,7 +144,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
         if (selected) *selected = TopK{B, 0, 0, {}};
         return Tensor({B, 0, c.hidden});
     }
-    const std::vector<int32_t> start = state.lengths_;
+    const std::vector<int32_t> start = state.lengths();
     int32_t longest = 0;
     for (int64_t b = 0; b < B; b++) longest = std::max<int32_t>(longest, start[b] + static_cast<int32_t>(S));
     const std::shared_ptr<const RopeTable> rope = rope_.covering(longest);
@@ -189,7 +185,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
 
     // Stage the new tokens past each sequence's end; they join it only at the end.
     for (int64_t b = 0; b < B; b++) {
-        const int64_t first = b * state.capacity_ + start[b];
+        const int64_t first = b * state.capacity() + start[b];
         copy_into(TensorView(kv.data() + b * S * R, {S, R}), TensorView(state.latent_.data() + first * L, {S, R}, {L, 1}));
         copy_into(TensorView(k_rot.data() + b * S * Rd, {S, Rd}),
                   TensorView(state.latent_.data() + first * L + R, {S, Rd}, {L, 1}));
@@ -200,7 +196,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
     // No query sees more keys than the state holds: past that, top-k columns would only be -1
     // (and a config's index_topk of millions would allocate them).
-    const int64_t K = shared ? shared->k : std::min(c.index_topk, state.capacity_);
+    const int64_t K = shared ? shared->k : std::min(c.index_topk, state.capacity());
     TopK chosen{B, S, K, std::vector<int32_t>(B * S * K, -1)};
     if (shared) {
         for (int64_t b = 0; b < B; b++)
@@ -222,7 +218,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             const int64_t Sb = std::min(block, S - s0);
             std::vector<int32_t> block_len(B);
             for (int64_t b = 0; b < B; b++) block_len[b] = start[b] + static_cast<int32_t>(s0 + Sb);
-            Tensor scores({B, Sb, state.capacity_});
+            Tensor scores({B, Sb, state.capacity()});
             dsa_index_scores(TensorView(iq_rot.data() + s0 * IH * ID, {B, Sb, IH, ID}, {S * IH * ID, IH * ID, ID, 1}),
                              state.index_keys_.view(),
                              TensorView(head_w.data() + s0 * IH, {B, Sb, IH}, {S * IH, IH, 1}), block_len,
@@ -230,7 +226,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             for (int64_t b = 0; b < B; b++)
                 for (int64_t s = s0; s < s0 + Sb; s++) {
                     const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
-                    const float *score = scores.data() + (b * Sb + s - s0) * state.capacity_;
+                    const float *score = scores.data() + (b * Sb + s - s0) * state.capacity();
                     // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
                     std::vector<int32_t> order(pos + 1);
                     std::iota(order.begin(), order.end(), 0);
@@ -245,7 +241,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     }
 
     const float scale = static_cast<float>(1.0 / std::sqrt(double(N + Rd)));
-    const int64_t cap = state.capacity_;
+    const int64_t cap = state.capacity();
     Tensor attended = detail::scratch_tensor({B, S, H, V});
     if (!absorbed) {
         // Expanded: per-head keys [k_nope_h | k_rot] and values of every cached token.
@@ -297,7 +293,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
     o_.apply(TensorView(attended.data(), {B, S, H * V}), y.view());
-    for (int64_t b = 0; b < B; b++) state.lengths_[b] += static_cast<int32_t>(S);
+    state.lengths_.commit(S);
     if (selected) *selected = std::move(chosen);
     return y;
 }

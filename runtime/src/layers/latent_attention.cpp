@@ -203,7 +203,7 @@ void LatentAttention::require_decoder(const char *call) const {
 }
 
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
-    return LatentState(KVCache(batch, config_.kv_heads, config_.head_dim, capacity),
+    return LatentState(KVCache(batch, config_.kv_heads, config_.head_dim, capacity, "latent state"),
                        Tensor({batch, config_.history(), config_.packed()}), first_value_);
 }
 

@@ -4,7 +4,6 @@
 
 #include "hattn/error.h"
 #include "hattn/layers/latent_attention.h"
-#include "sequence_checks.h"
 
 namespace hattn {
 
@@ -34,8 +33,7 @@ void LatentState::reset() {
 }
 
 void LatentState::reset(int64_t sequence) {
-    detail::require_sequence("latent state", sequence, batch());
-    kv_.reset(sequence);
+    kv_.reset(sequence);  // checks the sequence first
     clear_rows(sequence);
 }
 
@@ -45,10 +43,7 @@ void LatentState::assign_sequence(int64_t target, const LatentState &from, int64
     require(from.history_floats() == history_floats() && from.first_value_.size() == first_value_.size(),
             "latent state: cannot take a sequence from a state of another layer shape (history " +
                 std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) + " floats)");
-    detail::require_sequence("latent state", source, from.batch(), "source sequence");
-    detail::require_sequence("latent state", target, batch());
-    detail::require_fits("latent state", source, from.lengths()[source], capacity());
-    kv_.assign_sequence(target, from.kv_, source);
+    kv_.assign_sequence(target, from.kv_, source);  // checks the sequences first (its messages name the latent state)
     if (&from == this && source == target) return;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&qk_history_, &from.qk_history_},
                             {&prev_value_, &from.prev_value_}}) {

@@ -10,6 +10,7 @@
 #include "hattn/kernels/rope.h"
 #include "hattn/layers/linear.h"
 #include "hattn/safetensors.h"
+#include "hattn/sequence_lengths.h"
 #include "hattn/tensor.h"
 
 namespace hattn {
@@ -42,9 +43,9 @@ struct TopK {
 // lives in these rows, so sequences can be reset, truncated and forked like a KVCache's.
 class DsaState {
 public:
-    int64_t batch() const { return static_cast<int64_t>(lengths_.size()); }
-    int64_t capacity() const { return capacity_; }
-    const std::vector<int32_t> &lengths() const { return lengths_; }
+    int64_t batch() const { return lengths_.batch(); }
+    int64_t capacity() const { return lengths_.capacity(); }
+    const std::vector<int32_t> &lengths() const { return lengths_.values(); }
     const Tensor &latent() const { return latent_; }          // [B, capacity, R + Rd]
     const Tensor &index_keys() const { return index_keys_; }  // [B, capacity, ID]
 
@@ -62,8 +63,7 @@ private:
     friend class DsaAttention;
     DsaState(int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim);
 
-    int64_t capacity_;
-    std::vector<int32_t> lengths_;
+    SequenceLengths lengths_;
     Tensor latent_, index_keys_;
 };
 
