@@ -201,7 +201,7 @@ double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_l
     const Tensor v = testing::random_tensor({B, Hkv, capacity, D}, seed + 2);
     const float scale = 1.0f / std::sqrt(float(D));
     Tensor out({B, 1, H, D});
-    attention_decode(TensorView(const_cast<float *>(q.data()), {B, H, D}), k.view(), v.view(),
+    attention_decode(ConstTensorView(q.data(), {B, H, D}), k.view(), v.view(),
                      kv_len, scale, TensorView(out.data(), {B, H, D}));
     std::vector<reference::QueryRow> rows;
     for (int64_t b = 0; b < B; b++) rows.push_back({b, 0});

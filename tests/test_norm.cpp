@@ -16,7 +16,7 @@ double norm_error(bool layer, int64_t rows, int64_t n, int64_t width, uint32_t s
     const Tensor x = testing::random_tensor({rows, width}, seed);
     const Tensor w = testing::random_tensor({n}, seed + 1), b = testing::random_tensor({n}, seed + 2);
     Tensor y({rows, n});
-    const TensorView rows_view(const_cast<float *>(x.data()), {rows, n}, {width, 1});
+    const ConstTensorView rows_view(x.data(), {rows, n}, {width, 1});
     if (layer) {
         layer_norm(rows_view, w, b, 1e-6f, y.view());
     } else {

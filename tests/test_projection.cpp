@@ -30,7 +30,7 @@ TEST_P(ProjectionTest, MatchesFloat64Reference) {
     const Tensor w = testing::random_tensor({s.out, s.in}, 2);
     const Tensor b = testing::random_tensor({s.out}, 3);
     Tensor y(y_shape);
-    const TensorView bias_view = b.view();
+    const ConstTensorView bias_view = b.view();
 
     project(x.view(), w.view(), s.bias ? &bias_view : nullptr, y.view());
 
@@ -68,7 +68,7 @@ TEST(Projection, WrongOutputShapeIsRejectedBeforeAnyWrite) {
 
 TEST(Projection, WrongBiasShapeIsRejected) {
     Tensor x({2, 4}), w({3, 4}), b({4}), y({2, 3});
-    const TensorView bias = b.view();
+    const ConstTensorView bias = b.view();
     EXPECT_THROW(project(x.view(), w.view(), &bias, y.view()), Error);
 }
 
@@ -85,7 +85,7 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
     const Tensor w = testing::random_tensor({out, in}, seed + 1);
     const Tensor b = testing::random_tensor({out}, seed + 2);
     Tensor y({rows, out});
-    const TensorView bias = b.view();
+    const ConstTensorView bias = b.view();
     project(x.view(), w.view(), &bias, y.view());
     const int64_t n = std::min(rows, sampled), step = std::max<int64_t>(1, (rows - 1) / std::max<int64_t>(n - 1, 1));
     Tensor x_rows({n, in}), y_rows({n, out});

@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "halide_view.h"
 #include "hattn/error.h"
+#include "hattn/kv_cache.h"
 #include "hattn/tensor.h"
 
 namespace {
@@ -98,6 +101,26 @@ TEST(TensorTest, CropSelectsARangeOfOneDimension) {
     EXPECT_EQ(t.view().crop(0, 2, 2).size(), 0);
     expect_contains(error_message([&] { t.view().crop(2, 3, 5); }), "outside shape [2, 3, 4]");
     expect_contains(error_message([&] { t.view().crop(3, 0, 1); }), "dimension 3");
+}
+
+// What a const object shows can only be read: the compiler refuses writes through it.
+static_assert(std::is_same_v<decltype(std::declval<const Tensor &>().view()), hattn::ConstTensorView>);
+static_assert(std::is_same_v<decltype(std::declval<Tensor &>().view()), TensorView>);
+static_assert(std::is_same_v<decltype(std::declval<const hattn::KVCache &>().keys()), hattn::ConstTensorView>);
+static_assert(std::is_convertible_v<TensorView, hattn::ConstTensorView>);
+static_assert(!std::is_convertible_v<hattn::ConstTensorView, TensorView>);
+static_assert(!std::is_constructible_v<TensorView, hattn::ConstTensorView>);
+static_assert(std::is_same_v<decltype(std::declval<hattn::ConstTensorView>().crop(0, 0, 0)), hattn::ConstTensorView>);
+
+TEST(TensorTest, AReadOnlyViewIsTheSameMemory) {
+    Tensor t = iota_tensor({2, 3});
+    const Tensor &shown = t;
+    const hattn::ConstTensorView read = shown.view(), from_writable = t.view().crop(1, 1, 3);
+    EXPECT_EQ(read.data, t.data());
+    EXPECT_EQ(read.shape, t.shape());
+    EXPECT_EQ(from_writable.data, t.data() + 1);
+    EXPECT_EQ(from_writable.strides, Shape({3, 1}));
+    EXPECT_FALSE(from_writable.is_contiguous());
 }
 
 TEST(TensorTest, Contiguity) {

@@ -153,7 +153,7 @@ Workload projection_workload(int64_t rows, int64_t in, int64_t out) {
     st->b = random({out}, 3);
     st->y = Tensor({rows, out});
     Workload w = make(st, [st] {
-        const TensorView bias = st->b.view();
+        const ConstTensorView bias = st->b.view();
         project(st->x.view(), st->w.view(), &bias, st->y.view());
     });
     w.flops = 2.0 * rows * in * out;

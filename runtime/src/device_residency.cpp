@@ -279,7 +279,7 @@ Footprint footprint_of(const halide_buffer_t *buf) {
     return f;
 }
 
-Footprint footprint_of(const TensorView &t) {
+Footprint footprint_of(const ConstTensorView &t) {
     Footprint f{reinterpret_cast<const uint8_t *>(t.data), static_cast<int64_t>(sizeof(float)), {}};
     int64_t dense = 1;  // the stride of a contiguous view's dimension
     for (int d = t.rank() - 1; d >= 0; d--) {
@@ -331,13 +331,13 @@ void mark_host_writes(const Footprint &f) {
 }  // namespace
 
 void host_wrote(const halide_buffer_t *buf) { mark_host_writes(footprint_of(buf)); }
-void host_wrote(const TensorView &t) { mark_host_writes(footprint_of(t)); }
+void host_wrote(const ConstTensorView &t) { mark_host_writes(footprint_of(t)); }
 
-void host_reads(const TensorView &t) {
+void host_reads(const ConstTensorView &t) {
     if (ResidentRegion *region = region_of(footprint_of(t))) region->fetch();
 }
 
-DeviceCopy copy_on_device(const TensorView &src, const TensorView &dst) {
+DeviceCopy copy_on_device(const ConstTensorView &src, const TensorView &dst) {
     const Device device = current_device();
     if (device == Device::CPU) return DeviceCopy::NotDone;
     Halide::Runtime::Buffer<float> from = halide_buffer(src), to = halide_buffer(dst);
@@ -410,7 +410,7 @@ ScopedRegion::~ScopedRegion() {
     }
 }
 
-TensorView resident_zeros(int64_t n) {
+ConstTensorView resident_zeros(int64_t n) {
     static std::mutex mutex;
     // Outgrown buffers stay alive: a call on another thread may still be reading one.
     static std::vector<std::unique_ptr<Tensor>> buffers;

@@ -67,7 +67,7 @@ public:
 
 private:
     friend class DeviceCall;
-    friend DeviceCopy copy_on_device(const TensorView &src, const TensorView &dst);
+    friend DeviceCopy copy_on_device(const ConstTensorView &src, const TensorView &dst);
     // Gives `buf` (which lies inside the region) this region's device copy, uploading stale
     // ranges first. The copy starts where `buf` starts: a crop of the allocation, kept in `crop`
     // while `buf` uses it. False where the device API cannot crop there (buf is left unbound).
@@ -111,14 +111,14 @@ private:
 // Copies src into dst on the current GPU when src holds kernel results that live only there (a
 // DeviceOutput region), or when src and dst both lie in resident regions and src's has a copy on
 // the device; the result lands where dst's memory lives (its region, or the host). See DeviceCopy.
-DeviceCopy copy_on_device(const TensorView &src, const TensorView &dst);
+DeviceCopy copy_on_device(const ConstTensorView &src, const TensorView &dst);
 
 // The host wrote `buf`'s elements: where they lie in a region with a device copy, it goes stale.
 void host_wrote(const halide_buffer_t *buf);
-void host_wrote(const TensorView &t);
+void host_wrote(const ConstTensorView &t);
 // Host code is about to read t: where it lies in a region whose device copy holds newer kernel
 // results, they come to the host first.
-void host_reads(const TensorView &t);
+void host_reads(const ConstTensorView &t);
 
 // A region for the duration of one layer or kernel call, over memory the caller owns: on a GPU
 // it lives on the device while this lives. Nothing on the CPU, or where the memory is resident
@@ -142,7 +142,7 @@ inline ScopedRegion upload_once(const Tensor &x) {
 
 // n zeros, resident (a kernel's absent bias): one process-wide buffer, grown on demand, so that
 // no call uploads zeros.
-TensorView resident_zeros(int64_t n);
+ConstTensorView resident_zeros(int64_t n);
 
 // An intermediate result between kernels, whose values are unspecified until a kernel writes them.
 // On a GPU it is a DeviceOutput region: it lives on the device, and its host values are not kept.

@@ -9,6 +9,6 @@ namespace hattn::detail {
 
 // The same memory as a Halide buffer, dimensions reversed. Throws Error if an extent or stride
 // does not fit Halide's 32-bit fields, or if the view has elements but no data.
-Halide::Runtime::Buffer<float> halide_buffer(const TensorView &view);
+Halide::Runtime::Buffer<float> halide_buffer(const ConstTensorView &view);
 
 }  // namespace hattn::detail

@@ -20,24 +20,24 @@ KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capa
 
 void KVCache::check_room(int64_t count) const { lengths_.require_room(count); }
 
-TensorView KVCache::slot(const Tensor &storage, int64_t b, int64_t count) const {
+TensorView KVCache::slot(Tensor &storage, int64_t b, int64_t count) {
     lengths_.require_room(count, b);
     const int64_t D = head_dim(), cap = capacity(), H = kv_heads();
-    float *start = const_cast<float *>(storage.data()) + (b * H * cap + lengths_[b]) * D;
+    float *start = storage.data() + (b * H * cap + lengths_[b]) * D;
     return TensorView(start, {1, count, H, D}, {H * cap * D, D, cap * D, 1});
 }
 
-TensorView KVCache::key_slot(int64_t b, int64_t count) const { return slot(k_, b, count); }
-TensorView KVCache::value_slot(int64_t b, int64_t count) const { return slot(v_, b, count); }
+TensorView KVCache::key_slot(int64_t b, int64_t count) { return slot(k_, b, count); }
+TensorView KVCache::value_slot(int64_t b, int64_t count) { return slot(v_, b, count); }
 
 void KVCache::commit(int64_t count) { lengths_.commit(count); }
 
-void KVCache::append(const TensorView &keys, const TensorView &values) {
+void KVCache::append(const ConstTensorView &keys, const ConstTensorView &values) {
     write_past_end(keys, values);
     commit(keys.dim(1));
 }
 
-void KVCache::write_past_end(const TensorView &keys, const TensorView &values) {
+void KVCache::write_past_end(const ConstTensorView &keys, const ConstTensorView &values) {
     const Shape expected{batch(), keys.rank() == 4 ? keys.dim(1) : -1, kv_heads(), head_dim()};
     require(keys.rank() == 4 && keys.shape == expected && values.shape == keys.shape,
             lengths_.owner() + " append: keys " + shape_to_string(keys.shape) + " and values " +
@@ -49,8 +49,8 @@ void KVCache::write_past_end(const TensorView &keys, const TensorView &values) {
     const int64_t row = S * kv_heads() * head_dim();
     for (int64_t b = 0; b < batch(); b++) {
         const Shape one{1, S, kv_heads(), head_dim()};
-        copy_into(TensorView(keys.data + b * row, one), key_slot(b, S));
-        copy_into(TensorView(values.data + b * row, one), value_slot(b, S));
+        copy_into(ConstTensorView(keys.data + b * row, one), key_slot(b, S));
+        copy_into(ConstTensorView(values.data + b * row, one), value_slot(b, S));
     }
 }
 
@@ -88,11 +88,11 @@ void KVCache::rows_changed(int64_t b, int64_t first, int64_t count) const {
     }
 }
 
-TensorView tokens_as_cache(const TensorView &tokens) {
+ConstTensorView tokens_as_cache(const ConstTensorView &tokens) {
     require(tokens.rank() == 4 && tokens.is_contiguous(),
             "tokens_as_cache: tokens " + shape_to_string(tokens.shape) + " must be contiguous [B, S, Hkv, D]");
     const int64_t B = tokens.dim(0), S = tokens.dim(1), Hkv = tokens.dim(2), D = tokens.dim(3);
-    return TensorView(tokens.data, {B, Hkv, S, D}, {S * Hkv * D, D, Hkv * D, 1});
+    return ConstTensorView(tokens.data, {B, Hkv, S, D}, {S * Hkv * D, D, Hkv * D, 1});
 }
 
 }  // namespace hattn

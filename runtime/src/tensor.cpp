@@ -32,9 +32,11 @@ int64_t element_count(const Shape &shape) {
     return count;
 }
 
-TensorView::TensorView(float *data_, Shape shape_) : data(data_), shape(std::move(shape_)) {}
+template <typename T>
+BasicTensorView<T>::BasicTensorView(T *data_, Shape shape_) : data(data_), shape(std::move(shape_)) {}
 
-TensorView::TensorView(float *data_, Shape shape_, Shape strides_)
+template <typename T>
+BasicTensorView<T>::BasicTensorView(T *data_, Shape shape_, Shape strides_)
     : data(data_), shape(std::move(shape_)), strides(std::move(strides_)) {
     require(strides.empty() || strides.size() == shape.size(),
             "tensor of shape " + shape_to_string(shape) + " has " + std::to_string(strides.size()) +
@@ -55,7 +57,8 @@ static Shape contiguous_strides(const Shape &shape) {
     return strides;
 }
 
-bool TensorView::is_contiguous() const {
+template <typename T>
+bool BasicTensorView<T>::is_contiguous() const {
     if (strides.empty()) return true;
     const Shape expected = contiguous_strides(shape);
     for (size_t i = 0; i < shape.size(); i++) {
@@ -65,18 +68,22 @@ bool TensorView::is_contiguous() const {
     return true;
 }
 
-TensorView TensorView::crop(int dim, int64_t begin, int64_t end) const {
+template <typename T>
+BasicTensorView<T> BasicTensorView<T>::crop(int dim, int64_t begin, int64_t end) const {
     require(dim >= 0 && dim < rank() && begin >= 0 && begin <= end && end <= shape[dim],
             "crop [" + std::to_string(begin) + ", " + std::to_string(end) + ") of dimension " + std::to_string(dim) +
                 " is outside shape " + shape_to_string(shape));
     Shape steps = strides.empty() ? contiguous_strides(shape) : strides;
     Shape cropped = shape;
     cropped[dim] = end - begin;
-    float *first = data + begin * steps[dim];
-    return TensorView(first, std::move(cropped), std::move(steps));
+    T *first = data + begin * steps[dim];  // before `steps` moves into the result
+    return BasicTensorView(first, std::move(cropped), std::move(steps));
 }
 
-Halide::Runtime::Buffer<float> detail::halide_buffer(const TensorView &view) {
+template struct BasicTensorView<float>;
+template struct BasicTensorView<const float>;
+
+Halide::Runtime::Buffer<float> detail::halide_buffer(const ConstTensorView &view) {
     const Shape steps = view.strides.empty() ? contiguous_strides(view.shape) : view.strides;
     constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
     constexpr int64_t int32_min = std::numeric_limits<int32_t>::min();
@@ -99,7 +106,9 @@ Halide::Runtime::Buffer<float> detail::halide_buffer(const TensorView &view) {
     // A null host pointer would make Halide take the call for a bounds query: it would compute
     // nothing and report success.
     require(view.data != nullptr || view.size() == 0, "a tensor view of " + shape_to_string(view.shape) + " has no data");
-    return Halide::Runtime::Buffer<float>(view.data, dims);
+    // Halide's buffers have no read-only form; a kernel writes only the buffers of its outputs,
+    // which callers pass as writable views.
+    return Halide::Runtime::Buffer<float>(const_cast<float *>(view.data), dims);
 }
 
 Tensor::Tensor() = default;
@@ -185,7 +194,7 @@ void copy_dims(const float *src, const int64_t *src_strides, float *dst, const i
 
 }  // namespace
 
-void copy_into(const TensorView &src, const TensorView &dst) {
+void copy_into(const ConstTensorView &src, const TensorView &dst) {
     require(src.shape == dst.shape, "copy: shapes " + shape_to_string(src.shape) + " and " +
                                         shape_to_string(dst.shape) + " differ");
     if (src.size() == 0) return;

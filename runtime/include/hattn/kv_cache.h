@@ -27,12 +27,12 @@ public:
     const std::vector<int32_t> &lengths() const { return lengths_.values(); }
 
     // The storage [B, Hkv, capacity, D]; tokens past a sequence's length are not part of it.
-    TensorView keys() const { return k_.view(); }
-    TensorView values() const { return v_.view(); }
+    ConstTensorView keys() const { return k_.view(); }
+    ConstTensorView values() const { return v_.view(); }
 
     // Appends externally computed keys and values [B, S, Hkv, D] (contiguous, already rotated) to every
     // sequence. Throws, changing nothing, on a shape mismatch or when a sequence would overflow.
-    void append(const TensorView &keys, const TensorView &values);
+    void append(const ConstTensorView &keys, const ConstTensorView &values);
 
     void reset();                     // every sequence empty
     void reset(int64_t sequence);     // one sequence empty
@@ -50,17 +50,17 @@ public:
     // Where sequence b's next `count` tokens go, as a [1, count, Hkv, D] view (the layout a
     // projection produces) into the storage. Write it with kernels or copy_into, which keep the
     // cache's device copy current (a kernel on a GPU writes the rows there, in place).
-    TensorView key_slot(int64_t b, int64_t count) const;
-    TensorView value_slot(int64_t b, int64_t count) const;
+    TensorView key_slot(int64_t b, int64_t count);
+    TensorView value_slot(int64_t b, int64_t count);
     // Writes keys and values [B, S, Hkv, D] (contiguous) into every sequence's slot, past its end,
     // without making them part of it: for layers that attend first and commit() once everything
     // has succeeded. Throws, changing nothing, where append would.
-    void write_past_end(const TensorView &keys, const TensorView &values);
+    void write_past_end(const ConstTensorView &keys, const ConstTensorView &values);
     // Makes the `count` tokens written past each sequence's end part of it.
     void commit(int64_t count);
 
 private:
-    TensorView slot(const Tensor &storage, int64_t b, int64_t count) const;
+    TensorView slot(Tensor &storage, int64_t b, int64_t count);
     // Tells the device copies that sequence b's rows [first, first + count) changed on the host.
     void rows_changed(int64_t b, int64_t first, int64_t count) const;
 
@@ -70,7 +70,7 @@ private:
 
 // New tokens [B, S, Hkv, D] (a projection's layout) seen as a cache's storage [B, Hkv, S, D]: a
 // strided view of the same memory, for attention over exactly these tokens without a cache.
-TensorView tokens_as_cache(const TensorView &tokens);
+ConstTensorView tokens_as_cache(const ConstTensorView &tokens);
 
 // The conditioning cache: keys and values of a static context for cross-attention, computed once
 // and never appended to.

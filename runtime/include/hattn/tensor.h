@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace hattn {
@@ -18,29 +19,40 @@ std::string shape_to_string(const Shape &shape);  // "[2, 7, 64]"
 int64_t element_count(const Shape &shape);
 
 // Non-owning view of float32 memory in PyTorch dimension order. Strides are in elements; an empty
-// stride list means contiguous row-major.
-struct TensorView {
-    float *data = nullptr;
+// stride list means contiguous row-major. `TensorView` may be written through (outputs, caches);
+// `ConstTensorView` only read (inputs, and what a const object shows), and every TensorView
+// converts to one.
+template <typename T>
+struct BasicTensorView {
+    T *data = nullptr;
     Shape shape;
     Shape strides;
 
-    TensorView() = default;
-    TensorView(float *data, Shape shape);
-    TensorView(float *data, Shape shape, Shape strides);
+    BasicTensorView() = default;
+    BasicTensorView(T *data, Shape shape);
+    BasicTensorView(T *data, Shape shape, Shape strides);
+    // TensorView -> ConstTensorView, never the other way.
+    template <typename U, typename = std::enable_if_t<std::is_same_v<T, const U>>>
+    BasicTensorView(const BasicTensorView<U> &writable)  // NOLINT: implicit by design
+        : data(writable.data), shape(writable.shape), strides(writable.strides) {}
 
     int rank() const { return static_cast<int>(shape.size()); }
     int64_t dim(int i) const { return shape.at(i); }
     int64_t size() const { return element_count(shape); }
     bool is_contiguous() const;
     // Elements [begin, end) of dimension `dim`: the same memory, with explicit strides.
-    TensorView crop(int dim, int64_t begin, int64_t end) const;
-
+    BasicTensorView crop(int dim, int64_t begin, int64_t end) const;
 };
+
+using TensorView = BasicTensorView<float>;
+using ConstTensorView = BasicTensorView<const float>;
+extern template struct BasicTensorView<float>;
+extern template struct BasicTensorView<const float>;
 
 // Copies src into dst element by element; both views must have the same shape, any strides.
 // Resident memory stays consistent: a copy into it reaches its device copy, and a copy from kernel
 // results kept on a GPU (Residency::DeviceOutput) runs there.
-void copy_into(const TensorView &src, const TensorView &dst);
+void copy_into(const ConstTensorView &src, const TensorView &dst);
 
 namespace detail {
 class ResidentRegion;
@@ -84,8 +96,7 @@ public:
     const std::vector<float> &values() const { return values_; }
 
     TensorView view() { return TensorView(values_.data(), shape_); }
-    // A view of const data; kernels take inputs through non-const Halide buffers but never write them.
-    TensorView view() const { return TensorView(const_cast<float *>(values_.data()), shape_); }
+    ConstTensorView view() const { return ConstTensorView(values_.data(), shape_); }
 
     // The same values under another shape with the same element count.
     Tensor reshaped(Shape shape) const;

@@ -11,16 +11,16 @@ namespace hattn {
 namespace {
 
 // [..., H, D] as [..., Hkv, g, D]: the kernels address query heads as (hk, hg), h = hk * g + hg.
-TensorView split_heads(const TensorView &t, int64_t kv_heads, const char *what) {
+ConstTensorView split_heads(const ConstTensorView &t, int64_t kv_heads, const char *what) {
     require(t.is_contiguous(), std::string("attention: ") + what + " must be contiguous");
     Shape shape(t.shape.begin(), t.shape.end() - 2);
     const int64_t H = t.shape[t.rank() - 2], D = t.shape.back();
     shape.insert(shape.end(), {kv_heads, H / kv_heads, D});
-    return TensorView(t.data, shape);
+    return ConstTensorView(t.data, shape);
 }
 
 // Checks the cache storage against q [B, ..., H, D] and returns Hkv.
-void check_cache(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
+void check_cache(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                  const std::vector<int32_t> &kv_len, int64_t min_len, const char *kernel) {
     const std::string name = kernel;
     require(k_cache.rank() == 4 && v_cache.shape == k_cache.shape,
@@ -46,7 +46,7 @@ struct AttentionBuffers {
     Halide::Runtime::Buffer<float> q, out, k, v;
     Halide::Runtime::Buffer<int32_t> len;
 
-    AttentionBuffers(const TensorView &queries, const TensorView &k_cache, const TensorView &v_cache,
+    AttentionBuffers(const ConstTensorView &queries, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                      const std::vector<int32_t> &kv_len, const TensorView &output)
         : q(detail::halide_buffer(split_heads(queries, k_cache.dim(1), "queries"))),
           out(detail::halide_buffer(split_heads(output, k_cache.dim(1), "output"))),
@@ -57,7 +57,7 @@ struct AttentionBuffers {
 
 }  // namespace
 
-void attention_prefill(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
+void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                        const std::vector<int32_t> &kv_len, float scale, bool causal,
                        const MaskView *mask, const TensorView &out) {
     require(q.rank() == 4, "attention: queries must be [B, Sq, H, D], got " + shape_to_string(q.shape));
@@ -92,7 +92,7 @@ void attention_prefill(const TensorView &q, const TensorView &k_cache, const Ten
                         causal, mask_b.raw_buffer(), b.out.raw_buffer());
 }
 
-void attention_decode(const TensorView &q, const TensorView &k_cache, const TensorView &v_cache,
+void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                       const std::vector<int32_t> &kv_len, float scale, const TensorView &out) {
     require(q.rank() == 3, "attention decode: queries must be [B, H, D], got " + shape_to_string(q.shape));
     require(out.shape == q.shape, "attention decode: output " + shape_to_string(out.shape) +

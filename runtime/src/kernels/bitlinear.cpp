@@ -33,7 +33,7 @@ PackedTernary pack_ternary(const Tensor &w) {
     return p;
 }
 
-void bitlinear(const TensorView &x, const PackedTernary &w, const TensorView &y) {
+void bitlinear(const ConstTensorView &x, const PackedTernary &w, const TensorView &y) {
     require(x.rank() >= 1 && x.shape.back() == w.in && x.is_contiguous(),
             "BitLinear: input " + shape_to_string(x.shape) + " must be contiguous [..., " + std::to_string(w.in) + "]");
     Shape y_shape(x.shape.begin(), x.shape.end() - 1);
@@ -57,7 +57,7 @@ void bitlinear(const TensorView &x, const PackedTernary &w, const TensorView &y)
         detail::ScopedRegion(xq.data(), static_cast<int64_t>(xq.size()), Residency::DeviceOutput),
         detail::ScopedRegion(xq_sum.data(), rows * word, Residency::DeviceOutput),
         detail::ScopedRegion(row_scale.data(), rows * word, Residency::DeviceOutput)};
-    auto xb = detail::halide_buffer(TensorView(x.data, {rows, w.in}));
+    auto xb = detail::halide_buffer(ConstTensorView(x.data, {rows, w.in}));
     Halide::Runtime::Buffer<int8_t> xqb(xq.data(), static_cast<int>(w.in_padded), static_cast<int>(rows));
     Halide::Runtime::Buffer<int32_t> sumb(xq_sum.data(), static_cast<int>(rows));
     Halide::Runtime::Buffer<float> scaleb(row_scale.data(), static_cast<int>(rows));

@@ -6,7 +6,7 @@
 
 namespace hattn {
 
-void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const Tensor &key_scale,
+void cca_qk_latent(const ConstTensorView &qk, const CcaConvWeights &conv, const Tensor &key_scale,
                    const RopeTable &rope, const std::vector<int32_t> &start, bool qk_mean,
                    float norm_eps, const TensorView &q, const TensorView &k) {
     require(q.rank() == 4 && k.rank() == 4 && qk.rank() == 3, "cca: q, k must be [B, S, heads, dh], qk [B, rows, P]");
@@ -27,7 +27,7 @@ void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const Tenso
     if (q.size() == 0) return;
 
     auto qk_b = detail::halide_buffer(qk);
-    auto w0 = detail::halide_buffer(TensorView(const_cast<float *>(conv.w0.data()), {P, k0}));
+    auto w0 = detail::halide_buffer(ConstTensorView(conv.w0.data(), {P, k0}));
     auto b0 = detail::halide_buffer(conv.b0.view()), b1 = detail::halide_buffer(conv.b1.view());
     auto w1 = detail::halide_buffer(conv.w1.view());
     auto scale = detail::halide_buffer(key_scale.view());

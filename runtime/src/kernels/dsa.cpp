@@ -8,7 +8,7 @@
 
 namespace hattn {
 
-void dsa_index_scores(const TensorView &iq, const TensorView &ik, const TensorView &head_w,
+void dsa_index_scores(const ConstTensorView &iq, const ConstTensorView &ik, const ConstTensorView &head_w,
                       const std::vector<int32_t> &kv_len, float scale, const TensorView &scores) {
     require(iq.rank() == 4 && ik.rank() == 3 && head_w.rank() == 3 && scores.rank() == 3,
             "dsa index scores: iq [B, S, IH, ID], ik [B, capacity, ID], head_w [B, S, IH], scores [B, S, capacity]");
@@ -24,14 +24,15 @@ void dsa_index_scores(const TensorView &iq, const TensorView &ik, const TensorVi
     // of every row is zeroed here.
     const int64_t visible = *std::max_element(kv_len.begin(), kv_len.end());
     if (visible < cap) copy_into(Tensor({B, S, cap - visible}).view(), scores.crop(2, visible, cap));
-    const TensorView ik_seen = ik.crop(1, 0, visible), seen = scores.crop(2, 0, visible);
+    const ConstTensorView ik_seen = ik.crop(1, 0, visible);
+    const TensorView seen = scores.crop(2, 0, visible);
     auto qb = detail::halide_buffer(iq), kb = detail::halide_buffer(ik_seen), wb = detail::halide_buffer(head_w), sb = detail::halide_buffer(seen);
     Halide::Runtime::Buffer<int32_t> lb(const_cast<int32_t *>(kv_len.data()), static_cast<int>(B));
     detail::call_kernel("dsa_index_scores", detail::dsa_index_scores_kernel(), qb.raw_buffer(), kb.raw_buffer(),
                         wb.raw_buffer(), lb.raw_buffer(), scale, sb.raw_buffer());
 }
 
-void dsa_sparse_attention(const TensorView &q, const TensorView &keys, const TensorView &values,
+void dsa_sparse_attention(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
                           const std::vector<int32_t> &indices, int64_t k, float scale, const TensorView &out) {
     require(q.rank() == 4 && keys.rank() == 4 && values.rank() == 4 && out.rank() == 4,
             "dsa sparse attention: q, keys, values and out must be rank 4");

@@ -8,7 +8,7 @@ namespace hattn {
 
 namespace {
 
-void row_norm(bool layer, const TensorView &x, const Tensor &weight, const Tensor &bias, float eps,
+void row_norm(bool layer, const ConstTensorView &x, const Tensor &weight, const Tensor &bias, float eps,
               const TensorView &y) {
     const char *name = layer ? "layer_norm" : "rms_norm";
     require(x.rank() == 2 && y.shape == x.shape && weight.shape() == Shape{x.dim(1)} &&
@@ -24,12 +24,12 @@ void row_norm(bool layer, const TensorView &x, const Tensor &weight, const Tenso
 
 }  // namespace
 
-void rms_norm(const TensorView &x, const Tensor &weight, float eps, const TensorView &y) {
+void rms_norm(const ConstTensorView &x, const Tensor &weight, float eps, const TensorView &y) {
     // RMSNorm never reads the bias; the kernel gets the weight again in its place.
     row_norm(false, x, weight, weight, eps, y);
 }
 
-void layer_norm(const TensorView &x, const Tensor &weight, const Tensor &bias, float eps, const TensorView &y) {
+void layer_norm(const ConstTensorView &x, const Tensor &weight, const Tensor &bias, float eps, const TensorView &y) {
     row_norm(true, x, weight, bias, eps, y);
 }
 

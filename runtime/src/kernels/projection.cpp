@@ -13,17 +13,17 @@ namespace hattn {
 namespace {
 
 // Rows of a contiguous [..., n] tensor as the Halide matrix (n, rows).
-Halide::Runtime::Buffer<float> as_matrix(const TensorView &t, const char *what) {
+Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *what) {
     require(t.rank() >= 1, std::string("projection: ") + what + " must have at least one dimension");
     require(t.is_contiguous(), std::string("projection: ") + what + " must be contiguous");
     const int64_t cols = t.shape.back();
     const int64_t rows = cols == 0 ? 0 : t.size() / cols;
-    return detail::halide_buffer(TensorView(t.data, {rows, cols}));
+    return detail::halide_buffer(ConstTensorView(t.data, {rows, cols}));
 }
 
 }  // namespace
 
-void project(const TensorView &x, const TensorView &weight, const TensorView *bias,
+void project(const ConstTensorView &x, const ConstTensorView &weight, const ConstTensorView *bias,
              const TensorView &y) {
     require(weight.rank() == 2, "projection: weight must be [out, in], got " +
                                     shape_to_string(weight.shape));

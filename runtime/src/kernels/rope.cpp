@@ -65,7 +65,7 @@ std::shared_ptr<const RopeTable> GrowingRopeTable::covering(int64_t positions) c
     return current;
 }
 
-void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
+void apply_rope(const ConstTensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
                 const TensorView &y, RopeLayout layout) {
     require(x.rank() == 4, "RoPE: input must be [B, S, H, D], got " + shape_to_string(x.shape));
     require(y.shape == x.shape, "RoPE: output " + shape_to_string(y.shape) + " differs from input " +

@@ -94,7 +94,7 @@ Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection,
 Tensor CachedAttention::output(const Tensor &attended) const {
     const int64_t B = attended.dim(0), S = attended.dim(1);
     Tensor y({B, S, config_.embedding_dimension}, Tensor::unset);
-    output_.apply(TensorView(const_cast<float *>(attended.data()), {B, S, config_.heads * config_.head_dimension}),
+    output_.apply(ConstTensorView(attended.data(), {B, S, config_.heads * config_.head_dimension}),
                   y.view());
     return y;
 }
@@ -151,7 +151,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         apply_rope(k.view(), *table, start, k_rotated.view());
     }
     const Tensor &keys = rope_ ? k_rotated : k;
-    TensorView key_store, value_store;
+    ConstTensorView key_store, value_store;
     if (cache) {
         cache->write_past_end(keys.view(), v.view());
         key_store = cache->keys();

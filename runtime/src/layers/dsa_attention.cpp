@@ -17,9 +17,9 @@ namespace {
 std::string str(int64_t v) { return std::to_string(v); }
 
 // The sub-tensor [B, S, heads, width] of a [B, S, heads * stride] tensor starting at `offset`.
-TensorView slice(const Tensor &t, int64_t heads, int64_t stride, int64_t offset, int64_t width) {
+ConstTensorView slice(const Tensor &t, int64_t heads, int64_t stride, int64_t offset, int64_t width) {
     const int64_t B = t.dim(0), S = t.dim(1);
-    return TensorView(const_cast<float *>(t.data()) + offset, {B, S, heads, width},
+    return ConstTensorView(t.data() + offset, {B, S, heads, width},
                       {S * heads * stride, heads * stride, stride, 1});
 }
 
@@ -152,8 +152,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     // On a GPU every stage but the top-k selection stays on the device (detail::scratch_tensor,
     // copy_into between views): x goes up once; the indexer's scores come down to be ranked.
     const detail::ScopedRegion input = detail::upload_once(x);
-    const auto matrix = [](const Tensor &t, int64_t rows, int64_t cols) {
-        return TensorView(const_cast<float *>(t.data()), {rows, cols});
+    const auto matrix = [](Tensor &t, int64_t rows, int64_t cols) {
+        return TensorView(t.data(), {rows, cols});
     };
 
     // Queries: q_resid = RMSNorm(x W_qa^T), q = q_resid W_qb^T -> [H, N + Rd], the last Rd rotated.
@@ -249,13 +249,13 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             const int64_t len = lengths[b];
             const float *rows = state.latent_.data() + b * cap * L;
             Tensor lat = detail::scratch_tensor({len, R}), expanded = detail::scratch_tensor({len, H * (N + V)});
-            copy_into(TensorView(const_cast<float *>(rows), {len, R}, {L, 1}), lat.view());
+            copy_into(ConstTensorView(rows, {len, R}, {L, 1}), lat.view());
             kv_b_.apply(lat.view(), expanded.view());  // [len, H * (N + V)]
             Tensor keys = detail::scratch_tensor({1, len, H, N + Rd}), q_b = detail::scratch_tensor({1, S, H, N + Rd});
             copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),
                       TensorView(keys.data(), {len, H, N}, {H * (N + Rd), N + Rd, 1}));
             for (int64_t h = 0; h < H; h++) {  // every head shares the token's rotated key
-                copy_into(TensorView(const_cast<float *>(rows) + R, {len, Rd}, {L, 1}),
+                copy_into(ConstTensorView(rows + R, {len, Rd}, {L, 1}),
                           TensorView(keys.data() + h * (N + Rd) + N, {len, Rd}, {H * (N + Rd), 1}));
             }
             copy_into(TensorView(q.data() + b * S * H * (N + Rd), {S, H, N}, {H * (N + Rd), N + Rd, 1}),
@@ -286,7 +286,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
         for (int64_t h = 0; h < H; h++) {
             Tensor lat_h = detail::scratch_tensor({B * S, R}), out_h = detail::scratch_tensor({B * S, V});
             copy_into(TensorView(out_lat.data() + h * R, {B * S, R}, {H * R, 1}), lat_h.view());
-            const TensorView values(const_cast<float *>(kv_b_.weight().data()) + (h * (N + V) + N) * R, {V, R});
+            const ConstTensorView values(kv_b_.weight().data() + (h * (N + V) + N) * R, {V, R});
             project(lat_h.view(), values, nullptr, out_h.view());
             copy_into(out_h.view(), TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
         }

@@ -250,8 +250,8 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     qk_.apply(x.view(), qk.view());
     copy_into(qk.view(), TensorView(qk_rows.data() + hist * P, {B, S, P}, packed_strides));
     if (hist > 0) {
-        const TensorView history = state ? state->qk_history_.view()
-                                         : TensorView(detail::resident_zeros(B * hist * P).data, {B, hist, P});
+        const ConstTensorView history = state ? state->qk_history_.view()
+                                              : ConstTensorView(detail::resident_zeros(B * hist * P).data, {B, hist, P});
         copy_into(history, TensorView(qk_rows.data(), {B, hist, P}, packed_strides));
     }
     // 2-6. Convolutions, q-k-mean, norms and RoPE in one kernel.
@@ -277,7 +277,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
                       TensorView(v.data() + half, {B, 1, half}, row_strides));
         } else {  // new sequences: each starts from the first value
             for (int64_t b = 0; b < B; b++) {
-                copy_into(TensorView(const_cast<float *>(first_value_.data()), {1, 1, half}),
+                copy_into(ConstTensorView(first_value_.data(), {1, 1, half}),
                           TensorView(v.data() + b * S * Lkv + half, {1, 1, half}, row_strides));
             }
         }
@@ -291,8 +291,8 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
 
     // 7. Attention in the latent over the cache (or over the new tokens where they are), then the
     // output projection.
-    const TensorView k_tokens(k.data(), {B, S, Hkv, dh}), v_tokens(v.data(), {B, S, Hkv, dh});
-    TensorView key_store = tokens_as_cache(k_tokens), value_store = tokens_as_cache(v_tokens);
+    const ConstTensorView k_tokens(k.data(), {B, S, Hkv, dh}), v_tokens(v.data(), {B, S, Hkv, dh});
+    ConstTensorView key_store = tokens_as_cache(k_tokens), value_store = tokens_as_cache(v_tokens);
     if (state) {
         state->kv_.write_past_end(k_tokens, v_tokens);
         key_store = state->kv_.keys();

@@ -39,12 +39,12 @@ Tensor Linear::apply(const Tensor &x) const {
     return y;
 }
 
-void Linear::apply(const TensorView &x, const TensorView &y) const {
+void Linear::apply(const ConstTensorView &x, const TensorView &y) const {
     if (ternary_) {
         bitlinear(x, *ternary_, y);
         return;
     }
-    const TensorView b = bias_ ? bias_->view() : TensorView();
+    const ConstTensorView b = bias_ ? bias_->view() : ConstTensorView();
     project(x, weight_.view(), bias_ ? &b : nullptr, y);
 }
 

@@ -27,6 +27,6 @@ PackedTernary pack_ternary(const Tensor &weight);
 
 // y [..., out] = (xq . Wq) / (a_x * a_w) with a_x = 127 / max(max_k |x[row, k]|, 1e-5) and
 // xq = clamp(round(x * a_x), -128, 127), for x [..., in] (contiguous).
-void bitlinear(const TensorView &x, const PackedTernary &w, const TensorView &y);
+void bitlinear(const ConstTensorView &x, const PackedTernary &w, const TensorView &y);
 
 }  // namespace hattn

@@ -17,7 +17,7 @@ struct CcaConvWeights {
 // From qk [B, pad + S, P] (pad = (k0 - 1) + (k1 - 1) history rows, then the new tokens' packed
 // down-projection), computes the normalised, rotated q [B, S, H, dh] and k [B, S, Hkv, dh].
 // key_scale has Hkv entries; token s of sequence b has position start[b] + s.
-void cca_qk_latent(const TensorView &qk, const CcaConvWeights &conv, const Tensor &key_scale,
+void cca_qk_latent(const ConstTensorView &qk, const CcaConvWeights &conv, const Tensor &key_scale,
                    const RopeTable &rope, const std::vector<int32_t> &start, bool qk_mean,
                    float norm_eps, const TensorView &q, const TensorView &k);
 

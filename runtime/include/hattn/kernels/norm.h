@@ -6,9 +6,9 @@
 namespace hattn {
 
 // y = w * x / sqrt(mean(x^2) + eps) per row of x [rows, n] (x may be a strided view); y [rows, n].
-void rms_norm(const TensorView &x, const Tensor &weight, float eps, const TensorView &y);
+void rms_norm(const ConstTensorView &x, const Tensor &weight, float eps, const TensorView &y);
 
 // y = (x - mean) / sqrt(var + eps) * w + b per row.
-void layer_norm(const TensorView &x, const Tensor &weight, const Tensor &bias, float eps, const TensorView &y);
+void layer_norm(const ConstTensorView &x, const Tensor &weight, const Tensor &bias, float eps, const TensorView &y);
 
 }  // namespace hattn

@@ -23,8 +23,8 @@ public:
     RopeTable extended(int64_t positions) const;
 
     // [positions, rotary_dim / 2]. Resident on a GPU: uploaded once per table, not per call.
-    TensorView cos() const { return cos_.view(); }
-    TensorView sin() const { return sin_.view(); }
+    ConstTensorView cos() const { return cos_.view(); }
+    ConstTensorView sin() const { return sin_.view(); }
 
 private:
     RopeTable(const RopeTable *prefix, int64_t rotary_dim, double base, int64_t positions);
@@ -63,7 +63,7 @@ enum class RopeLayout {
 
 // y = rope(x): x and y are [B, S, H, D] (y may be a strided view, e.g. into a KV cache); token s
 // of sequence b has position start[b] + s. The table must cover every position.
-void apply_rope(const TensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
+void apply_rope(const ConstTensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
                 const TensorView &y, RopeLayout layout = RopeLayout::NeoX);
 
 }  // namespace hattn

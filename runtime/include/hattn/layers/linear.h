@@ -28,7 +28,7 @@ public:
     // x [..., in] -> [..., out].
     Tensor apply(const Tensor &x) const;
     // The same into y [..., out] (contiguous), which may be a view of a larger tensor.
-    void apply(const TensorView &x, const TensorView &y) const;
+    void apply(const ConstTensorView &x, const TensorView &y) const;
 
 private:
     Tensor weight_;
