@@ -23,7 +23,7 @@ constexpr int64_t E = 64;  // hidden size: 8 query heads share 2 KV heads of dim
 inline hattn::Tensor random_tensor(const hattn::Shape &shape, std::mt19937 &rng, float amplitude) {
     hattn::Tensor t(shape);
     std::uniform_real_distribution<float> uniform(-amplitude, amplitude);
-    for (float &v : t.values()) v = uniform(rng);
+    for (int64_t i = 0; i < t.size(); i++) t.data()[i] = uniform(rng);
     return t;
 }
 

@@ -201,11 +201,11 @@ TEST_F(Cli, AMaskOrContextForAnotherKindExits2) {
 TEST_F(Cli, ANonFiniteInputIsNamed) {
     const std::string dir = make_case("nan", good_config());
     Tensor x = testing::random_tensor({1, 3, 8}, 6);
-    x.values()[13] = std::nanf("");
+    x.data()[13] = std::nanf("");
     write_npy(dir + "/x.npy", x);
     expect_one_line_naming(hattn("run --case " + dir + " --output " + tmp.file("o.npy")),
                            "x.npy: element 13 is NaN; inputs must be finite");
-    x.values()[13] = std::numeric_limits<float>::infinity();
+    x.data()[13] = std::numeric_limits<float>::infinity();
     write_npy(dir + "/x.npy", x);
     expect_one_line_naming(hattn("run --case " + dir + " --output " + tmp.file("o.npy")), "element 13 is infinite");
 }

@@ -71,7 +71,7 @@ const bool checks_registered =
 
 TEST(BitLinear, NoInputsGiveZerosWhateverTheOutputHeld) {
     Tensor y({2, 3});
-    std::fill(y.values().begin(), y.values().end(), std::numeric_limits<float>::quiet_NaN());
+    std::fill_n(y.data(), y.size(), std::numeric_limits<float>::quiet_NaN());
     bitlinear(Tensor({2, 0}).view(), pack_ternary(Tensor({3, 0})), y.view());
     for (float v : y.values()) EXPECT_EQ(v, 0.0f);
 }

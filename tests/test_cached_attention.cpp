@@ -32,7 +32,7 @@ struct TestLayer {
         ref.E = s.E, ref.H = s.H, ref.Hkv = s.Hkv, ref.D = s.D, ref.rope_base = s.rope_base;
         auto scaled = [](Shape shape, uint32_t sd) {
             Tensor t = testing::random_tensor(shape, sd);
-            for (float &v : t.values()) v *= 0.3f;
+            for (int64_t i = 0; i < t.size(); i++) t.data()[i] *= 0.3f;
             return t;
         };
         ref.wq = scaled({s.H * s.D, s.E}, seed);

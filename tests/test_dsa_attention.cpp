@@ -40,7 +40,7 @@ DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = 
     const int64_t E = c.hidden, H = c.heads;
     auto t = [](Shape s, uint32_t seed) {
         Tensor x = testing::random_tensor(s, seed);
-        for (float &v : x.values()) v *= 0.3f;
+        for (int64_t i = 0; i < x.size(); i++) x.data()[i] *= 0.3f;
         return x;
     };
     std::map<std::string, Tensor> w{

@@ -29,7 +29,7 @@ namespace {
 
 Tensor scaled(const Shape &shape, uint32_t seed, float amplitude) {
     Tensor t = testing::random_tensor(shape, seed);
-    for (float &v : t.values()) v *= amplitude;
+    for (int64_t i = 0; i < t.size(); i++) t.data()[i] *= amplitude;
     return t;
 }
 

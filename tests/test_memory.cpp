@@ -33,7 +33,7 @@ TEST_F(MemoryPool, LargeTensorStorageIsReusedAndZeroFilled) {
     const float *first = nullptr;
     {
         Tensor a(four_mib);
-        a.values()[5] = 3.0f;
+        a.data()[5] = 3.0f;
         first = a.data();
     }
     EXPECT_GE(pooled_memory_bytes(), size_t(4) << 20);

@@ -26,7 +26,7 @@ using hattn::testing::expect_contains;
 
 Tensor iota_tensor(Shape shape) {
     Tensor t(std::move(shape));
-    std::iota(t.values().begin(), t.values().end(), 0.0f);
+    std::iota(t.data(), t.data() + t.size(), 0.0f);
     return t;
 }
 
@@ -107,6 +107,8 @@ TEST(TensorTest, CropSelectsARangeOfOneDimension) {
 static_assert(std::is_same_v<decltype(std::declval<const Tensor &>().view()), hattn::ConstTensorView>);
 static_assert(std::is_same_v<decltype(std::declval<Tensor &>().view()), TensorView>);
 static_assert(std::is_same_v<decltype(std::declval<const hattn::KVCache &>().keys()), hattn::ConstTensorView>);
+// The values never change count (the shape says how many there are): no resizing through values().
+static_assert(std::is_same_v<decltype(std::declval<Tensor &>().values()), const std::vector<float> &>);
 static_assert(std::is_convertible_v<TensorView, hattn::ConstTensorView>);
 static_assert(!std::is_convertible_v<hattn::ConstTensorView, TensorView>);
 static_assert(!std::is_constructible_v<TensorView, hattn::ConstTensorView>);
@@ -121,6 +123,13 @@ TEST(TensorTest, AReadOnlyViewIsTheSameMemory) {
     EXPECT_EQ(from_writable.data, t.data() + 1);
     EXPECT_EQ(from_writable.strides, Shape({3, 1}));
     EXPECT_FALSE(from_writable.is_contiguous());
+}
+
+TEST(TensorTest, AMissingDimensionIsAnError) {
+    const Tensor t({2, 3});
+    EXPECT_EQ(error_message([&] { t.dim(2); }), "dimension 2 of a tensor [2, 3] does not exist");
+    EXPECT_EQ(error_message([&] { t.view().dim(-1); }), "dimension -1 of a tensor [2, 3] does not exist");
+    EXPECT_EQ(t.dim(1), 3);
 }
 
 TEST(TensorTest, Contiguity) {

@@ -30,7 +30,7 @@ Tensor random(const Shape &shape, uint32_t seed, float amplitude = 1.0f) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-amplitude, amplitude);
     Tensor t(shape);
-    for (float &v : t.values()) v = u(rng);
+    std::generate_n(t.data(), t.size(), [&] { return u(rng); });
     return t;
 }
 

@@ -32,6 +32,10 @@ int64_t element_count(const Shape &shape) {
     return count;
 }
 
+int64_t detail::no_such_dimension(int dim, const Shape &shape) {
+    throw Error("dimension " + std::to_string(dim) + " of a tensor " + shape_to_string(shape) + " does not exist");
+}
+
 template <typename T>
 BasicTensorView<T>::BasicTensorView(T *data_, Shape shape_) : data(data_), shape(std::move(shape_)) {}
 

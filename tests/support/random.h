@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "hattn/tensor.h"
 
@@ -12,9 +14,9 @@ namespace hattn::testing {
 inline Tensor random_tensor(const Shape &shape, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    Tensor t(shape);
-    for (float &v : t.values()) v = uniform(rng);
-    return t;
+    std::vector<float> values(element_count(shape));
+    for (float &v : values) v = uniform(rng);
+    return Tensor(shape, std::move(values));
 }
 
 }  // namespace hattn::testing

@@ -18,6 +18,10 @@ using Shape = std::vector<int64_t>;
 std::string shape_to_string(const Shape &shape);  // "[2, 7, 64]"
 int64_t element_count(const Shape &shape);
 
+namespace detail {
+[[noreturn]] int64_t no_such_dimension(int dim, const Shape &shape);  // throws hattn::Error
+}  // namespace detail
+
 // Non-owning view of float32 memory in PyTorch dimension order. Strides are in elements; an empty
 // stride list means contiguous row-major. `TensorView` may be written through (outputs, caches);
 // `ConstTensorView` only read (inputs, and what a const object shows), and every TensorView
@@ -37,7 +41,7 @@ struct BasicTensorView {
         : data(writable.data), shape(writable.shape), strides(writable.strides) {}
 
     int rank() const { return static_cast<int>(shape.size()); }
-    int64_t dim(int i) const { return shape.at(i); }
+    int64_t dim(int i) const { return i >= 0 && i < rank() ? shape[i] : detail::no_such_dimension(i, shape); }
     int64_t size() const { return element_count(shape); }
     bool is_contiguous() const;
     // Elements [begin, end) of dimension `dim`: the same memory, with explicit strides.
@@ -88,11 +92,11 @@ public:
 
     const Shape &shape() const { return shape_; }
     int rank() const { return static_cast<int>(shape_.size()); }
-    int64_t dim(int i) const { return shape_.at(i); }
+    int64_t dim(int i) const { return i >= 0 && i < rank() ? shape_[i] : detail::no_such_dimension(i, shape_); }
     int64_t size() const { return static_cast<int64_t>(values_.size()); }
     float *data() { return values_.data(); }
     const float *data() const { return values_.data(); }
-    std::vector<float> &values() { return values_; }
+    // Read-only: the shape says how many values there are, so they are written only through data().
     const std::vector<float> &values() const { return values_; }
 
     TensorView view() { return TensorView(values_.data(), shape_); }

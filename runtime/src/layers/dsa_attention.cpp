@@ -83,7 +83,7 @@ DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), r
     // The indexer's head weights are x W_w^T / sqrt(IH): the scale is folded into W_w once.
     Tensor head_weights = w.get("indexer.weights_proj.weight", {c.index_heads, E});
     const float head_scale = static_cast<float>(1.0 / std::sqrt(double(c.index_heads)));
-    for (float &v : head_weights.values()) v *= head_scale;
+    std::for_each(head_weights.data(), head_weights.data() + head_weights.size(), [&](float &v) { v *= head_scale; });
     index_w_ = Linear::dense(std::move(head_weights));
     // Per head, W_kvb's key rows transposed ([R, N]): the absorbed query is q_nope_h times them.
     // (Its value rows are applied to the attended latent in place, as views of W_kvb.)
