@@ -9,6 +9,7 @@
 #include "hattn/layers/cached_attention.h"
 #include "reference/cached_attention.h"
 #include "support/compare.h"
+#include "support/errors.h"
 #include "support/stateful_layer.h"
 #include "support/random.h"
 #include "hattn/safetensors_writer.h"
@@ -110,6 +111,20 @@ testing::StatefulLayer<KVCache> stateful(const CachedAttention &layer) {
     return {[&layer](int64_t batch, int64_t capacity) { return layer.make_cache(batch, capacity); },
             [&layer](const Tensor &x, KVCache &cache) { return layer.self_attention(x, &cache); },
             [&layer](const Tensor &x, KVCache &cache) { return layer.decode_step(x, cache); }};
+}
+
+TEST(CachedAttentionDecode, NonFiniteInputIsRefusedAndChangesNothing) {
+    TestLayer t(Shape4{64, 4, 2, 16, true, 10000.0});
+    double divergence = 1;
+    EXPECT_EQ(testing::non_finite_input_messages(stateful(*t.layer), 64, 51, divergence),
+              std::vector<std::string>({"cached_attention: decode input: element 69 is NaN; inputs must be finite",
+                                        "cached_attention: input: element 3 is infinite; inputs must be finite"}));
+    EXPECT_LE(divergence, 1e-6);
+    const Tensor context = testing::random_tensor({2, 3, 64}, 52);
+    Tensor bad_values = context;
+    bad_values.data()[7] = std::nanf("");
+    EXPECT_EQ(testing::error_message([&] { t.layer->conditioning_cache(context, bad_values); }),
+              "cached_attention: value input: element 7 is NaN; inputs must be finite");
 }
 
 TEST(CachedAttentionDecode, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {

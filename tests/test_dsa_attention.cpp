@@ -303,6 +303,15 @@ TEST(DsaState, TruncateAndForkContinueLikeFreshSequences) {
     EXPECT_EQ(s.lengths(), std::vector<int32_t>({0, 0}));
 }
 
+TEST(DsaState, NonFiniteInputIsRefusedAndChangesNothing) {
+    const DsaAttention layer = make_layer(small_config(3));
+    double divergence = 1;
+    EXPECT_EQ(testing::non_finite_input_messages(stateful(layer), 64, 64, divergence),
+              std::vector<std::string>({"glm_dsa: input: element 69 is NaN; inputs must be finite",
+                                        "glm_dsa: input: element 3 is infinite; inputs must be finite"}));
+    EXPECT_LE(divergence, 1e-6);
+}
+
 TEST(DsaAttentionThreads, OneLayerServesThreadsThatEachHaveAState) {
     const DsaAttention layer = make_layer(small_config(3));
     EXPECT_LE(testing::shared_by_threads_error(stateful(layer), 64, 63), 1e-6);

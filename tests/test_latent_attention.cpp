@@ -274,6 +274,15 @@ TEST(LatentState, NoTokensChangeNothing) {
 
 using testing::sequence;
 
+TEST(LatentState, NonFiniteInputIsRefusedAndChangesNothing) {
+    SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true);
+    double divergence = 1;
+    EXPECT_EQ(testing::non_finite_input_messages(stateful(*layer.layer), 128, 44, divergence),
+              std::vector<std::string>({"latent attention: input: element 133 is NaN; inputs must be finite",
+                                        "latent attention: input: element 3 is infinite; inputs must be finite"}));
+    EXPECT_LE(divergence, 1e-6);
+}
+
 TEST(LatentAttentionThreads, OneLayerServesThreadsThatEachHaveAState) {
     SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true);
     EXPECT_LE(testing::shared_by_threads_error(stateful(*layer.layer), 128, 42), 1e-6);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "finite_input.h"
 #include "hattn/error.h"
 #include "hattn/layers/cached_attention.h"
 #include "hattn/layers/dsa_attention.h"
@@ -36,16 +37,6 @@ void require_shape(const std::string &path, const Shape &actual, const Shape &ex
                                     shape_to_string(expected) + " (" + meaning + ")");
 }
 
-// The kernels are compiled assuming no NaN or Inf (fast-math): an input holding one would give
-// meaningless output rather than an error, so it is refused here, naming where it is.
-void require_finite(const std::string &path, const Tensor &t) {
-    const std::vector<float> &values = t.values();
-    const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-    if (bad == values.end()) return;
-    throw Error(path + ": element " + std::to_string(bad - values.begin()) + " is " +
-                (std::isnan(*bad) ? "NaN" : "infinite") + "; inputs must be finite");
-}
-
 // Reads the tensors of a case once the config is known, checking every shape against it.
 LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, int64_t seq_len,
                       bool cross, double tolerance, const LayerFiles &files) {
@@ -60,7 +51,7 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
         seq_len = x.dim(1);
     }
     require_shape(files.input, x.shape(), {batch, seq_len, hidden}, "[batch, seq_len, E]");
-    require_finite(files.input, x);
+    detail::require_finite(files.input, x);
 
     if (!kind.mask_and_context) {  // silently ignoring them would give the user a wrong result
         const std::string no = std::string(": kind ") + kind.name + " takes no ";
@@ -81,7 +72,7 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
                     ", expected [" + std::to_string(batch) + ", Sk, " + std::to_string(hidden) +
                     "]");
         context_len = context->dim(1);
-        require_finite(files.context, *context);
+        detail::require_finite(files.context, *context);
     }
     std::optional<NpyArray> mask;
     if (!files.mask.empty()) {

@@ -4,12 +4,16 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "hattn/error.h"
 #include "hattn/tensor.h"
 #include "support/compare.h"
 #include "support/random.h"
@@ -57,6 +61,33 @@ double continuous_batching_error(const StatefulLayer<State> &layer, int64_t E, u
         worst = std::max(worst, relative_l2(sequence(y, 1), layer.decode_step(sequence(x, 1), alone)));
     }
     return worst;
+}
+
+// A decode step whose input holds a NaN and a prefill whose input holds an infinity are refused,
+// naming the first bad element, and the state goes on as if neither call had been made: returns
+// the two messages, and in `divergence` the difference from a state that never saw them.
+template <typename State>
+std::vector<std::string> non_finite_input_messages(const StatefulLayer<State> &layer, int64_t E, uint32_t seed,
+                                                   double &divergence) {
+    const Tensor prompt = random_tensor({2, 3, E}, seed), step = random_tensor({2, 1, E}, seed + 1);
+    State state = layer.make_state(2, 8), clean = layer.make_state(2, 8);
+    layer.prefill(prompt, state);
+    layer.prefill(prompt, clean);
+    Tensor bad_step = step, bad_prompt = random_tensor({2, 2, E}, seed + 2);
+    bad_step.data()[E + 5] = std::nanf("");
+    bad_prompt.data()[3] = std::numeric_limits<float>::infinity();
+    std::vector<std::string> messages;
+    for (auto [x, call] : {std::pair{&bad_step, &layer.decode_step}, {&bad_prompt, &layer.prefill}}) {
+        try {
+            (*call)(*x, state);
+            messages.push_back("(no error)");
+        } catch (const Error &e) {
+            messages.push_back(e.what());
+        }
+    }
+    EXPECT_EQ(state.lengths(), clean.lengths());
+    divergence = relative_l2(layer.decode_step(step, state), layer.decode_step(step, clean));
+    return messages;
 }
 
 // Threads share the layer, each with a state of its own, and each runs prefill then decode steps

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "device_residency.h"
+#include "finite_input.h"
 #include "hattn/error.h"
 #include "hattn/kernels/projection.h"
 
@@ -83,6 +84,7 @@ void CachedAttention::check_input(const Tensor &x, const char *what) const {
     require(x.rank() == 3 && x.dim(2) == config_.embedding_dimension,
             std::string("cached_attention: ") + what + " " + shape_to_string(x.shape()) +
                 " must be [B, S, " + std::to_string(config_.embedding_dimension) + "]");
+    detail::require_finite(std::string("cached_attention: ") + what, x);
 }
 
 Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection, int64_t heads) const {
@@ -117,6 +119,8 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     require(key_input.shape() == x.shape() && value_input.shape() == x.shape(),
             "cached_attention: key input " + shape_to_string(key_input.shape()) + " and value input " +
                 shape_to_string(value_input.shape()) + " must match the query input " + shape_to_string(x.shape()));
+    if (&key_input != &x) detail::require_finite("cached_attention: key input", key_input);
+    if (&value_input != &x) detail::require_finite("cached_attention: value input", value_input);
     const int64_t B = x.dim(0), S = x.dim(1), Hkv = config_.kv_heads, D = config_.head_dimension;
     if (cache) {
         require(cache->batch() == B && cache->kv_heads() == Hkv && cache->head_dim() == D,
@@ -191,6 +195,7 @@ ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
     require(value_input.shape() == key_input.shape(),
             "cached_attention: value input " + shape_to_string(value_input.shape()) +
                 " differs from key input " + shape_to_string(key_input.shape()));
+    if (&value_input != &key_input) detail::require_finite("cached_attention: value input", value_input);
     const int64_t B = key_input.dim(0), Sk = key_input.dim(1);
     require(Sk > 0, "cached_attention: the context must hold at least one token");
     KVCache kv = make_cache(B, Sk);

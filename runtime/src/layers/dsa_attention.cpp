@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "device_residency.h"
+#include "finite_input.h"
 #include "hattn/error.h"
 #include "hattn/kernels/dsa.h"
 #include "hattn/kernels/norm.h"
@@ -127,6 +128,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     const DsaConfig &c = config_;
     require(x.rank() == 3 && x.dim(2) == c.hidden,
             "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
+    detail::require_finite("glm_dsa: input", x);
     const int64_t B = x.dim(0), S = x.dim(1), H = c.heads, N = c.nope_dim, Rd = c.rope_dim, V = c.v_dim;
     const int64_t R = c.kv_lora_rank, L = R + Rd, IH = c.index_heads, ID = c.index_dim;
     require(state.batch() == B, "glm_dsa: state batch " + str(state.batch()) + " does not fit input " +

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "device_residency.h"
+#include "finite_input.h"
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
 
@@ -227,6 +228,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     const LatentAttentionConfig &c = config_;
     require(x.rank() == 3 && x.dim(2) == c.hidden,
             "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
+    detail::require_finite("latent attention: input", x);
     const int64_t B = x.dim(0), S = x.dim(1), P = c.packed(), hist = c.history();
     const int64_t H = c.heads, Hkv = c.kv_heads, dh = c.head_dim, Lkv = c.kv_rank(), half = Lkv / 2;
     if (state) {
