@@ -363,10 +363,16 @@ TEST(LatentState, SequencesOutsideTheBatchAreRefused) {
 }
 
 TEST(LatentState, EncoderModeHasNoDecode) {
-    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "encoder"}}, false);
-    LatentState s = layer.layer->make_state(1, 4);
-    EXPECT_THROW(layer.layer->prefill(testing::random_tensor({1, 2, 64}, 1), s), Error);
-    EXPECT_THROW(layer.layer->decode_step(testing::random_tensor({1, 1, 64}, 1), s), Error);
+    SeedLayer encoder({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "encoder"}}, false);
+    EXPECT_EQ(testing::error_message([&] { encoder.layer->make_state(1, 4); }),
+              "latent attention: make_state needs mode decoder: decode is causal by nature");
+    SeedLayer decoder({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    LatentState s = decoder.layer->make_state(1, 4);  // an encoder given a decoder's state
+    EXPECT_EQ(testing::error_message([&] { encoder.layer->prefill(testing::random_tensor({1, 2, 64}, 1), s); }),
+              "latent attention: prefill needs mode decoder: decode is causal by nature");
+    EXPECT_THROW(encoder.layer->decode_step(testing::random_tensor({1, 1, 64}, 1), s), Error);
+    EXPECT_EQ(testing::error_message([&] { decoder.layer->make_state(-2, 4); }),
+              "latent state: batch and capacity must be positive, got batch -2, capacity 4");
 }
 
 // ---------------------------------------------------------------- validation

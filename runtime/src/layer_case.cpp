@@ -149,6 +149,18 @@ void place_tokens(Tensor &out, const Tensor &part, int64_t begin) {
     }
 }
 
+// Rows [begin, end) of every sequence's [1, S, Sk] boolean mask, as a [B, 1, end - begin, Sk] mask.
+std::vector<uint8_t> mask_rows(const NpyArray &mask, int64_t begin, int64_t end) {
+    const int64_t B = mask.shape[0], S = mask.shape[2], Sk = mask.shape[3];
+    std::vector<uint8_t> rows;
+    rows.reserve(B * (end - begin) * Sk);
+    for (int64_t b = 0; b < B; b++) {
+        const uint8_t *first = mask.boolean.data() + (b * S + begin) * Sk;
+        rows.insert(rows.end(), first, first + (end - begin) * Sk);
+    }
+    return rows;
+}
+
 // The first P tokens as one prefill call, then every later token as a one-token decode step.
 template <typename Prefill, typename Decode>
 Tensor prefill_then_decode(const LayerCase &c, int64_t P, Prefill prefill, Decode decode) {
@@ -167,11 +179,22 @@ Tensor run_cached_attention(const LayerCase &c, std::optional<int64_t> prefill) 
                                      mask ? &*mask : nullptr);
     }
     if (!prefill) return layer.self_attention(c.x, nullptr, mask ? &*mask : nullptr);
-    require(!mask, "--prefill with a mask is not supported: decode steps take no mask");
     KVCache cache = layer.make_cache(c.batch, c.seq_len);
-    return prefill_then_decode(
-        c, *prefill, [&](const Tensor &x) { return layer.self_attention(x, &cache); },
-        [&](const Tensor &x) { return layer.decode_step(x, cache); });
+    if (!mask) {
+        return prefill_then_decode(
+            c, *prefill, [&](const Tensor &x) { return layer.self_attention(x, &cache); },
+            [&](const Tensor &x) { return layer.decode_step(x, cache); });
+    }
+    // With a mask, each call takes the mask's rows of its own queries (a decode step is a
+    // one-token self_attention, which takes a mask where decode_step does not).
+    int64_t next_row = 0;
+    const auto with_rows = [&](const Tensor &x) {
+        const std::vector<uint8_t> rows = mask_rows(*c.mask, next_row, next_row + x.dim(1));
+        const MaskView view{rows.data(), {c.batch, 1, x.dim(1), c.mask->shape[3]}};
+        next_row += x.dim(1);
+        return layer.self_attention(x, &cache, &view);
+    };
+    return prefill_then_decode(c, *prefill, with_rows, with_rows);
 }
 
 Tensor run_latent_attention(const LayerCase &c, std::optional<int64_t> prefill) {

@@ -200,12 +200,13 @@ void LatentAttention::finish_construction() {
 }
 
 void LatentAttention::require_decoder(const char *call) const {
-    require(config_.causal, std::string(call) + " needs mode decoder: decode is causal by nature");
+    require(config_.causal, std::string("latent attention: ") + call + " needs mode decoder: decode is causal by nature");
 }
 
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
-    return LatentState(KVCache(batch, config_.kv_heads, config_.head_dim, capacity, "latent state"),
-                       Tensor({batch, config_.history(), config_.packed()}), first_value_);
+    require_decoder("make_state");
+    KVCache kv(batch, config_.kv_heads, config_.head_dim, capacity, "latent state");  // checks batch and capacity
+    return LatentState(std::move(kv), Tensor({batch, config_.history(), config_.packed()}), first_value_);
 }
 
 Tensor LatentAttention::forward(const Tensor &x) const {

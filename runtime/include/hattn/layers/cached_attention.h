@@ -30,6 +30,8 @@ class CachedAttention {
 public:
     // Weights under the seed's state_dict names (query_projection.weight, ...).
     CachedAttention(const CachedAttentionConfig &config, const Weights &weights);
+    CachedAttention(const ConfigReader &config, const Weights &weights)
+        : CachedAttention(CachedAttentionConfig::from(config), weights) {}
 
     const CachedAttentionConfig &config() const { return config_; }
 

@@ -46,8 +46,11 @@ public:
     int64_t batch() const { return lengths_.batch(); }
     int64_t capacity() const { return lengths_.capacity(); }
     const std::vector<int32_t> &lengths() const { return lengths_.values(); }
-    const Tensor &latent() const { return latent_; }          // [B, capacity, R + Rd]
-    const Tensor &index_keys() const { return index_keys_; }  // [B, capacity, ID]
+    // The storage, [B, capacity, R + Rd] and [B, capacity, ID]. Rows past a sequence's length
+    // are not part of it (a call writes its new rows there first, and counts them only once
+    // everything has succeeded).
+    const Tensor &latent() const { return latent_; }
+    const Tensor &index_keys() const { return index_keys_; }
 
     void reset();                                        // every sequence empty
     void reset(int64_t sequence);                        // one sequence empty
@@ -71,6 +74,7 @@ class DsaAttention {
 public:
     // Weights under HF names (q_a_proj, ..., indexer.*); `weights` may carry a name prefix.
     DsaAttention(const DsaConfig &config, const Weights &weights);
+    DsaAttention(const ConfigReader &config, const Weights &weights) : DsaAttention(DsaConfig::from(config), weights) {}
 
     const DsaConfig &config() const { return config_; }
 

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Writes the spec cases: case folders (spec/cases.md) for options of spec/attention.md that the shared
+golden cases leave out. Inputs and weights come from numpy's default_rng with a fixed seed per case;
+y.npy is reference.run_case() of the written folder, so BF16 weights are seen exactly as stored.
+
+usage: make_cases.py OUT_DIR
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+import reference
+import safetensors_io
+
+
+def matrix(rng, *shape, fan_in=None):
+    """A weight with unit-variance outputs: normal / sqrt(fan_in), fan_in the last dim by default."""
+    return (rng.standard_normal(shape) / np.sqrt(fan_in or shape[-1])).astype(np.float32)
+
+
+def noise(rng, *shape, scale=0.2, mean=0.0):
+    return (mean + scale * rng.standard_normal(shape)).astype(np.float32)
+
+
+def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=None, mask=None,
+               dtype='F32'):
+    """Writes one case folder and its expected output; returns the folder."""
+    folder = os.path.join(out_dir, name)
+    os.makedirs(folder)
+    case = {'kind': kind, 'config': config, 'batch': x.shape[0], 'seq_len': x.shape[1]}
+    if context is not None:
+        case['cross'] = True
+        np.save(os.path.join(folder, 'context.npy'), context)
+    if mask is not None:
+        np.save(os.path.join(folder, 'mask.npy'), mask)
+    if tolerance is not None:
+        case['tolerance'] = tolerance
+    with open(os.path.join(folder, 'config.json'), 'w') as f:
+        json.dump(case, f, indent=1)
+    safetensors_io.save(os.path.join(folder, 'weights.safetensors'), weights, dtype)
+    np.save(os.path.join(folder, 'x.npy'), x)
+    np.save(os.path.join(folder, 'y.npy'), reference.run_case(folder).astype(np.float32))
+    return folder
+
+
+def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, masked=False, dtype='F32'):
+    """§1. masked: about 30% of the keys masked at random and every key of query row 1 (batch 0)."""
+    rng = np.random.default_rng(seed)
+    e, heads = config['embedding_dimension'], config['number_of_heads']
+    kv_heads = config.get('number_of_key_value_heads') or heads
+    head_dim = config.get('head_dimension') or e // heads
+    shapes = {'query_projection': (heads * head_dim, e), 'key_projection': (kv_heads * head_dim, e),
+              'value_projection': (kv_heads * head_dim, e), 'output_projection': (e, heads * head_dim)}
+    weights = {}
+    for layer, shape in shapes.items():
+        weights[layer + '.weight'] = matrix(rng, *shape)
+        if config.get('bias', True):
+            weights[layer + '.bias'] = noise(rng, shape[0])
+    x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
+    context = None if context_len is None else rng.standard_normal((batch, context_len, e)).astype(np.float32)
+    mask = None
+    if masked:
+        mask = rng.random((batch, 1, seq_len, context_len or seq_len)) < 0.3
+        mask[0, 0, 1, :] = True
+    return write_case(out_dir, name, 'cached_attention', config, weights, x, context=context, mask=mask,
+                      dtype=dtype)
+
+
+def cca_case(out_dir, name, seed, config, batch, seq_len, grouped, tolerance=None):
+    """§2 CCA (grouped=False) or CCGQA (grouped=True)."""
+    rng = np.random.default_rng(seed)
+    e, heads = config['hidden_size'], config['num_heads']
+    prefix = 'ccgqa_' if grouped else 'cca_'
+    if grouped:
+        q_rank = config.get('ccgqa_query_latent_rank', max(1, e // 2))
+        kv_rank = config.get('ccgqa_kv_latent_rank', max(1, e // 8))
+    else:
+        q_rank = kv_rank = config.get('cca_latent_rank', max(1, e // 4))
+    dh = q_rank // heads
+    channels = q_rank + kv_rank
+    weights = {'linear_qk.weight': matrix(rng, channels, e), 'out_proj.weight': matrix(rng, e, q_rank),
+               'temp': noise(rng, 1, scale=0.5)}
+    if config.get(prefix + 'value_shift', True):
+        weights['val_proj1.weight'] = matrix(rng, kv_rank // 2, e)
+        weights['val_proj2.weight'] = matrix(rng, kv_rank // 2, e)
+    else:
+        weights['val_proj.weight'] = matrix(rng, kv_rank, e)
+    conv_layers = config.get(prefix + 'num_conv_layers', 2)
+    if conv_layers >= 1:
+        weights['conv_qk0.weight'] = matrix(rng, channels, 1, config.get(prefix + 'conv_kernel_seq', 4))
+    if conv_layers >= 2:
+        kernel = config.get(prefix + 'conv_kernel_ch', 3)
+        weights['conv_qk1.weight'] = matrix(rng, channels, dh, kernel, fan_in=dh * kernel)
+    x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
+    return write_case(out_dir, name, 'ccgqa' if grouped else 'cca', config, weights, x, tolerance)
+
+
+def zaya_case(out_dir, name, seed, config, batch, seq_len):
+    """§3 ZAYA CCA; config must name num_attention_heads, num_key_value_heads and head_dim."""
+    rng = np.random.default_rng(seed)
+    e, heads = config['hidden_size'], config['num_attention_heads']
+    kv_heads, head_dim = config['num_key_value_heads'], config['head_dim']
+    k0, k1 = config.get('cca_time0', 2), config.get('cca_time1', 2)
+    channels = (heads + kv_heads) * head_dim
+    projections = {'qkv_proj.q_proj': (heads * head_dim, e), 'qkv_proj.k_proj': (kv_heads * head_dim, e),
+                   'qkv_proj.v_proj_current': (kv_heads * head_dim // 2, e),
+                   'qkv_proj.v_proj_delayed': (kv_heads * head_dim // 2, e), 'o_proj': (e, heads * head_dim)}
+    weights = {}
+    for layer, shape in projections.items():
+        weights[layer + '.weight'] = matrix(rng, *shape)
+        if config.get('attention_bias', False):
+            weights[layer + '.bias'] = noise(rng, shape[0])
+    weights.update({
+        'qkv_proj.conv_qk_depthwise.weight': matrix(rng, channels, 1, k0),
+        'qkv_proj.conv_qk_depthwise.bias': noise(rng, channels),
+        'qkv_proj.conv_qk_grouped.weight': matrix(rng, channels, head_dim, k1, fan_in=head_dim * k1),
+        'qkv_proj.conv_qk_grouped.bias': noise(rng, channels),
+        'qk_norm.temp': noise(rng, kv_heads, scale=0.5, mean=1.0)})
+    x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
+    return write_case(out_dir, name, 'zaya_cca', config, weights, x)
+
+
+def dsa_case(out_dir, name, seed, config, batch, seq_len, dtype='F32', zero_index_queries=False):
+    """§4 GLM-5 DSA. zero_index_queries: every indexer score is 0, so the tie rule alone selects."""
+    rng = np.random.default_rng(seed)
+    e, heads = config['hidden_size'], config['num_attention_heads']
+    q_rank, kv_rank = config['q_lora_rank'], config['kv_lora_rank']
+    nope, rope_dim, v_dim = config['qk_nope_head_dim'], config['qk_rope_head_dim'], config['v_head_dim']
+    index_heads, index_dim = config['index_n_heads'], config['index_head_dim']
+    weights = {
+        'q_a_proj.weight': matrix(rng, q_rank, e),
+        'q_a_layernorm.weight': noise(rng, q_rank, mean=1.0),
+        'q_b_proj.weight': matrix(rng, heads * (nope + rope_dim), q_rank),
+        'kv_a_proj_with_mqa.weight': matrix(rng, kv_rank + rope_dim, e),
+        'kv_a_layernorm.weight': noise(rng, kv_rank, mean=1.0),
+        'kv_b_proj.weight': matrix(rng, heads * (nope + v_dim), kv_rank),
+        'o_proj.weight': matrix(rng, e, heads * v_dim),
+        'indexer.wq_b.weight': matrix(rng, index_heads * index_dim, q_rank),
+        'indexer.wk.weight': matrix(rng, index_dim, e),
+        'indexer.k_norm.weight': noise(rng, index_dim, mean=1.0),
+        'indexer.k_norm.bias': noise(rng, index_dim),
+        'indexer.weights_proj.weight': matrix(rng, index_heads, e)}
+    if zero_index_queries:
+        weights['indexer.wq_b.weight'][:] = 0
+    if config.get('attention_bias', False):
+        weights['q_a_proj.bias'] = noise(rng, q_rank)
+        weights['kv_a_proj_with_mqa.bias'] = noise(rng, kv_rank + rope_dim)
+        weights['o_proj.bias'] = noise(rng, e)
+    x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
+    folder = write_case(out_dir, name, 'glm_dsa', config, weights, x, dtype=dtype)
+    check_selection_margin(folder)
+    return folder
+
+
+def check_selection_margin(folder, relative=1e-5):
+    """Exits when float32 rounding of the indexer scores could change a row's top-K selection. Safe
+    rows: the K-th and (K+1)-th best scores differ clearly, or they tie at exactly 0 while every
+    other score is clearly away from 0 (scores are weighted sums, of either sign) and each key scoring
+    0 has every dot product exactly 0 or clearly negative (so its score stays 0 in float32 and the tie
+    rule decides)."""
+    def path(name):
+        return os.path.join(folder, name)
+
+    with open(path('config.json')) as f:
+        config = json.load(f)['config']
+    score, dots = reference.dsa_indexer_scores(config, safetensors_io.load(path('weights.safetensors')),
+                                               np.load(path('x.npy')).astype(np.float64))
+    top_k = config['index_topk']
+    score_margin = relative * max(np.abs(score[np.isfinite(score)]).max(), 1e-30)
+    dot_margin = relative * np.abs(dots).max()
+    for b, s in np.ndindex(score.shape[:2]):
+        row = score[b, s, :s + 1]
+        if row.size <= top_k:
+            continue
+        kth, next_best = np.sort(row)[::-1][top_k - 1:top_k + 1]
+        if kth - next_best > score_margin:
+            continue
+        zero = row == 0
+        zero_dots = dots[b, :, s, :s + 1][:, zero]
+        if (kth == 0 and (np.abs(row[~zero]) > score_margin).all()
+                and ((zero_dots < -dot_margin) | (zero_dots == 0)).all()):
+            continue
+        sys.exit(f'{folder}: batch {b} query {s}: the top-{top_k} selection is within float32 rounding; '
+                 'change the seed')
+
+
+def write_all(out_dir):
+    """Writes every case into out_dir (created; must not hold them already); returns the folders."""
+    os.makedirs(out_dir, exist_ok=True)
+    cases = []
+
+    # §1 cached attention
+    mha = {'embedding_dimension': 32, 'number_of_heads': 4, 'rope_base': 10000.0}
+    gqa = {'embedding_dimension': 32, 'number_of_heads': 8, 'number_of_key_value_heads': 2,
+           'attention_type': 'grouped_query'}
+    cases += [
+        cached_case(out_dir, 'cached_cross_rope_base_set', 1, mha, 1, 5, context_len=7),
+        cached_case(out_dir, 'cached_gqa_cross_masked', 2, gqa, 2, 6, context_len=9, masked=True),
+        cached_case(out_dir, 'cached_self_masked', 3, mha, 2, 8, masked=True),
+        cached_case(out_dir, 'cached_head_dim_16_e50_h4_rope', 4,
+                    {'embedding_dimension': 50, 'number_of_heads': 4, 'number_of_key_value_heads': 2,
+                     'attention_type': 'grouped_query', 'head_dimension': 16, 'bias': False,
+                     'rope_base': 10000.0}, 2, 11),
+        cached_case(out_dir, 'cached_gqa_rope_bf16', 5, dict(gqa, rope_base=10000.0), 1, 12, dtype='BF16'),
+    ]
+
+    # §2 CCA / CCGQA
+    cases += [
+        cca_case(out_dir, 'cca_latent_rank_32_rope_base_500', 6,
+                 {'hidden_size': 64, 'num_heads': 4, 'mode': 'decoder', 'cca_latent_rank': 32,
+                  'rope_base': 500.0}, 2, 13, grouped=False),
+        cca_case(out_dir, 'ccgqa_encoder', 7, {'hidden_size': 128, 'num_heads': 8, 'mode': 'encoder'}, 1, 13,
+                 grouped=True),
+        cca_case(out_dir, 'ccgqa_bitnet', 8, {'hidden_size': 128, 'num_heads': 8, 'mode': 'decoder',
+                                              'use_bitnet': True}, 1, 17, grouped=True, tolerance=1e-3),
+    ]
+
+    # §3 ZAYA CCA
+    zaya = {'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2, 'head_dim': 16}
+    zaya_small = {'num_attention_heads': 4, 'head_dim': 8, 'rope_theta': 100.0}
+    cases += [
+        zaya_case(out_dir, 'zaya_kv_heads_1', 9,
+                  dict(zaya_small, hidden_size=32, num_key_value_heads=1), 1, 12),
+        zaya_case(out_dir, 'zaya_kv_heads_3_bias', 10,
+                  dict(zaya_small, hidden_size=48, num_attention_heads=6, num_key_value_heads=3,
+                       attention_bias=True), 2, 12),
+        zaya_case(out_dir, 'zaya_rotary_factor_1', 11,
+                  dict(zaya, partial_rotary_factor=1.0, rope_theta=10000.0), 1, 14),
+        zaya_case(out_dir, 'zaya_rotary_factor_quarter', 12,
+                  dict(zaya, partial_rotary_factor=0.25, rope_theta=10000.0), 1, 14),
+        zaya_case(out_dir, 'zaya_cca_time_1_3', 13,
+                  dict(zaya, cca_time0=1, cca_time1=3, rope_theta=100.0), 1, 15),
+        zaya_case(out_dir, 'zaya_cca_time_4_4', 14,
+                  dict(zaya, cca_time0=4, cca_time1=4, rope_theta=100.0), 1, 30),
+        zaya_case(out_dir, 'zaya_nested_rope_theta', 15,
+                  dict(zaya, rope_parameters={'hybrid': {'rope_theta': 1000.0}}), 1, 14),
+    ]
+
+    # §4 GLM-5 DSA
+    dsa = {'hidden_size': 64, 'num_attention_heads': 4, 'q_lora_rank': 48, 'kv_lora_rank': 32,
+           'qk_nope_head_dim': 16, 'qk_rope_head_dim': 8, 'v_head_dim': 16, 'index_n_heads': 4,
+           'index_head_dim': 16, 'index_topk': 6, 'rope_theta': 10000.0}
+    theta_in_rope_parameters = {k: v for k, v in dsa.items() if k != 'rope_theta'}
+    theta_in_rope_parameters['rope_parameters'] = {'rope_type': 'default', 'rope_theta': 50.0}
+    cases += [
+        # S > 256: more than one block of indexer queries. (Seed 24: with 16 or 17 some row's top-16
+        # is within float32 rounding, see check_selection_margin.)
+        dsa_case(out_dir, 'dsa_seq_300', 24, dict(dsa, index_topk=16), 1, 300),
+        dsa_case(out_dir, 'dsa_rms_norm_eps', 17, dict(dsa, rms_norm_eps=0.5), 1, 16),
+        dsa_case(out_dir, 'dsa_rope_parameters_theta', 18, theta_in_rope_parameters, 1, 16),
+        dsa_case(out_dir, 'dsa_topk_1', 19, dict(dsa, index_topk=1), 1, 12),
+        dsa_case(out_dir, 'dsa_rope_dim_equals_index_dim', 20,
+                 dict(dsa, qk_rope_head_dim=16, index_head_dim=16, v_head_dim=8, index_n_heads=2), 1, 15),
+        dsa_case(out_dir, 'dsa_all_scores_tie', 21, dsa, 2, 14, zero_index_queries=True),
+        dsa_case(out_dir, 'dsa_bias_bf16', 22, dict(dsa, attention_bias=True), 1, 20, dtype='BF16'),
+    ]
+    return cases
+
+
+if __name__ == '__main__':
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for folder in write_all(sys.argv[1]):
+        print(folder)

@@ -1,0 +1,338 @@
+"""Float64 reference of the attention layers, written from spec/attention.md alone.
+
+The spec lives in ../shared/spec/ next to the checkout; "§n" below names its section n. Layouts are
+PyTorch's: x is [B, S, E], per-head tensors are [B, heads, S, dim]. Everything is float64 except
+BitLinear's quantisation, which §2 fixes in float32. run_case() gives the expected output of a case
+folder (spec/cases.md). This file must not be derived from the C++ code.
+"""
+import json
+import os
+
+import numpy as np
+
+import safetensors_io
+
+
+def linear(x, weight, bias=None):
+    """x W^T (+ b) in float64."""
+    y = np.asarray(x, np.float64) @ np.asarray(weight, np.float64).T
+    return y if bias is None else y + bias
+
+
+def split_heads(y, heads):
+    """[B, S, heads*dim] -> [B, heads, S, dim]."""
+    b, s, _ = y.shape
+    return y.reshape(b, s, heads, -1).transpose(0, 2, 1, 3)
+
+
+def merge_heads(y):
+    """[B, heads, S, dim] -> [B, S, heads*dim] (heads concatenated)."""
+    b, heads, s, dim = y.shape
+    return y.transpose(0, 2, 1, 3).reshape(b, s, heads * dim)
+
+
+def shift_right(x):
+    """x_{t-1} for every t, with x_{-1} = 0 (§2 step 4, §3)."""
+    return np.pad(x, ((0, 0), (1, 0), (0, 0)))[:, :-1]
+
+
+def rope_rotate_half(x, positions, base, rotary_dim=None):
+    """§1 RoPE, NeoX "rotate half" over the last axis: for pair i < rd/2, angle = pos * base^(-2i/rd),
+    x1' = x1 cos - x2 sin, x2' = x1 sin + x2 cos (x1 = dims [0, rd/2), x2 = [rd/2, rd)).
+    rd is the whole head unless rotary_dim is given (§3's partial RoPE: dims >= rd unchanged)."""
+    rd = x.shape[-1] if rotary_dim is None else rotary_dim
+    half = rd // 2
+    angle = np.asarray(positions, np.float64)[:, None] * base ** (-2.0 * np.arange(half) / rd)
+    cos, sin = np.cos(angle), np.sin(angle)
+    x1, x2 = x[..., :half], x[..., half:rd]
+    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos, x[..., rd:]], axis=-1)
+
+
+def rope_interleaved(x, positions, base):
+    """§4 "interleaved" RoPE: de-interleave (x0,x1,x2,x3,.. -> x0,x2,..,x1,x3,..), then rotate half;
+    the result stays in the de-interleaved order."""
+    return rope_rotate_half(np.concatenate([x[..., 0::2], x[..., 1::2]], axis=-1), positions, base)
+
+
+def attention(q, k, v, scale, causal, mask=None):
+    """§1 softmax(q k^T * scale) v. q [B, H, Sq, D]; k, v [B, Hkv, Sk, D], query head h reads KV head
+    h / (H/Hkv). mask [B, 1, Sq, Sk], True = masked; causal masks key j > query position j (Sq == Sk).
+    A query row whose every key is masked gives a zero output."""
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    scores = np.einsum('bhqd,bhkd->bhqk', q, k) * scale
+    masked = np.zeros(scores.shape, bool)
+    if mask is not None:
+        masked |= mask
+    if causal:
+        masked |= np.triu(np.ones(scores.shape[-2:], bool), k=1)
+    scores = np.where(masked, -np.inf, scores)
+    row_max = scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores - np.where(np.isfinite(row_max), row_max, 0.0))
+    total = weights.sum(axis=-1, keepdims=True)
+    return np.einsum('bhqk,bhkd->bhqd', weights / np.where(total > 0, total, 1.0), v)
+
+
+# §1 Cached MHA / GQA attention
+
+def cached_attention(config, w, x, context=None, mask=None):
+    """§1 whole sequence: causal self-attention (RoPE at positions 0..S-1 when rope_base is set), or,
+    with a context, cross-attention over it: no causal mask, nothing rotated."""
+    heads = config['number_of_heads']
+    kv_heads = config.get('number_of_key_value_heads') or heads
+    head_dim = config.get('head_dimension') or config['embedding_dimension'] // heads
+    rope_base = config.get('rope_base')
+    has_bias = config.get('bias', True)
+
+    def project(name, inputs, n_heads):
+        bias = w[name + '.bias'] if has_bias else None
+        return split_heads(linear(inputs, w[name + '.weight'], bias), n_heads)
+
+    kv_input = x if context is None else context
+    q = project('query_projection', x, heads)
+    k = project('key_projection', kv_input, kv_heads)
+    v = project('value_projection', kv_input, kv_heads)
+    if rope_base is not None and context is None:
+        positions = np.arange(x.shape[1])
+        q, k = rope_rotate_half(q, positions, rope_base), rope_rotate_half(k, positions, rope_base)
+    o = attention(q, k, v, head_dim ** -0.5, causal=context is None, mask=mask)
+    return linear(merge_heads(o), w['output_projection.weight'],
+                  w['output_projection.bias'] if has_bias else None)
+
+
+# §2 CCA and CCGQA
+
+def bitlinear(x, weight):
+    """§2 BitLinear (BitNet b1.58) in float32, round half to even (np.round):
+    a_w = 1 / max(mean |W|, 1e-5), Wq = clamp(round(W a_w), -1, 1); per row a_x = 127 / max(max |x|, 1e-5),
+    xq = clamp(round(x a_x), -128, 127); y = (xq . Wq) / (a_x a_w), the dot product exact."""
+    weight = np.asarray(weight, np.float32)
+    a_w = np.float32(1) / np.maximum(np.float32(np.abs(weight).mean(dtype=np.float64)), np.float32(1e-5))
+    w_q = np.clip(np.round(weight * a_w), -1, 1)
+    x = np.asarray(x, np.float32)
+    a_x = np.float32(127) / np.maximum(np.abs(x).max(axis=-1, keepdims=True), np.float32(1e-5))
+    x_q = np.clip(np.round(x * a_x), -128, 127)
+    dot = (x_q.astype(np.float64) @ w_q.astype(np.float64).T).astype(np.float32)  # exact integers
+    return (dot / (a_x * a_w)).astype(np.float64)
+
+
+def causal_depthwise_conv(x, weight):
+    """§2 step 2, first conv: c0[c, t] = sum_{j<k} w[c, 0, j] x[c, t-(k-1)+j], zero before the sequence.
+    x [B, T, C], weight [C, 1, k]."""
+    k, length = weight.shape[-1], x.shape[1]
+    padded = np.pad(x, ((0, 0), (k - 1, 0), (0, 0)))
+    return sum(weight[:, 0, j] * padded[:, j:j + length] for j in range(k))
+
+
+def causal_grouped_conv(x, weight, group_size):
+    """§2 step 2, second conv: c1[o, t] = sum_{i<dh} sum_{j<k} w[o, i, j] x[(o/dh)*dh + i, t-(k-1)+j]
+    with dh = group_size: each output channel mixes the channels of its own head. weight [C, dh, k]."""
+    b, length, channels = x.shape
+    groups, k = channels // group_size, weight.shape[-1]
+    padded = np.pad(x, ((0, 0), (k - 1, 0), (0, 0))).reshape(b, length + k - 1, groups, group_size)
+    w = np.asarray(weight, np.float64).reshape(groups, group_size, group_size, k)  # [group, out, in, tap]
+    out = sum(np.einsum('btgi,goi->btgo', padded[:, j:j + length], w[..., j]) for j in range(k))
+    return out.reshape(b, length, channels)
+
+
+def compressed_attention(q_pre, k_pre, q_conv, k_conv, v, qk_mean, key_scale, eps, rope_base,
+                         rotary_dim, causal):
+    """§2 steps 3, 5, 6, 7 (with §3's eps, per-KV-head key factor and partial RoPE).
+    q_pre, q_conv [B, H, S, dh]; k_pre, k_conv, v [B, Hkv, S, dh]; key_scale [Hkv].
+    Returns the heads concatenated, [B, S, H*dh]."""
+    b, heads, length, dh = q_pre.shape
+    kv_heads = k_pre.shape[1]
+    group = heads // kv_heads
+    q, k = q_conv, k_conv
+    if qk_mean:
+        mean_q = (q_pre + k_pre[:, np.arange(heads) // group]) / 2
+        mean_k = mean_q.reshape(b, kv_heads, group, length, dh).mean(axis=2)
+        q, k = q + mean_q, k + mean_k
+    q = q * np.sqrt(dh) / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), eps)
+    k = k * np.sqrt(dh) / np.maximum(np.linalg.norm(k, axis=-1, keepdims=True), eps)
+    k = k * np.asarray(key_scale, np.float64)[:, None, None]
+    positions = np.arange(length)
+    q = rope_rotate_half(q, positions, rope_base, rotary_dim)
+    k = rope_rotate_half(k, positions, rope_base, rotary_dim)
+    return merge_heads(attention(q, k, v, dh ** -0.5, causal))
+
+
+def cca(config, w, x, grouped):
+    """§2 CCA (grouped=False) or CCGQA (grouped=True), whole sequence."""
+    e, heads = config['hidden_size'], config['num_heads']
+    prefix = 'ccgqa_' if grouped else 'cca_'
+
+    def option(key, default):
+        return config.get(prefix + key, default)
+
+    if grouped:   # the KV latent rank is what linear_qk holds beyond the query rank
+        q_rank = option('query_latent_rank', max(1, e // 2))
+        kv_heads = option('num_kv_heads', max(1, heads // 4))
+    else:
+        q_rank = option('latent_rank', max(1, e // 4))
+        kv_heads = heads
+    dh = q_rank // heads
+
+    if config.get('use_bitnet', False):
+        def project(inputs, name):
+            return bitlinear(inputs, w[name])
+    else:
+        def project(inputs, name):
+            return linear(inputs, w[name])
+
+    qk = project(x, 'linear_qk.weight')                                      # step 1
+    c = qk                                                                    # step 2
+    if option('num_conv_layers', 2) >= 1:
+        c = causal_depthwise_conv(qk, w['conv_qk0.weight'])
+    if option('num_conv_layers', 2) >= 2:
+        c = causal_grouped_conv(c, w['conv_qk1.weight'], dh)
+    if option('value_shift', True):                                           # step 4
+        v = np.concatenate([project(x, 'val_proj1.weight'), project(shift_right(x), 'val_proj2.weight')], -1)
+    else:
+        v = project(x, 'val_proj.weight')
+    o = compressed_attention(
+        split_heads(qk[..., :q_rank], heads), split_heads(qk[..., q_rank:], kv_heads),
+        split_heads(c[..., :q_rank], heads), split_heads(c[..., q_rank:], kv_heads),
+        split_heads(v, kv_heads), qk_mean=option('qk_mean', True),
+        key_scale=np.full(kv_heads, np.exp(np.float64(w['temp'][0]))), eps=1e-6,
+        rope_base=config.get('rope_base', 10000.0), rotary_dim=dh,
+        causal=config.get('mode', 'encoder') == 'decoder')
+    return project(o, 'out_proj.weight')
+
+
+# §3 ZAYA CCA
+
+def zaya_cca(config, w, x):
+    """§3 ZAYA CCA, whole sequence (causal)."""
+    heads = config.get('num_attention_heads', 8)
+    kv_heads = config.get('num_key_value_heads', 2)
+    head_dim = config.get('head_dim', 128)
+    k0, k1 = config.get('cca_time0', 2), config.get('cca_time1', 2)
+    rotary_dim = int(head_dim * config.get('partial_rotary_factor', 0.5))
+    theta = config.get('rope_theta')
+    if theta is None:
+        theta = config.get('rope_parameters', {}).get('hybrid', {}).get('rope_theta', 5e6)
+    has_bias = config.get('attention_bias', False)
+
+    def project(inputs, name):
+        return linear(inputs, w[name + '.weight'], w[name + '.bias'] if has_bias else None)
+
+    qk = np.concatenate([project(x, 'qkv_proj.q_proj'), project(x, 'qkv_proj.k_proj')], -1)
+    # Both convs (with bias) run over the qk rows preceded by (k0-1)+(k1-1) zero rows; the last S rows
+    # of the grouped conv are the output. Those rows never reach the causal convs' own zero padding,
+    # so they equal the spec's convs over the padded sequence.
+    pad = (k0 - 1) + (k1 - 1)
+    padded = np.pad(qk, ((0, 0), (pad, 0), (0, 0)))
+    conv = 'qkv_proj.conv_qk_'
+    c0 = causal_depthwise_conv(padded, w[conv + 'depthwise.weight']) + w[conv + 'depthwise.bias']
+    c1 = causal_grouped_conv(c0, w[conv + 'grouped.weight'], head_dim) + w[conv + 'grouped.bias']
+    c = c1[:, pad:]
+    # One flat vector viewed as [Hkv, D]; token 0's delayed part is v_proj_delayed(0).
+    v = np.concatenate([project(x, 'qkv_proj.v_proj_current'),
+                        project(shift_right(x), 'qkv_proj.v_proj_delayed')], -1)
+    q_dims = heads * head_dim
+    o = compressed_attention(
+        split_heads(qk[..., :q_dims], heads), split_heads(qk[..., q_dims:], kv_heads),
+        split_heads(c[..., :q_dims], heads), split_heads(c[..., q_dims:], kv_heads),
+        split_heads(v, kv_heads), qk_mean=True, key_scale=w['qk_norm.temp'],
+        eps=float(np.finfo(np.float32).eps), rope_base=theta, rotary_dim=rotary_dim, causal=True)
+    return project(o, 'o_proj')
+
+
+# §4 GLM-5 sparse attention: MLA + DSA indexer
+
+def rms_norm(x, weight, eps):
+    """§4 RMSNorm(x) = w * x / sqrt(mean(x^2) + eps)."""
+    return weight * x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+
+
+def layer_norm(x, weight, bias, eps=1e-6):
+    """§4 LayerNorm, eps 1e-6."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + eps) * weight + bias
+
+
+def dsa_rope_theta(config):
+    """§4 rope_theta; a (default-type) rope_parameters may carry it instead, as in §3."""
+    return config['rope_theta'] if 'rope_theta' in config else config['rope_parameters']['rope_theta']
+
+
+def dsa_q_resid(config, w, x):
+    """§4 q_resid = RMSNorm(x W_qa^T (+ b)), eps rms_norm_eps (1e-6 when absent)."""
+    bias = w['q_a_proj.bias'] if config.get('attention_bias', False) else None
+    eps = config.get('rms_norm_eps', 1e-6)
+    return rms_norm(linear(x, w['q_a_proj.weight'], bias), w['q_a_layernorm.weight'], eps)
+
+
+def dsa_indexer_scores(config, w, x):
+    """§4 indexer: score[b, s, t] = sum_h w[s, h] relu(iq[s, h] . ik[t] * ID^-0.5), -inf for t > s.
+    Returns (score [B, S, S], the dot products iq . ik * ID^-0.5 before the relu [B, IH, S, S])."""
+    index_heads, index_dim = config['index_n_heads'], config['index_head_dim']
+    rope_dim, theta = config['qk_rope_head_dim'], dsa_rope_theta(config)
+    positions = np.arange(x.shape[1])
+    iq = split_heads(linear(dsa_q_resid(config, w, x), w['indexer.wq_b.weight']), index_heads)
+    ik = layer_norm(linear(x, w['indexer.wk.weight']), w['indexer.k_norm.weight'], w['indexer.k_norm.bias'])
+    iq = np.concatenate([rope_interleaved(iq[..., :rope_dim], positions, theta), iq[..., rope_dim:]], -1)
+    ik = np.concatenate([rope_interleaved(ik[..., :rope_dim], positions, theta), ik[..., rope_dim:]], -1)
+    head_weights = linear(x, w['indexer.weights_proj.weight']) * index_heads ** -0.5   # [B, S, IH]
+    dots = np.einsum('bhsd,btd->bhst', iq, ik) * index_dim ** -0.5
+    score = np.einsum('bsh,bhst->bst', head_weights, np.maximum(dots, 0.0))
+    causal = np.tril(np.ones((x.shape[1], x.shape[1]), bool))
+    return np.where(causal, score, -np.inf), dots
+
+
+def dsa_selection(score, top_k):
+    """§4 sel(s): the min(K, s+1) highest-scoring t <= s; among equal scores the larger t first.
+    Returns allowed [B, S, S]."""
+    allowed = np.zeros(score.shape, bool)
+    for b, s in np.ndindex(score.shape[:2]):
+        candidates = np.arange(s + 1)
+        order = np.lexsort((-candidates, -score[b, s, :s + 1]))  # by score, then by t, both descending
+        allowed[b, s, order[:top_k]] = True
+    return allowed
+
+
+def glm_dsa(config, w, x):
+    """§4 GLM-5 MLA attention over the keys the DSA indexer selects, whole sequence (causal)."""
+    heads, kv_rank = config['num_attention_heads'], config['kv_lora_rank']
+    nope, rope_dim = config['qk_nope_head_dim'], config['qk_rope_head_dim']
+    theta, eps = dsa_rope_theta(config), config.get('rms_norm_eps', 1e-6)
+    has_bias = config.get('attention_bias', False)
+    b, length, _ = x.shape
+    positions = np.arange(length)
+
+    q = split_heads(linear(dsa_q_resid(config, w, x), w['q_b_proj.weight']), heads)
+    q = np.concatenate([q[..., :nope], rope_interleaved(q[..., nope:], positions, theta)], -1)
+    ckv = linear(x, w['kv_a_proj_with_mqa.weight'], w['kv_a_proj_with_mqa.bias'] if has_bias else None)
+    latent = rms_norm(ckv[..., :kv_rank], w['kv_a_layernorm.weight'], eps)
+    k_rot = rope_interleaved(ckv[..., kv_rank:], positions, theta)           # one head shared by all
+    kv = split_heads(linear(latent, w['kv_b_proj.weight']), heads)
+    k = np.concatenate([kv[..., :nope], np.broadcast_to(k_rot[:, None], (b, heads, length, rope_dim))], -1)
+    v = kv[..., nope:]                                                        # v_head_dim wide
+
+    selected = dsa_selection(dsa_indexer_scores(config, w, x)[0], config['index_topk'])
+    o = attention(q, k, v, (nope + rope_dim) ** -0.5, causal=True, mask=~selected[:, None])
+    return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if has_bias else None)
+
+
+def run_case(folder):
+    """The expected output [B, S, E] (float64) of a case folder (spec/cases.md)."""
+    def path(name):
+        return os.path.join(folder, name)
+
+    with open(path('config.json')) as f:
+        case = json.load(f)
+    kind, config = case['kind'], case['config']
+    w = safetensors_io.load(path('weights.safetensors'))
+    x = np.load(path('x.npy')).astype(np.float64)
+    if kind == 'cached_attention':
+        context = np.load(path('context.npy')).astype(np.float64) if case.get('cross') else None
+        mask = np.load(path('mask.npy')) if os.path.exists(path('mask.npy')) else None
+        return cached_attention(config, w, x, context, mask)
+    if kind in ('cca', 'ccgqa'):
+        return cca(config, w, x, grouped=kind == 'ccgqa')
+    if kind == 'zaya_cca':
+        return zaya_cca(config, w, x)
+    if kind == 'glm_dsa':
+        return glm_dsa(config, w, x)
+    raise ValueError(f'{folder}: unknown kind {kind}')

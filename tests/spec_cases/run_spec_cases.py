@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Checks `hattn run` against the float64 reference (reference.py) on the spec cases (make_cases.py).
+
+usage: run_spec_cases.py HATTN [--cases-dir DIR]
+
+Writes the cases into DIR (kept afterwards; it must not hold them already) or into a temporary
+folder, then applies the rules of spec/cases.md to each: the whole-sequence forward and, for causal
+kinds, prefill of P = 0, 1 and S/2 tokens followed by one-token decode steps must match y.npy within
+the case's tolerance (1e-4 unless config.json sets one) in relative L2 error, with no NaN/Inf.
+Prints one line per case; exits 1 when any case fails.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+import make_cases
+
+
+def prefill_lengths(case):
+    """The --prefill values to run besides the forward: [0, 1, S/2] for causal cases."""
+    kind, config = case['kind'], case['config']
+    causal = (kind in ('cached_attention', 'zaya_cca', 'glm_dsa') and not case.get('cross')) \
+        or (kind in ('cca', 'ccgqa') and config.get('mode', 'encoder') == 'decoder')
+    return [0, 1, case['seq_len'] // 2] if causal else []
+
+
+def relative_error(hattn, folder, expected, prefill, scratch):
+    """Runs hattn once; returns ||out - y|| / ||y||, or raises RuntimeError with the reason."""
+    out = os.path.join(scratch, 'out.npy')
+    command = [hattn, 'run', '--case', folder, '--output', out]
+    if prefill is not None:
+        command += ['--prefill', str(prefill)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise RuntimeError(f'exit {result.returncode}: {result.stderr.strip()[:200]}')
+    output = np.load(out).astype(np.float64)
+    os.remove(out)
+    if output.shape != expected.shape:
+        raise RuntimeError(f'shape {output.shape}, expected {expected.shape}')
+    if not np.isfinite(output).all():
+        raise RuntimeError('NaN or Inf in the output')
+    return np.linalg.norm(output - expected) / np.linalg.norm(expected)
+
+
+def check_case(hattn, folder, scratch):
+    """Returns (passed, one line describing every run of the case)."""
+    with open(os.path.join(folder, 'config.json')) as f:
+        case = json.load(f)
+    tolerance = case.get('tolerance', 1e-4)
+    expected = np.load(os.path.join(folder, 'y.npy')).astype(np.float64)
+    passed = True
+    runs = []
+    for prefill in [None] + prefill_lengths(case):
+        label = 'forward' if prefill is None else f'P={prefill}'
+        try:
+            error = relative_error(hattn, folder, expected, prefill, scratch)
+            runs.append(f'{label} {error:.1e}')
+            passed &= bool(error <= tolerance)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            runs.append(f'{label} [{e}]')
+            passed = False
+    verdict = 'PASS' if passed else 'FAIL'
+    return passed, f'{verdict} {os.path.basename(folder):34s} tol {tolerance:.0e}  ' + '  '.join(runs)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('hattn', help='the hattn executable')
+    parser.add_argument('--cases-dir', help='write the cases here and keep them (default: a temporary '
+                                            'folder)')
+    args = parser.parse_args()
+    hattn = os.path.abspath(args.hattn)
+    with tempfile.TemporaryDirectory(prefix='spec_cases_') as scratch:
+        folders = make_cases.write_all(args.cases_dir or os.path.join(scratch, 'cases'))
+        failed = 0
+        for folder in folders:
+            passed, line = check_case(hattn, folder, scratch)
+            failed += not passed
+            print(line, flush=True)
+    print(f'{len(folders) - failed} of {len(folders)} spec cases passed')
+    return 1 if failed or not folders else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
