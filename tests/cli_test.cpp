@@ -85,6 +85,13 @@ TEST_F(Cli, InspectRejectsTruncatedSafetensors) {
     expect_one_line_naming(hattn("inspect " + weights), weights);
 }
 
+// Judged by its name: a damaged .npy is reported as a .npy, not as a damaged safetensors file.
+TEST_F(Cli, InspectJudgesAFileByItsName) {
+    const std::string garbage = tmp.file("x.npy");
+    std::ofstream(garbage) << "garbage, not an array";
+    expect_one_line_naming(hattn("inspect " + garbage), garbage + ": not a .npy file (bad magic)");
+}
+
 TEST_F(Cli, InspectListsTensors) {
     const std::string dir = make_case("c", good_config());
     const CliResult r = hattn("inspect " + dir + "/weights.safetensors");
@@ -222,6 +229,29 @@ TEST_F(Cli, UnknownFlagAndDeviceAreNamed) {
     expect_one_line_naming(hattn("run --case x --output y --device tpu"), "tpu");
 }
 
+// A flag of another benchmark, or one given twice, would otherwise be silently ignored or
+// overridden: the run would measure something other than what was asked.
+TEST_F(Cli, BenchTakesOnlyItsOwnFlagsOnce) {
+    expect_one_line_naming(hattn("bench decode --heads 4 --seq 16 --head-dim 16"), "bench decode: unknown flag --seq");
+    expect_one_line_naming(hattn("bench prefill --heads 4 --seq 16 --head-dim 16 --kv-len 5"),
+                           "bench prefill: unknown flag --kv-len");
+    expect_one_line_naming(hattn("bench decode --heads 4 --heads 8 --kv-len 16 --head-dim 16"), "--heads is given twice");
+    expect_one_line_naming(hattn("bench layer --layer mha --hidden 64 --heads 4 --decode"),
+                           "bench layer --decode needs --kv-len");
+    expect_one_line_naming(hattn("bench layer --layer mha --hidden 64 --heads 4 --decode --kv-len 8 --seq 4"),
+                           "bench layer --decode takes --kv-len, not --seq");
+    expect_one_line_naming(hattn("bench --heads 4 decode"), "the benchmark comes first");
+    expect_one_line_naming(hattn("run --case x --case x --output o.npy"), "--case is given twice");
+}
+
+TEST_F(Cli, BenchReportsTheThreadsItRanOn) {
+    const CliResult one = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1 --threads 1");
+    EXPECT_EQ(one.status, 0) << one.err;
+    EXPECT_NE(one.out.find("\"threads\":1,"), std::string::npos) << one.out;
+    const CliResult all = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1", "HL_NUM_THREADS=3");
+    EXPECT_NE(all.out.find("\"threads\":3,"), std::string::npos) << all.out;
+}
+
 TEST_F(Cli, BenchNamesAnUnknownSchedule) {
     expect_one_line_naming(hattn("bench prefill --heads 2 --seq 8 --head-dim 8 --schedule fastest"), "--schedule");
 }
@@ -251,6 +281,16 @@ TEST_F(Cli, MemoryPoolSettingIsCheckedAndZeroIsAccepted) {
     expect_one_line_naming(hattn(run, "HATTN_MEMORY_POOL_MB=lots"), "HATTN_MEMORY_POOL_MB");
     const CliResult r = hattn(run, "HATTN_MEMORY_POOL_MB=0");
     EXPECT_EQ(r.status, 0) << r.err;
+}
+
+TEST_F(Cli, RunWithoutACaseOrKindSaysWhatItNeeds) {
+    expect_one_line_naming(hattn("run --output " + tmp.file("o.npy")), "run: give --case DIR, or the files one by one");
+}
+
+TEST_F(Cli, InfoPrintsNothingWhenItFails) {
+    const CliResult r = hattn("info", "HATTN_MAX_ISA=avx9");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "");
 }
 
 TEST_F(Cli, InfoNamesEveryKernel) {

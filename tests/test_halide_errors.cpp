@@ -7,6 +7,8 @@
 
 #include "halide_call.h"
 #include "hattn/error.h"
+#include "hattn/kernel_table.h"
+#include "hattn/kernels/attention.h"
 #include "hattn/tensor.h"
 #include "kernel_variants.h"
 
@@ -28,6 +30,29 @@ TEST(HalideErrors, BecomeOneHattnError) {
         EXPECT_NE(message.find("projection kernel failed"), std::string::npos) << message;
         EXPECT_NE(message.find("bias"), std::string::npos) << message;
         EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+}
+
+// The autoschedulers' schedules assume the extents they were searched at: run on a smaller shape,
+// Halide's bounds check fails, and that is the caller's choice of schedule, not a fault of hattn's.
+TEST(HalideErrors, AnAutoscheduleGivenASmallerShapeRefusesIt) {
+    struct Restore {
+        ~Restore() { set_schedule_choice(ScheduleChoice::Manual); }
+    } restore;
+    set_schedule_choice(ScheduleChoice::Autoscheduled);
+    const Tensor q({1, 16, 4, 16}), k({1, 4, 16, 16}), v({1, 4, 16, 16});
+    Tensor out({1, 16, 4, 16});
+    const std::vector<int32_t> lengths{16};
+    try {
+        attention_prefill(q.view(), k.view(), v.view(), lengths, 0.25f, true, nullptr, out.view());
+        // Where the autoscheduled variant cannot run (a capped ISA, ARM), the hand-written one did.
+        EXPECT_NE(last_variant_run("attention_prefill"), "x86_auto");
+    } catch (const Error &e) {
+        EXPECT_TRUE(e.is_invalid_input()) << e.what();
+        EXPECT_NE(std::string(e.what()).find("attention_prefill: the chosen schedule (not the hand-written one) does "
+                                             "not cover this shape"),
+                  std::string::npos)
+            << e.what();
     }
 }
 

@@ -7,6 +7,7 @@
 #include "HalideRuntime.h"
 #include "halide_call.h"
 #include "hattn/error.h"
+#include "hattn/kernel_table.h"
 #include "memory_pool.h"
 
 namespace hattn::detail {
@@ -95,6 +96,14 @@ void check_halide_status(int status, const char *kernel) {
         else if (message == last_message) last_message.clear();
     }
     if (message.empty()) message = "error code " + std::to_string(status);
+    // The hand-written schedules cover every shape the runtime's checks let through, so a bounds
+    // failure there is hattn's. The autoschedulers' schedules assume extents no smaller than the
+    // estimates they were searched at (their tiles are not guarded): a smaller shape is outside what
+    // the schedule the caller chose can run.
+    if (status == halide_error_code_access_out_of_bounds && schedule_choice() != ScheduleChoice::Manual) {
+        throw Error(std::string(kernel) + ": the chosen schedule (not the hand-written one) does not cover this "
+                                          "shape, which is smaller than the sizes it was searched at: " + message);
+    }
     throw Error(std::string(kernel) + " kernel failed: " + message, Error::Kind::Internal);
 }
 

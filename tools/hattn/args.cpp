@@ -5,19 +5,23 @@
 
 namespace hattn::cli {
 
-Args::Args(const std::vector<std::string> &argv, const std::set<std::string> &valued,
+Args::Args(const std::string &command, const std::vector<std::string> &argv, const std::set<std::string> &valued,
            const std::set<std::string> &switches) {
     for (size_t i = 0; i < argv.size(); i++) {
         const std::string &a = argv[i];
         if (a.rfind("--", 0) != 0) {
             positional_.push_back(a);
-        } else if (valued.count(a)) {
+        } else if (valued.count(a) || switches.count(a)) {
+            // A flag given twice is a typo or a script bug either way: neither value is guessed.
+            require(!has(a), a + " is given twice");
+            if (switches.count(a)) {
+                switches_.insert(a);
+                continue;
+            }
             require(i + 1 < argv.size(), a + " needs a value");
             values_[a] = argv[++i];
-        } else if (switches.count(a)) {
-            switches_.insert(a);
         } else {
-            throw Error("unknown flag " + a);
+            throw Error(command + ": unknown flag " + a);
         }
     }
 }

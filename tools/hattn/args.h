@@ -14,7 +14,8 @@ namespace hattn::cli {
 class Args {
 public:
     // `valued` flags take a value, `switches` take none; positional arguments are kept in order.
-    Args(const std::vector<std::string> &argv, const std::set<std::string> &valued,
+    // `command` ("run", "bench decode") starts the message about a flag it does not take.
+    Args(const std::string &command, const std::vector<std::string> &argv, const std::set<std::string> &valued,
          const std::set<std::string> &switches);
 
     const std::vector<std::string> &positional() const { return positional_; }

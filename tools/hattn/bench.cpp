@@ -1,6 +1,7 @@
 // hattn bench prefill|decode|layer (spec/cli.md): one JSON line per run, the median of repeated
 // runs after a warm-up, on random (never zero) inputs.
 #include <iostream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,7 @@
 #include "device.h"
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
+#include "hattn/threads.h"
 
 namespace hattn::cli {
 
@@ -50,17 +52,49 @@ ScheduleChoice schedule_from(const Args &args) {
     throw Error("--schedule must be hand, adams2019, mullapudi2016, tuned or rows, got '" + name + "'");
 }
 
+// The flags of each benchmark: any other is refused, so that a flag meant for another one (--seq for
+// a decode) is never silently ignored.
+Args benchmark_args(const std::vector<std::string> &argv, const std::string &what) {
+    const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+    std::set<std::string> valued{"--threads", "--device", "--reps", "--schedule"}, switches;
+    if (what == "projection") {
+        valued.insert({"--in", "--out", "--rows"});
+        switches.insert("--bitnet");
+    } else {
+        valued.insert({"--heads", "--batch"});
+    }
+    if (what == "prefill" || what == "decode") valued.insert({"--kv-heads", "--head-dim"});
+    if (what == "prefill") {
+        valued.insert("--seq");
+        switches.insert("--causal");
+    }
+    if (what == "decode") valued.insert("--kv-len");
+    if (what == "layer") {
+        valued.insert({"--layer", "--hidden", "--seq", "--kv-len"});
+        switches.insert("--decode");
+    }
+    Args args("bench " + what, rest, valued, switches);
+    require(args.positional().empty(), "bench " + what + ": unexpected argument '" +
+                                           (args.positional().empty() ? "" : args.positional()[0]) + "'");
+    if (what == "layer") {
+        // A layer benchmark is a prefill of --seq tokens or, with --decode, one step after --kv-len.
+        const bool decode = args.has("--decode");
+        require(!decode || args.has("--kv-len"), "bench layer --decode needs --kv-len T (the tokens already cached)");
+        require(!decode || !args.has("--seq"), "bench layer --decode takes --kv-len, not --seq");
+        require(decode || !args.has("--kv-len"), "bench layer: --kv-len is for --decode (a prefill takes --seq)");
+    }
+    return args;
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string> &argv) {
-    const Args args(argv,
-                    {"--heads", "--kv-heads", "--seq", "--head-dim", "--batch", "--threads",
-                     "--device", "--kv-len", "--layer", "--hidden", "--reps", "--in", "--out", "--rows", "--schedule"},
-                    {"--causal", "--decode", "--bitnet"});
-    require(args.positional().size() == 1, "bench: expected one of prefill, decode, layer, projection");
-    const std::string what = args.positional()[0];
+    require(!argv.empty() && argv[0].rfind("--", 0) != 0,
+            "bench: the benchmark comes first: hattn bench prefill|decode|layer|projection [flags]");
+    const std::string what = argv[0];
     require(what == "prefill" || what == "decode" || what == "layer" || what == "projection",
             "bench: unknown benchmark '" + what + "' (prefill, decode, layer, projection)");
+    const Args args = benchmark_args(argv, what);
     const Device device = select_device(args);
     set_schedule_choice(schedule_from(args));
     apply_threads(args);
@@ -68,7 +102,7 @@ int bench_command(const std::vector<std::string> &argv) {
 
     nlohmann::json r{{"what", what}, {"device", device_name(device)},
                      {"schedule", args.value("--schedule").value_or("hand")},
-                     {"threads", args.integer("--threads").value_or(0)}};
+                     {"threads", num_threads()}};
     if (what == "projection") {
         const int64_t in = positive(args, "--in", 2048), out = positive(args, "--out", 2048);
         const int64_t rows = positive(args, "--rows", 1);
@@ -96,7 +130,7 @@ int bench_command(const std::vector<std::string> &argv) {
         s.batch = positive(args, "--batch", s.batch);
         s.decode = args.has("--decode");
         if (s.decode) {
-            s.kv_len = positive(args, "--kv-len", 0);
+            s.kv_len = positive(args, "--kv-len", s.kv_len);
         } else {
             s.seq = positive(args, "--seq", s.seq);
         }

@@ -1,13 +1,17 @@
 // hattn info: the host's CPU features, the variant of each kernel that runs here, and whether a
 // GPU device is usable.
+#include <algorithm>
+#include <array>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 #include "args.h"
 #include "commands.h"
-#include "hattn/error.h"
-#include "hattn/kernel_table.h"
 #include "hattn/cpu_features.h"
 #include "hattn/device.h"
+#include "hattn/error.h"
+#include "hattn/kernel_table.h"
 
 namespace hattn::cli {
 
@@ -18,24 +22,56 @@ std::string device_status(Device device) {
     return reason.empty() ? "yes" : "no (" + reason + ")";
 }
 
+// The hand-written CPU variant, which runs unless a GPU device or another schedule is chosen:
+// the x86 multi-target library, or on AArch64 the dot-product one where getauxval allows it.
+bool runs_on_the_cpu_by_default(const KernelVariant &v, const std::vector<const KernelVariant *> &all) {
+    if (v.family == "x86" || v.family == "arm_dotprod") return v.family == "x86" || arm_dotprod_allowed();
+    if (v.family != "arm_plain") return false;
+    return !arm_dotprod_allowed() ||
+           std::none_of(all.begin(), all.end(), [](const KernelVariant *o) { return o->family == "arm_dotprod"; });
+}
+
+std::string padded(const std::string &text, size_t width) { return text + std::string(width - text.size() + 2, ' '); }
+
 }  // namespace
 
 int info_command(const std::vector<std::string> &argv) {
-    const Args args(argv, {}, {});
+    const Args args("info", argv, {}, {});
     require(args.positional().empty(), "info: takes no arguments");
 
-    std::cout << "CPU features:";
-    for (const std::string &f : host_cpu_features()) std::cout << " " << f;
-    std::cout << "\n\nkernel        variant               runs here\n";
+    // Written out only once everything is known: a failure (a bad HATTN_MAX_ISA, say) leaves no
+    // half-printed table on stdout.
+    std::ostringstream out;
+    out << "CPU features:";
+    for (const std::string &f : host_cpu_features()) out << " " << f;
+
+    std::vector<std::string> kernels;
+    std::map<std::string, std::vector<const KernelVariant *>> by_kernel;
     for (const KernelVariant &v : kernel_variants()) {
-        std::string runs = selected_target(v).name;
-        if (v.targets.size() == 1 && !can_use_target(v.targets[0])) runs = "(not usable: " + runs + ")";
-        std::cout << v.kernel << std::string(v.kernel.size() < 14 ? 14 - v.kernel.size() : 1, ' ')
-                  << v.family << std::string(v.family.size() < 22 ? 22 - v.family.size() : 1, ' ')
-                  << runs << "\n";
+        if (!by_kernel.count(v.kernel)) kernels.push_back(v.kernel);
+        by_kernel[v.kernel].push_back(&v);
     }
-    std::cout << "\nCUDA: " << device_status(Device::CUDA) << "\nOpenCL: " << device_status(Device::OpenCL)
-              << "\n";
+    std::vector<std::array<std::string, 3>> rows{{"kernel", "runs on the CPU here", "also built"}};
+    for (const std::string &kernel : kernels) {
+        std::string runs, others;
+        for (const KernelVariant *v : by_kernel[kernel]) {
+            if (runs.empty() && runs_on_the_cpu_by_default(*v, by_kernel[kernel])) {
+                runs = v->family + " (" + selected_target(*v).name + ")";
+            } else {
+                others += (others.empty() ? "" : " ") + v->family;
+            }
+        }
+        rows.push_back({kernel, runs.empty() ? "-" : runs, others});
+    }
+    size_t kernel_width = 0, runs_width = 0;
+    for (const auto &row : rows) {
+        kernel_width = std::max(kernel_width, row[0].size());
+        runs_width = std::max(runs_width, row[1].size());
+    }
+    out << "\n\n";
+    for (const auto &row : rows) out << padded(row[0], kernel_width) << padded(row[1], runs_width) << row[2] << "\n";
+    out << "\nCUDA: " << device_status(Device::CUDA) << "\nOpenCL: " << device_status(Device::OpenCL) << "\n";
+    std::cout << out.str();
     return 0;
 }
 

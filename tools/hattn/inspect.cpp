@@ -12,6 +12,10 @@ namespace hattn::cli {
 
 namespace {
 
+bool ends_with(const std::string &text, const std::string &suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool has_npy_magic(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
     char magic[6] = {};
@@ -22,12 +26,15 @@ bool has_npy_magic(const std::string &path) {
 }  // namespace
 
 int inspect_command(const std::vector<std::string> &argv) {
-    const Args args(argv, {}, {});
+    const Args args("inspect", argv, {}, {});
     require(args.positional().size() == 1, "inspect: expected one FILE");
     const std::string &path = args.positional()[0];
     require(std::ifstream(path).good(), path + ": cannot open file");
 
-    if (has_npy_magic(path)) {
+    // The name says what the file should be, so that a damaged one is judged by the right rules (a
+    // broken .npy is not reported as a broken safetensors file); other names go by the content.
+    const bool npy = ends_with(path, ".npy") || (!ends_with(path, ".safetensors") && has_npy_magic(path));
+    if (npy) {
         const NpyArray a = read_npy(path);
         std::cout << path << ": npy " << npy_type_name(a.type) << " " << shape_to_string(a.shape)
                   << "\n";

@@ -19,6 +19,8 @@ LayerCase load(const Args &args) {
         }
         return load_case_dir(*dir);
     }
+    require(args.has("--kind"), "run: give --case DIR, or the files one by one: --kind KIND --config CONFIG.json "
+                                "--weights W.safetensors --input X.npy");
     LayerFiles files;
     files.kind = args.required("--kind");
     files.config = args.required("--config");
@@ -32,7 +34,7 @@ LayerCase load(const Args &args) {
 }  // namespace
 
 int run_command(const std::vector<std::string> &argv) {
-    const Args args(argv,
+    const Args args("run", argv,
                     {"--case", "--output", "--prefill", "--device", "--threads", "--kind",
                      "--config", "--weights", "--input", "--context", "--mask"},
                     {});

@@ -7,4 +7,8 @@ namespace hattn {
 // for n < 1. Without a call, Halide uses one thread per core (or HL_NUM_THREADS).
 void set_num_threads(int n);
 
+// The number of worker threads the kernels run on: the last set_num_threads(), else Halide's
+// default (HL_NUM_THREADS when set, else one per core).
+int num_threads();
+
 }  // namespace hattn
