@@ -426,6 +426,7 @@ TEST(ZayaConfig, KeysDefaultsAndRejections) {
     EXPECT_EQ(c.rotary_dim, 64);  // partial_rotary_factor 0.5
     EXPECT_EQ(c.rope_base, 1e6);  // transformers 5 nests it
     EXPECT_EQ(zaya({{"hidden_size", 64}, {"rope_theta", 7.0}}).rope_base, 7.0);
+    EXPECT_EQ(zaya({{"hidden_size", 64}, {"rope_parameters", {{"rope_theta", 9.0}}}}).rope_base, 9.0);  // flat
     auto error = [&](const nlohmann::json &json) {
         try {
             zaya(json);
@@ -445,6 +446,8 @@ TEST(ZayaConfig, KeysDefaultsAndRejections) {
               "config.json (rope_parameters.hybrid): key 'rope_theta' must be a number, got \"abc\"");
     EXPECT_EQ(error({{"hidden_size", 64}, {"rope_parameters", {{"hybrid", 3}}}}),
               "config.json (rope_parameters): key 'hybrid' must be an object, got 3");
+    EXPECT_EQ(error({{"hidden_size", 64}, {"rope_parameters", {{"hybrid", {{"rope_type", "yarn"}, {"rope_theta", 1e6}}}}}}),
+              "config.json (rope_parameters.hybrid): rope_type 'yarn' is not supported (default only)");
 }
 
 // ---------------------------------------------------------------- the kernel on its own

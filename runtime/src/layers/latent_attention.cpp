@@ -129,9 +129,14 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     cfg.rope_base = 5e6;
     if (c.has("rope_theta")) {
         cfg.rope_base = c.get_number("rope_theta");
-    } else if (c.has("rope_parameters")) {  // transformers 5 nests it per layer type
-        const ConfigReader per_type = c.object("rope_parameters");
-        if (per_type.has("hybrid")) cfg.rope_base = per_type.object("hybrid").get_number("rope_theta", cfg.rope_base);
+    } else if (c.has("rope_parameters")) {
+        // transformers 5 nests it per layer type ({"hybrid": {...}}), or writes it flat for a
+        // model with one type of layer. A scaled RoPE (yarn, ...) is not this layer's: refused.
+        const ConfigReader parameters = c.object("rope_parameters");
+        const ConfigReader rope = parameters.has("hybrid") ? parameters.object("hybrid") : parameters;
+        const std::string type = rope.get_string("rope_type", "default");
+        require(type == "default", rope.source() + ": rope_type '" + type + "' is not supported (default only)");
+        cfg.rope_base = rope.get_number("rope_theta", cfg.rope_base);
     }
     require(cfg.rope_base > 0, src + ": rope_theta must be positive");
     cfg.norm_eps = FLT_EPSILON;
