@@ -9,6 +9,7 @@
 #include "hattn/layers/cached_attention.h"
 #include "reference/cached_attention.h"
 #include "support/compare.h"
+#include "support/config.h"
 #include "support/errors.h"
 #include "support/stateful_layer.h"
 #include "support/random.h"
@@ -332,6 +333,107 @@ TEST(CachedAttentionConfig, EachRuleNamesItsKey) {
     EXPECT_NE(config_error(R"({"embedding_dimension": 8, "number_of_heads": 2, "attention_type": "linear"})").find("'linear'"), std::string::npos);
     EXPECT_NE(config_error(R"({"embedding_dimension": 6, "number_of_heads": 2, "rope_base": 10000})").find("even head_dimension"), std::string::npos);
     EXPECT_EQ(config_error(R"({"embedding_dimension": 8, "number_of_heads": 2, "dropout": 0.1, "unknown": 1})"), "");
+}
+
+// ---------------------------------------------------------------- Hugging Face Llama-family layers
+
+// The test layer's tensors under a Llama-family checkpoint's names and prefix; without the output
+// bias when `qwen2_biases` (Qwen2 has biases on q, k and v only).
+std::map<std::string, Tensor> hugging_face_tensors(const TestLayer &t, bool qwen2_biases) {
+    const std::string p = "model.layers.0.self_attn.";
+    std::map<std::string, Tensor> tensors{{p + "q_proj.weight", t.ref.wq}, {p + "k_proj.weight", t.ref.wk},
+                                          {p + "v_proj.weight", t.ref.wv}, {p + "o_proj.weight", t.ref.wo},
+                                          {p + "q_proj.bias", *t.ref.bq},  {p + "k_proj.bias", *t.ref.bk},
+                                          {p + "v_proj.bias", *t.ref.bv}};
+    if (!qwen2_biases) tensors.insert({p + "o_proj.bias", *t.ref.bo});
+    return tensors;
+}
+
+// Prefill of 5 tokens and 2 decode steps through both layers; the worst relative L2 difference.
+double prefill_and_decode_difference(const CachedAttention &a, const CachedAttention &b) {
+    const Tensor prompt = testing::random_tensor({2, 5, 64}, 90);
+    KVCache ca = a.make_cache(2, 8), cb = b.make_cache(2, 8);
+    double worst = testing::relative_l2(a.self_attention(prompt, &ca), b.self_attention(prompt, &cb));
+    for (uint32_t step = 0; step < 2; step++) {
+        const Tensor x = testing::random_tensor({2, 1, 64}, 91 + step);
+        worst = std::max(worst, testing::relative_l2(a.decode_step(x, ca), b.decode_step(x, cb)));
+    }
+    return worst;
+}
+
+TEST(CachedAttentionHuggingFace, ALlamaLayerIsTheSeedLayerUnderOtherNames) {
+    TestLayer seed({64, 4, 2, 16, true, 500000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
+    const CachedAttention llama(testing::config_of({{"hidden_size", 64}, {"num_attention_heads", 4},
+                                                    {"num_key_value_heads", 2}, {"rope_theta", 500000.0},
+                                                    {"attention_bias", true}, {"rope_scaling", nullptr},
+                                                    {"model_type", "llama"}, {"intermediate_size", 172}}),
+                                Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    EXPECT_EQ(llama.config().names, CachedAttentionConfig::Names::HuggingFace);
+    EXPECT_EQ(llama.config().kv_heads, 2);
+    EXPECT_EQ(llama.config().head_dimension, 16);
+    EXPECT_LE(prefill_and_decode_difference(llama, *seed.layer), 1e-6);
+}
+
+TEST(CachedAttentionHuggingFace, AQwen2LayerUsesTheBiasesItHas) {
+    TestLayer seed({64, 4, 2, 16, true, 1e6});
+    for (int64_t e = 0; e < 64; e++) seed.ref.bo->data()[e] = 0.0f;  // what a missing output bias means
+    std::map<std::string, Tensor> seed_tensors{{"query_projection.weight", seed.ref.wq}, {"key_projection.weight", seed.ref.wk},
+                                               {"value_projection.weight", seed.ref.wv}, {"output_projection.weight", seed.ref.wo},
+                                               {"query_projection.bias", *seed.ref.bq}, {"key_projection.bias", *seed.ref.bk},
+                                               {"value_projection.bias", *seed.ref.bv}, {"output_projection.bias", *seed.ref.bo}};
+    testing::TempDir dir;
+    write_safetensors(dir.file("seed.safetensors"), seed_tensors);
+    write_safetensors(dir.file("qwen2.safetensors"), hugging_face_tensors(seed, true));
+    CachedAttentionConfig seed_config = seed.layer->config();
+    seed_config.rope_base = 1e6;
+    const CachedAttention zero_output_bias(seed_config, Weights::open(dir.file("seed.safetensors")));
+    // Qwen2's config.json has no attention_bias, and a sliding window it does not use.
+    const CachedAttention qwen2(testing::config_of({{"hidden_size", 64}, {"num_attention_heads", 4},
+                                                    {"num_key_value_heads", 2}, {"rope_theta", 1e6},
+                                                    {"sliding_window", 131072}, {"use_sliding_window", false}}),
+                                Weights::open(dir.file("qwen2.safetensors"), "model.layers.0.self_attn."));
+    EXPECT_LE(prefill_and_decode_difference(qwen2, zero_output_bias), 1e-6);
+    // attention_bias true asks for all four.
+    testing::expect_contains(testing::error_message([&] {
+                        CachedAttention(testing::config_of({{"hidden_size", 64}, {"num_attention_heads", 4},
+                                                            {"num_key_value_heads", 2}, {"attention_bias", true}}),
+                                        Weights::open(dir.file("qwen2.safetensors"), "model.layers.0.self_attn."));
+                    }),
+                    "o_proj.bias");
+}
+
+TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
+    const std::string llama = R"("hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2)";
+    EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"),
+              "config.json: rope_scaling rope_type 'llama3' is not supported (default only)");
+    EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6}})"),
+              "config.json: rope_parameters rope_type 'yarn' is not supported (default only)");
+    EXPECT_EQ(config_error("{" + llama + R"(, "partial_rotary_factor": 0.5})"),
+              "config.json: partial_rotary_factor 0.500000 is not supported (whole-head RoPE only)");
+    EXPECT_EQ(config_error("{" + llama + R"(, "attn_logit_softcapping": 50.0})"),
+              "config.json: attn_logit_softcapping is not supported");
+    testing::expect_contains(config_error("{" + llama + R"(, "sliding_window": 4096})"), "sliding_window 4096 is not supported");
+    EXPECT_EQ(config_error("{" + llama + R"(, "sliding_window": null, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}})"), "");
+    EXPECT_EQ(config_error(R"({"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})"),
+              "config.json: num_attention_heads (4) must be a multiple of num_key_value_heads (3)");
+    EXPECT_EQ(config_error(R"({"hidden_size": 60, "num_attention_heads": 4, "head_dim": 15})"),
+              "config.json: RoPE needs an even head_dim, got 15");
+    EXPECT_EQ(CachedAttentionConfig::from(ConfigReader::parse(R"({"hidden_size": 64, "num_attention_heads": 4})", "c"))
+                  .rope_base.value_or(0),
+              10000.0);
+
+    TestLayer seed({64, 4, 2, 16, true, 10000.0});
+    std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, false);
+    tensors.insert({"model.layers.0.self_attn.q_norm.weight", Tensor({16})});
+    testing::TempDir dir;
+    write_safetensors(dir.file("qwen3.safetensors"), tensors);
+    EXPECT_EQ(testing::error_message([&] {
+                  CachedAttention(testing::config_of({{"hidden_size", 64}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}}),
+                                  Weights::open(dir.file("qwen3.safetensors"), "model.layers.0.self_attn."));
+              }),
+              "cached_attention: q_norm.weight (QK-norm, as in Qwen3 or Gemma 3) is not supported");
 }
 
 }  // namespace

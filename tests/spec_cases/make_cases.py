@@ -45,19 +45,32 @@ def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=
     return folder
 
 
+def attention_shapes(names, e, heads, kv_heads, head_dim):
+    """{name: (rows, cols)} of the query, key, value and output projections named `names`."""
+    q, k, v, o = names
+    return {q: (heads * head_dim, e), k: (kv_heads * head_dim, e), v: (kv_heads * head_dim, e),
+            o: (e, heads * head_dim)}
+
+
+def projections(rng, shapes, has_bias):
+    """The weight of each projection in shapes {name: (rows, cols)}, and a bias where has_bias(name)."""
+    weights = {}
+    for layer, (rows, cols) in shapes.items():
+        weights[layer + '.weight'] = matrix(rng, rows, cols)
+        if has_bias(layer):
+            weights[layer + '.bias'] = noise(rng, rows)
+    return weights
+
+
 def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, masked=False, dtype='F32'):
     """§1. masked: about 30% of the keys masked at random and every key of query row 1 (batch 0)."""
     rng = np.random.default_rng(seed)
     e, heads = config['embedding_dimension'], config['number_of_heads']
     kv_heads = config.get('number_of_key_value_heads') or heads
     head_dim = config.get('head_dimension') or e // heads
-    shapes = {'query_projection': (heads * head_dim, e), 'key_projection': (kv_heads * head_dim, e),
-              'value_projection': (kv_heads * head_dim, e), 'output_projection': (e, heads * head_dim)}
-    weights = {}
-    for layer, shape in shapes.items():
-        weights[layer + '.weight'] = matrix(rng, *shape)
-        if config.get('bias', True):
-            weights[layer + '.bias'] = noise(rng, shape[0])
+    shapes = attention_shapes(('query_projection', 'key_projection', 'value_projection', 'output_projection'),
+                              e, heads, kv_heads, head_dim)
+    weights = projections(rng, shapes, lambda layer: config.get('bias', True))
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
     context = None if context_len is None else rng.standard_normal((batch, context_len, e)).astype(np.float32)
     mask = None
@@ -66,6 +79,19 @@ def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, m
         mask[0, 0, 1, :] = True
     return write_case(out_dir, name, 'cached_attention', config, weights, x, context=context, mask=mask,
                       dtype=dtype)
+
+
+def llama_case(out_dir, name, seed, config, batch, seq_len, biases):
+    """§1 under a Hugging Face Llama-family config.json and names; `biases` lists the projections
+    that have one (Qwen2: q, k and v)."""
+    rng = np.random.default_rng(seed)
+    e, heads = config['hidden_size'], config['num_attention_heads']
+    kv_heads = config.get('num_key_value_heads') or heads
+    head_dim = config.get('head_dim') or e // heads
+    shapes = attention_shapes(('q_proj', 'k_proj', 'v_proj', 'o_proj'), e, heads, kv_heads, head_dim)
+    weights = projections(rng, shapes, lambda layer: layer in biases)
+    x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
+    return write_case(out_dir, name, 'cached_attention', config, weights, x)
 
 
 def cca_case(out_dir, name, seed, config, batch, seq_len, grouped, tolerance=None):
@@ -204,6 +230,13 @@ def write_all(out_dir):
                      'attention_type': 'grouped_query', 'head_dimension': 16, 'bias': False,
                      'rope_base': 10000.0}, 2, 11),
         cached_case(out_dir, 'cached_gqa_rope_bf16', 5, dict(gqa, rope_base=10000.0), 1, 12, dtype='BF16'),
+        llama_case(out_dir, 'llama_gqa_rope_theta_5e5', 25,
+                   {'model_type': 'llama', 'hidden_size': 64, 'num_attention_heads': 8, 'num_key_value_heads': 2,
+                    'rope_theta': 500000.0, 'attention_bias': False, 'rope_scaling': None}, 2, 9, biases=()),
+        llama_case(out_dir, 'qwen2_qkv_biases_head_dim_12', 26,
+                   {'model_type': 'qwen2', 'hidden_size': 40, 'num_attention_heads': 4, 'num_key_value_heads': 1,
+                    'head_dim': 12, 'rope_theta': 1000000.0, 'sliding_window': 32768, 'use_sliding_window': False},
+                   1, 10, biases=('q_proj', 'k_proj', 'v_proj')),
     ]
 
     # §2 CCA / CCGQA

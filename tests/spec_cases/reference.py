@@ -100,6 +100,27 @@ def cached_attention(config, w, x, context=None, mask=None):
                   w['output_projection.bias'] if has_bias else None)
 
 
+def llama_attention(config, w, x):
+    """§1 causal self-attention as a Hugging Face Llama-family checkpoint states it (not in the
+    spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
+    num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
+    RoPE always), weights q_proj / k_proj / v_proj / o_proj, each with the bias the checkpoint holds
+    (Qwen2: q, k and v only)."""
+    heads = config['num_attention_heads']
+    kv_heads = config.get('num_key_value_heads') or heads
+    head_dim = config.get('head_dim') or config['hidden_size'] // heads
+    base = config.get('rope_theta', 10000.0)
+
+    def project(name, n_heads):
+        return split_heads(linear(x, w[name + '.weight'], w.get(name + '.bias')), n_heads)
+
+    positions = np.arange(x.shape[1])
+    q = rope_rotate_half(project('q_proj', heads), positions, base)
+    k = rope_rotate_half(project('k_proj', kv_heads), positions, base)
+    o = attention(q, k, project('v_proj', kv_heads), head_dim ** -0.5, causal=True)
+    return linear(merge_heads(o), w['o_proj.weight'], w.get('o_proj.bias'))
+
+
 # §2 CCA and CCGQA
 
 def bitlinear(x, weight):
@@ -325,6 +346,8 @@ def run_case(folder):
     kind, config = case['kind'], case['config']
     w = safetensors_io.load(path('weights.safetensors'))
     x = np.load(path('x.npy')).astype(np.float64)
+    if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
+        return llama_attention(config, w, x)
     if kind == 'cached_attention':
         context = np.load(path('context.npy')).astype(np.float64) if case.get('cross') else None
         mask = np.load(path('mask.npy')) if os.path.exists(path('mask.npy')) else None

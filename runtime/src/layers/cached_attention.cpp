@@ -5,12 +5,56 @@
 
 #include "device_residency.h"
 #include "finite_input.h"
+#include "hf_rope.h"
 #include "hattn/error.h"
 #include "hattn/kernels/projection.h"
 
 namespace hattn {
 
+namespace {
+
+// A Hugging Face Llama-family config.json (see CachedAttentionConfig::from).
+CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
+    const std::string src = c.source();
+    const auto str = [](auto v) { return std::to_string(v); };
+    CachedAttentionConfig cfg;
+    cfg.names = CachedAttentionConfig::Names::HuggingFace;
+    cfg.embedding_dimension = c.get_int("hidden_size");
+    cfg.heads = c.get_int("num_attention_heads");
+    require(cfg.embedding_dimension > 0, src + ": hidden_size must be positive, got " + str(cfg.embedding_dimension));
+    require(cfg.heads > 0, src + ": num_attention_heads must be positive, got " + str(cfg.heads));
+    cfg.kv_heads = c.get_int("num_key_value_heads", cfg.heads);
+    require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
+            src + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_key_value_heads (" +
+                str(cfg.kv_heads) + ")");
+    if (auto d = c.get_optional_int("head_dim")) {
+        require(*d > 0, src + ": head_dim must be positive, got " + str(*d));
+        cfg.head_dimension = *d;
+    } else {
+        require(cfg.embedding_dimension % cfg.heads == 0, src + ": hidden_size (" + str(cfg.embedding_dimension) +
+                                                              ") must be divisible by num_attention_heads (" +
+                                                              str(cfg.heads) + ") when head_dim is not set");
+        cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
+    }
+    require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
+    cfg.bias = c.get_bool("attention_bias", false);
+    cfg.rope_base = detail::hf_rope_theta(c, 10000.0);
+    // What Llama-family variants add and this layer would silently get wrong.
+    const double rotary = c.get_number("partial_rotary_factor", 1.0);
+    require(rotary == 1.0, src + ": partial_rotary_factor " + std::to_string(rotary) + " is not supported (whole-head RoPE only)");
+    require(!c.has("attn_logit_softcapping"), src + ": attn_logit_softcapping is not supported");
+    if (auto window = c.get_optional_int("sliding_window")) {
+        require(!c.get_bool("use_sliding_window", true),
+                src + ": sliding_window " + str(*window) + " is not supported (every query sees all its keys; set it "
+                      "to null, or use_sliding_window to false, to run the model that way)");
+    }
+    return cfg;
+}
+
+}  // namespace
+
 CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
+    if (!c.has("embedding_dimension") && c.has("hidden_size")) return from_hugging_face(c);
     const std::string src = c.source();
     CachedAttentionConfig cfg;
     cfg.embedding_dimension = c.get_int("embedding_dimension");
@@ -61,14 +105,23 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     : config_(config) {
     const int64_t E = config.embedding_dimension, D = config.head_dimension;
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
-    const auto bias = [&](const char *name, int64_t width) -> std::optional<Tensor> {
-        if (!config.bias) return std::nullopt;
-        return w.get(name, {width});
+    const bool hf = config.names == CachedAttentionConfig::Names::HuggingFace;
+    if (hf) {
+        for (const char *norm : {"q_norm.weight", "k_norm.weight"}) {
+            require(!w.has(norm), std::string("cached_attention: ") + norm + " (QK-norm, as in Qwen3 or Gemma 3) is not supported");
+        }
+    }
+    // The seed's biases are all there or none; a Hugging Face checkpoint's wherever it has one.
+    const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols) {
+        const std::string name = hf ? hf_name : seed_name;
+        const bool has_bias = config.bias || (hf && w.has(name + ".bias"));
+        return Linear::dense(w.get(name + ".weight", {rows, cols}),
+                             has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt);
     };
-    query_ = Linear::dense(w.get("query_projection.weight", {q_width, E}), bias("query_projection.bias", q_width));
-    key_ = Linear::dense(w.get("key_projection.weight", {kv_width, E}), bias("key_projection.bias", kv_width));
-    value_ = Linear::dense(w.get("value_projection.weight", {kv_width, E}), bias("value_projection.bias", kv_width));
-    output_ = Linear::dense(w.get("output_projection.weight", {E, q_width}), bias("output_projection.bias", E));
+    query_ = linear("query_projection", "q_proj", q_width, E);
+    key_ = linear("key_projection", "k_proj", kv_width, E);
+    value_ = linear("value_projection", "v_proj", kv_width, E);
+    output_ = linear("output_projection", "o_proj", E, q_width);
     if (config.rope_base) rope_.emplace(D, *config.rope_base);
 }
 

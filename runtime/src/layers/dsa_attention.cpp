@@ -6,6 +6,7 @@
 
 #include "device_residency.h"
 #include "finite_input.h"
+#include "hf_rope.h"
 #include "hattn/error.h"
 #include "hattn/kernels/dsa.h"
 #include "hattn/kernels/norm.h"
@@ -47,16 +48,7 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
     require(cfg.rope_dim % 2 == 0, src + ": qk_rope_head_dim must be even, got " + str(cfg.rope_dim));
     require(cfg.rope_dim <= cfg.index_dim, src + ": qk_rope_head_dim (" + str(cfg.rope_dim) +
                                                ") must not exceed index_head_dim (" + str(cfg.index_dim) + ")");
-    cfg.rope_theta = c.get_number("rope_theta", 10000.0);
-    // transformers 5 writes rope_parameters, 4 wrote rope_scaling; either may name a scaling type.
-    for (const char *key : {"rope_parameters", "rope_scaling"}) {
-        if (!c.has(key)) continue;
-        const ConfigReader rope = c.object(key);
-        const std::string type = rope.get_string("rope_type", rope.get_string("type", "default"));
-        require(type == "default", src + ": " + key + " rope_type '" + type + "' is not supported (default only)");
-        cfg.rope_theta = rope.get_number("rope_theta", cfg.rope_theta);
-    }
-    require(cfg.rope_theta > 0, src + ": rope_theta must be positive");
+    cfg.rope_theta = detail::hf_rope_theta(c, 10000.0);
     cfg.bias = c.get_bool("attention_bias", false);
     cfg.rms_eps = static_cast<float>(c.get_number("rms_norm_eps", 1e-6));
     require(cfg.rms_eps > 0, src + ": rms_norm_eps must be positive");

@@ -15,20 +15,32 @@
 namespace hattn {
 
 struct CachedAttentionConfig {
+    // Whose names the weights have: the seed module's (query_projection, ..., with all four biases
+    // or none, as `bias` says), or a Hugging Face Llama-family attention's (q_proj, k_proj, v_proj,
+    // o_proj), which uses each bias the checkpoint holds (Qwen2 has them on q, k and v only) and
+    // all four when attention_bias is true.
+    enum class Names { Seed, HuggingFace };
+
     int64_t embedding_dimension = 0;  // E
     int64_t heads = 0;                // H
     int64_t kv_heads = 0;             // Hkv (H for multi_head)
     int64_t head_dimension = 0;       // D
     bool bias = true;
     std::optional<double> rope_base;  // none: no RoPE
+    Names names = Names::Seed;
 
-    // The seed's constructor keys, defaults and validation; errors name the key and values.
+    // The seed's constructor keys, defaults and validation; errors name the key and values. A
+    // config with `hidden_size` and no `embedding_dimension` is a Hugging Face config.json of a
+    // Llama-family model (Llama, Mistral, Qwen2): hidden_size, num_attention_heads,
+    // num_key_value_heads, head_dim, rope_theta (always RoPE), attention_bias. What such a model
+    // does that this layer does not (scaled RoPE, partial rotary, an active sliding window, logit
+    // soft-capping) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
 };
 
 class CachedAttention {
 public:
-    // Weights under the seed's state_dict names (query_projection.weight, ...).
+    // Weights under the names config.names says; `weights` may carry a prefix ("model.layers.3.self_attn.").
     CachedAttention(const CachedAttentionConfig &config, const Weights &weights);
     CachedAttention(const ConfigReader &config, const Weights &weights)
         : CachedAttention(CachedAttentionConfig::from(config), weights) {}
