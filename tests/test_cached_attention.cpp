@@ -407,9 +407,11 @@ TEST(CachedAttentionHuggingFace, AQwen2LayerUsesTheBiasesItHas) {
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const std::string llama = R"("hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2)";
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"),
-              "config.json: rope_scaling rope_type 'llama3' is not supported (default only)");
+              "config.json (rope_scaling): missing key 'low_freq_factor'");
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6}})"),
-              "config.json: rope_parameters rope_type 'yarn' is not supported (default only)");
+              "config.json: rope_parameters rope_type 'yarn' is not supported (default, linear and llama3)");
+    EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"type": "linear", "factor": 0}})"),
+              "config.json (rope_scaling): factor must be positive");
     EXPECT_EQ(config_error("{" + llama + R"(, "partial_rotary_factor": 0.5})"),
               "config.json: partial_rotary_factor 0.500000 is not supported (whole-head RoPE only)");
     EXPECT_EQ(config_error("{" + llama + R"(, "attn_logit_softcapping": 50.0})"),
@@ -423,6 +425,13 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(CachedAttentionConfig::from(ConfigReader::parse(R"({"hidden_size": 64, "num_attention_heads": 4})", "c"))
                   .rope_base.value_or(0),
               10000.0);
+    // Llama 3.1's scaling, as transformers 5 writes it.
+    const CachedAttentionConfig llama31 = CachedAttentionConfig::from(ConfigReader::parse(
+        "{" + llama + R"(, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})", "c"));
+    EXPECT_EQ(llama31.rope_base.value_or(0), 500000.0);
+    EXPECT_EQ(llama31.rope_scaling.type, RopeScaling::Type::Llama3);
+    EXPECT_EQ(llama31.rope_scaling.original_context, 8192.0);
 
     TestLayer seed({64, 4, 2, 16, true, 10000.0});
     std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, false);

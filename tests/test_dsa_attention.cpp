@@ -17,6 +17,7 @@
 #include "hattn/safetensors_writer.h"
 #include "reference/dsa_attention.h"
 #include "support/compare.h"
+#include "support/errors.h"
 #include "support/config.h"
 #include "support/stateful_layer.h"
 #include "support/kernel_checks.h"
@@ -428,6 +429,10 @@ TEST(DsaConfig, RejectsWhatIsOutOfScope) {
     nlohmann::json yarn = small_config(4);
     yarn["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 4}};
     EXPECT_THROW(DsaConfig::from(testing::config_of(yarn)), Error);
+    nlohmann::json linear = small_config(4);
+    linear["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+    EXPECT_EQ(testing::error_message([&] { DsaConfig::from(testing::config_of(linear)); }),
+              "config.json: a scaled RoPE (rope_type linear or llama3) is not supported for glm_dsa");
     nlohmann::json odd = small_config(4);
     odd["qk_rope_head_dim"] = 7;
     EXPECT_THROW(DsaConfig::from(testing::config_of(odd)), Error);

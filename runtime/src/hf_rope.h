@@ -1,13 +1,19 @@
-// The RoPE base of a Hugging Face config.json, as the attention layers that read HF keys take it.
+// RoPE as a Hugging Face config.json states it, for the attention layers that read HF keys.
 #pragma once
 
 #include "hattn/config.h"
+#include "hattn/kernels/rope.h"
 
 namespace hattn::detail {
 
+struct HfRope {
+    double theta;
+    RopeScaling scaling;
+};
+
 // `rope_theta` (else `fallback`), which transformers 5 writes inside `rope_parameters` and 4 wrote
-// beside `rope_scaling`. Either object may name a scaling type (llama3, yarn, linear, ...), which
-// these layers do not implement: anything but the default is refused, naming the key.
-double hf_rope_theta(const ConfigReader &config, double fallback);
+// beside `rope_scaling`, and the scaling either object names: default, linear or llama3. Any other
+// (yarn, dynamic, longrope, ...) is refused, naming the key.
+HfRope hf_rope(const ConfigReader &config, double fallback);
 
 }  // namespace hattn::detail

@@ -36,13 +36,16 @@ def shift_right(x):
     return np.pad(x, ((0, 0), (1, 0), (0, 0)))[:, :-1]
 
 
-def rope_rotate_half(x, positions, base, rotary_dim=None):
+def rope_rotate_half(x, positions, base, rotary_dim=None, frequencies=None):
     """§1 RoPE, NeoX "rotate half" over the last axis: for pair i < rd/2, angle = pos * base^(-2i/rd),
     x1' = x1 cos - x2 sin, x2' = x1 sin + x2 cos (x1 = dims [0, rd/2), x2 = [rd/2, rd)).
-    rd is the whole head unless rotary_dim is given (§3's partial RoPE: dims >= rd unchanged)."""
+    rd is the whole head unless rotary_dim is given (§3's partial RoPE: dims >= rd unchanged).
+    `frequencies` replaces base^(-2i/rd) (a scaled RoPE)."""
     rd = x.shape[-1] if rotary_dim is None else rotary_dim
     half = rd // 2
-    angle = np.asarray(positions, np.float64)[:, None] * base ** (-2.0 * np.arange(half) / rd)
+    if frequencies is None:
+        frequencies = base ** (-2.0 * np.arange(half) / rd)
+    angle = np.asarray(positions, np.float64)[:, None] * frequencies
     cos, sin = np.cos(angle), np.sin(angle)
     x1, x2 = x[..., :half], x[..., half:rd]
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos, x[..., rd:]], axis=-1)
@@ -100,23 +103,47 @@ def cached_attention(config, w, x, context=None, mask=None):
                   w['output_projection.bias'] if has_bias else None)
 
 
+def llama_rope_frequencies(config, head_dim):
+    """The RoPE frequencies of a Hugging Face Llama-family config: base^(-2i/D) for rope_theta,
+    rescaled as its rope_scaling (or transformers 5's rope_parameters) says. 'linear' divides them
+    by the factor; 'llama3' (Llama 3.1) divides those whose wavelength 2 pi / f exceeds
+    original_max_position_embeddings / low_freq_factor, keeps those below
+    original_max_position_embeddings / high_freq_factor, and in between mixes the two with weight
+    s = (original / wavelength - low) / (high - low) on the kept one."""
+    scaling = config.get('rope_parameters') or config.get('rope_scaling') or {}
+    base = scaling.get('rope_theta', config.get('rope_theta', 10000.0))
+    f = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
+    kind = scaling.get('rope_type', scaling.get('type', 'default'))
+    if kind == 'linear':
+        return f / scaling['factor']
+    if kind == 'llama3':
+        factor, low, high = scaling['factor'], scaling['low_freq_factor'], scaling['high_freq_factor']
+        original = scaling['original_max_position_embeddings']
+        wavelength = 2 * np.pi / f
+        s = (original / wavelength - low) / (high - low)
+        mixed = (1 - s) * f / factor + s * f
+        return np.where(wavelength > original / low, f / factor, np.where(wavelength < original / high, f, mixed))
+    assert kind == 'default', kind
+    return f
+
+
 def llama_attention(config, w, x):
     """§1 causal self-attention as a Hugging Face Llama-family checkpoint states it (not in the
     spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
     num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
-    RoPE always), weights q_proj / k_proj / v_proj / o_proj, each with the bias the checkpoint holds
+    RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj, each with the bias the checkpoint holds
     (Qwen2: q, k and v only)."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     head_dim = config.get('head_dim') or config['hidden_size'] // heads
-    base = config.get('rope_theta', 10000.0)
+    frequencies = llama_rope_frequencies(config, head_dim)
 
     def project(name, n_heads):
         return split_heads(linear(x, w[name + '.weight'], w.get(name + '.bias')), n_heads)
 
     positions = np.arange(x.shape[1])
-    q = rope_rotate_half(project('q_proj', heads), positions, base)
-    k = rope_rotate_half(project('k_proj', kv_heads), positions, base)
+    q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
+    k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
     o = attention(q, k, project('v_proj', kv_heads), head_dim ** -0.5, causal=True)
     return linear(merge_heads(o), w['o_proj.weight'], w.get('o_proj.bias'))
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <utility>
 
 #include "halide_call.h"
 #include "hattn/error.h"
@@ -10,20 +11,51 @@
 
 namespace hattn {
 
-RopeTable::RopeTable(int64_t rotary_dim, double base, int64_t positions)
-    : RopeTable(nullptr, rotary_dim, base, positions) {}
-
-RopeTable RopeTable::extended(int64_t positions) const {
-    return RopeTable(this, rotary_dim_, base_, std::max(positions, positions_));
-}
-
-RopeTable::RopeTable(const RopeTable *prefix, int64_t rotary_dim, double base, int64_t positions)
-    : rotary_dim_(rotary_dim), base_(base), positions_(positions) {
+std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling) {
     require(rotary_dim >= 2 && rotary_dim % 2 == 0,
             "RoPE: rotary dimension must be even and positive, got " + std::to_string(rotary_dim));
     require(base > 0, "RoPE: base must be positive, got " + std::to_string(base));
+    require(scaling.type == RopeScaling::Type::None || scaling.factor > 0,
+            "RoPE: scaling factor must be positive, got " + std::to_string(scaling.factor));
+    std::vector<double> frequency(rotary_dim / 2);
+    for (size_t i = 0; i < frequency.size(); i++) {
+        frequency[i] = std::pow(base, -2.0 * double(i) / double(rotary_dim));
+    }
+    if (scaling.type == RopeScaling::Type::Linear) {
+        for (double &f : frequency) f /= scaling.factor;
+    } else if (scaling.type == RopeScaling::Type::Llama3) {
+        const double low = scaling.low_freq_factor, high = scaling.high_freq_factor, context = scaling.original_context;
+        require(low > 0 && high > low && context > 0, "RoPE: llama3 scaling needs 0 < low_freq_factor < high_freq_factor "
+                                                      "and a positive original_max_position_embeddings");
+        constexpr double two_pi = 6.283185307179586476925286766559;
+        for (double &f : frequency) {
+            const double wavelength = two_pi / f;
+            if (wavelength > context / low) {
+                f /= scaling.factor;  // long wavelengths: stretched
+            } else if (wavelength >= context / high) {
+                const double smooth = (context / wavelength - low) / (high - low);
+                f = (1.0 - smooth) * f / scaling.factor + smooth * f;
+            }  // short wavelengths: as trained
+        }
+    }
+    return frequency;
+}
+
+RopeTable::RopeTable(int64_t rotary_dim, double base, int64_t positions)
+    : RopeTable(nullptr, rope_frequencies(rotary_dim, base), positions) {}
+
+RopeTable::RopeTable(std::vector<double> frequencies, int64_t positions)
+    : RopeTable(nullptr, std::move(frequencies), positions) {}
+
+RopeTable RopeTable::extended(int64_t positions) const {
+    return RopeTable(this, frequencies_, std::max(positions, positions_));
+}
+
+RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions)
+    : rotary_dim_(2 * static_cast<int64_t>(frequencies.size())), frequencies_(std::move(frequencies)), positions_(positions) {
+    require(!frequencies_.empty(), "RoPE: a table needs at least one frequency");
     require(positions >= 0, "RoPE: a table needs a non-negative number of positions, got " + std::to_string(positions));
-    const int64_t half = rotary_dim / 2;
+    const int64_t half = rotary_dim_ / 2;
     cos_ = Tensor({positions, half}, Tensor::unset);
     sin_ = Tensor({positions, half}, Tensor::unset);
     const int64_t kept = prefix ? prefix->positions_ : 0;
@@ -31,11 +63,9 @@ RopeTable::RopeTable(const RopeTable *prefix, int64_t rotary_dim, double base, i
         std::copy(prefix->cos_.values().begin(), prefix->cos_.values().end(), cos_.data());
         std::copy(prefix->sin_.values().begin(), prefix->sin_.values().end(), sin_.data());
     }
-    std::vector<double> frequency(half);
-    for (int64_t i = 0; i < half; i++) frequency[i] = std::pow(base, -2.0 * double(i) / double(rotary_dim));
     for (int64_t p = kept; p < positions; p++) {
         for (int64_t i = 0; i < half; i++) {
-            const double angle = double(p) * frequency[i];
+            const double angle = double(p) * frequencies_[i];
             cos_.data()[p * half + i] = static_cast<float>(std::cos(angle));
             sin_.data()[p * half + i] = static_cast<float>(std::sin(angle));
         }
@@ -46,6 +76,9 @@ RopeTable::RopeTable(const RopeTable *prefix, int64_t rotary_dim, double base, i
 
 GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base)
     : table_(std::make_shared<const RopeTable>(rotary_dim, base, 0)) {}
+
+GrowingRopeTable::GrowingRopeTable(std::vector<double> frequencies)
+    : table_(std::make_shared<const RopeTable>(std::move(frequencies), 0)) {}
 
 GrowingRopeTable::GrowingRopeTable(const GrowingRopeTable &other) : table_(std::atomic_load(&other.table_)) {}
 

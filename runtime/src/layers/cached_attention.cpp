@@ -38,7 +38,9 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
     }
     require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
     cfg.bias = c.get_bool("attention_bias", false);
-    cfg.rope_base = detail::hf_rope_theta(c, 10000.0);
+    const detail::HfRope rope = detail::hf_rope(c, 10000.0);
+    cfg.rope_base = rope.theta;
+    cfg.rope_scaling = rope.scaling;
     // What Llama-family variants add and this layer would silently get wrong.
     const double rotary = c.get_number("partial_rotary_factor", 1.0);
     require(rotary == 1.0, src + ": partial_rotary_factor " + std::to_string(rotary) + " is not supported (whole-head RoPE only)");
@@ -122,7 +124,7 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     key_ = linear("key_projection", "k_proj", kv_width, E);
     value_ = linear("value_projection", "v_proj", kv_width, E);
     output_ = linear("output_projection", "o_proj", E, q_width);
-    if (config.rope_base) rope_.emplace(D, *config.rope_base);
+    if (config.rope_base) rope_.emplace(rope_frequencies(D, *config.rope_base, config.rope_scaling));
 }
 
 KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {

@@ -9,12 +9,27 @@
 
 namespace hattn {
 
-// cos and sin of pos * base^(-2i / rotary_dim) for i < rotary_dim / 2, computed in double and
-// stored as float, for positions [0, positions()). Immutable once built, so the kernel calls of any
-// number of threads may read one table.
+// How a model stretches RoPE beyond the context it was trained at (Hugging Face's rope_scaling or
+// rope_parameters): `Linear` divides every frequency by `factor`; `Llama3` (Llama 3.1 and later)
+// divides the low frequencies (wavelengths above original_context / low_freq_factor) by `factor`,
+// keeps the high ones (below original_context / high_freq_factor), and blends in between.
+struct RopeScaling {
+    enum class Type { None, Linear, Llama3 };
+    Type type = Type::None;
+    double factor = 1.0;
+    double low_freq_factor = 1.0, high_freq_factor = 4.0, original_context = 8192.0;  // Llama3
+};
+
+// The rotation frequency of each pair i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled.
+std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling = {});
+
+// cos and sin of pos * frequency[i] for each pair i (by default base^(-2i / rotary_dim)), computed
+// in double and stored as float, for positions [0, positions()). Immutable once built, so the
+// kernel calls of any number of threads may read one table.
 class RopeTable {
 public:
     RopeTable(int64_t rotary_dim, double base, int64_t positions);
+    RopeTable(std::vector<double> frequencies, int64_t positions);  // rotary_dim = 2 x their count
 
     int64_t rotary_dim() const { return rotary_dim_; }
     int64_t positions() const { return positions_; }
@@ -27,10 +42,10 @@ public:
     ConstTensorView sin() const { return sin_.view(); }
 
 private:
-    RopeTable(const RopeTable *prefix, int64_t rotary_dim, double base, int64_t positions);
+    RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions);
 
     int64_t rotary_dim_;
-    double base_;
+    std::vector<double> frequencies_;
     int64_t positions_;
     Tensor cos_, sin_;
 };
@@ -41,6 +56,7 @@ private:
 class GrowingRopeTable {
 public:
     GrowingRopeTable(int64_t rotary_dim, double base);
+    explicit GrowingRopeTable(std::vector<double> frequencies);
     GrowingRopeTable(const GrowingRopeTable &other);
     GrowingRopeTable &operator=(const GrowingRopeTable &other);
 
@@ -49,7 +65,7 @@ public:
     std::shared_ptr<const RopeTable> covering(int64_t positions) const;
 
 private:
-    // The table so far, which carries the rotary dim and base. Read and replaced only with
+    // The table so far, which carries the frequencies. Read and replaced only with
     // std::atomic_load / atomic_store / atomic_compare_exchange (C++17's atomic shared_ptr access;
     // C++20 has std::atomic<std::shared_ptr> for it), which makes covering() safe to call
     // concurrently.

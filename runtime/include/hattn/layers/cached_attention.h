@@ -27,14 +27,16 @@ struct CachedAttentionConfig {
     int64_t head_dimension = 0;       // D
     bool bias = true;
     std::optional<double> rope_base;  // none: no RoPE
+    RopeScaling rope_scaling;         // Hugging Face configs only (the seed has none)
     Names names = Names::Seed;
 
     // The seed's constructor keys, defaults and validation; errors name the key and values. A
     // config with `hidden_size` and no `embedding_dimension` is a Hugging Face config.json of a
     // Llama-family model (Llama, Mistral, Qwen2): hidden_size, num_attention_heads,
-    // num_key_value_heads, head_dim, rope_theta (always RoPE), attention_bias. What such a model
-    // does that this layer does not (scaled RoPE, partial rotary, an active sliding window, logit
-    // soft-capping) is refused, naming the key.
+    // num_key_value_heads, head_dim, rope_theta (always RoPE; rope_scaling linear or llama3, as in
+    // Llama 3.1), attention_bias. What such a model does that this layer does not (other RoPE
+    // scalings, partial rotary, an active sliding window, logit soft-capping) is refused, naming
+    // the key.
     static CachedAttentionConfig from(const ConfigReader &config);
 };
 
