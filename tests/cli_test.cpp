@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "hattn/npy.h"
+#include "support/compare.h"
 #include "support/random.h"
 #include "hattn/safetensors_writer.h"
 #include "support/temp_dir.h"
@@ -126,6 +127,28 @@ TEST_F(Cli, RunsACachedAttentionCase) {
                               tmp.file("o.npy"));
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(read_npy_f32(tmp.file("o.npy")).shape(), Shape({1, 3, 8}));
+}
+
+// One layer of a whole model: its own config.json (HF keys) and a checkpoint whose names carry the
+// layer's prefix. The same weights as the seed case give the same output.
+TEST_F(Cli, RunsOneLayerOfAHuggingFaceCheckpoint) {
+    std::string seed_config = good_config();
+    seed_config.replace(seed_config.find("\"rope_base\": null"), 17, "\"rope_base\": 10000");
+    const std::string dir = make_case("c", seed_config);
+    ASSERT_EQ(hattn("run --case " + dir + " --output " + tmp.file("seed.npy")).status, 0);
+    const Tensor w = testing::random_tensor({8, 8}, 5);  // make_case's weight
+    const std::string p = "model.layers.7.self_attn.";
+    write_safetensors(tmp.file("model.safetensors"), {{p + "q_proj.weight", w}, {p + "k_proj.weight", w},
+                                                      {p + "v_proj.weight", w}, {p + "o_proj.weight", w},
+                                                      {"model.layers.6.self_attn.q_proj.weight", Tensor({1})}});
+    std::ofstream(tmp.file("config.json")) << R"({"model_type": "llama", "hidden_size": 8, "num_attention_heads": 2,
+                                                 "rope_theta": 10000, "vocab_size": 32000})";
+    const std::string files = "run --kind cached_attention --config " + tmp.file("config.json") + " --weights " +
+                              tmp.file("model.safetensors") + " --input " + dir + "/x.npy --output " + tmp.file("hf.npy");
+    const CliResult r = hattn(files + " --prefix " + p);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_LE(testing::relative_l2(read_npy_f32(tmp.file("hf.npy")), read_npy_f32(tmp.file("seed.npy"))), 1e-6);
+    expect_one_line_naming(hattn(files), "q_proj.weight");  // without the prefix: not found, named
 }
 
 TEST_F(Cli, InvalidLayerConfigNamesTheKey) {

@@ -43,7 +43,7 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
     // A cached_attention config may be a Hugging Face config.json, whose E is hidden_size.
     const bool hf_keys = !config.has(kind.hidden_key) && config.has("hidden_size");
     const int64_t hidden = require_positive(config, hf_keys ? "hidden_size" : kind.hidden_key);
-    Weights weights = Weights::open(files.weights);
+    Weights weights = Weights::open(files.weights, files.weight_prefix);
     Tensor x = read_npy_f32(files.input);
     if (batch == 0) {  // files named one by one: batch and sequence come from x itself
         require(x.rank() == 3 && x.dim(0) > 0 && x.dim(1) > 0,

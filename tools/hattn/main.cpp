@@ -11,7 +11,7 @@ namespace {
 const char *usage =
     "usage: hattn run --case DIR --output OUT.npy [--prefill P] [--device cpu|cuda|opencl] [--threads N]\n"
     "       hattn run --kind KIND --config CONFIG.json --weights W.safetensors --input X.npy\n"
-    "                 --output OUT.npy [--context C.npy] [--mask M.npy] [...]\n"
+    "                 --output OUT.npy [--context C.npy] [--mask M.npy] [--prefix model.layers.3.self_attn.] [...]\n"
     "       hattn bench prefill|decode|layer ...\n"
     "       hattn inspect FILE\n"
     "       hattn info\n";

@@ -14,7 +14,7 @@ namespace {
 
 LayerCase load(const Args &args) {
     if (auto dir = args.value("--case")) {
-        for (const char *flag : {"--kind", "--config", "--weights", "--input", "--context", "--mask"}) {
+        for (const char *flag : {"--kind", "--config", "--weights", "--input", "--context", "--mask", "--prefix"}) {
             require(!args.has(flag), std::string(flag) + " cannot be combined with --case");
         }
         return load_case_dir(*dir);
@@ -28,6 +28,7 @@ LayerCase load(const Args &args) {
     files.input = args.required("--input");
     files.context = args.value("--context").value_or("");
     files.mask = args.value("--mask").value_or("");
+    files.weight_prefix = args.value("--prefix").value_or("");
     return load_case_files(files);
 }
 
@@ -36,7 +37,7 @@ LayerCase load(const Args &args) {
 int run_command(const std::vector<std::string> &argv) {
     const Args args("run", argv,
                     {"--case", "--output", "--prefill", "--device", "--threads", "--kind",
-                     "--config", "--weights", "--input", "--context", "--mask"},
+                     "--config", "--weights", "--input", "--context", "--mask", "--prefix"},
                     {});
     require(args.positional().empty(), "run: unexpected argument '" +
                                            (args.positional().empty() ? "" : args.positional()[0]) + "'");

@@ -36,6 +36,8 @@ LayerCase load_case_dir(const std::string &dir);
 struct LayerFiles {
     std::string kind, config, weights, input;
     std::string context, mask;  // empty when absent
+    // Prepended to every weight name: one layer of a whole model's checkpoint ("model.layers.3.self_attn.").
+    std::string weight_prefix;
 };
 // The files named one by one; config may be a model's own config.json.
 LayerCase load_case_files(const LayerFiles &files);
