@@ -273,6 +273,8 @@ TEST_F(Cli, BenchReportsTheThreadsItRanOn) {
     EXPECT_NE(one.out.find("\"threads\":1,"), std::string::npos) << one.out;
     const CliResult all = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1", "HL_NUM_THREADS=3");
     EXPECT_NE(all.out.find("\"threads\":3,"), std::string::npos) << all.out;
+    const CliResult capped = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1 --threads 1000");
+    EXPECT_NE(capped.out.find("\"threads\":256,"), std::string::npos) << capped.out;  // Halide's most
 }
 
 TEST_F(Cli, BenchNamesAnUnknownSchedule) {

@@ -39,6 +39,13 @@ TEST(Rope, InterleavedFullAndPartial) {
 }
 TEST(Rope, LargePositionsStayPrecise) { EXPECT_LE(rope_error({1, 4, 2, 128}, 128, {32760}, 3), 1e-6); }
 
+TEST(Rope, ATableOfBadFrequenciesIsRefused) {
+    EXPECT_THROW(RopeTable({1.0, std::nan("")}, 4), Error);
+    EXPECT_THROW(RopeTable({-1.0}, 4), Error);
+    EXPECT_THROW(RopeTable(std::vector<double>{}, 4), Error);
+    EXPECT_EQ(RopeTable({1.0, 0.0}, 4).rotary_dim(), 4);
+}
+
 TEST(Rope, WritesIntoAStridedView) {
     // Keys [1, S=3, Hkv=2, D=4] written into cache storage [1, Hkv=2, capacity=5, 4] at position 1.
     const Tensor x = testing::random_tensor({1, 3, 2, 4}, 4);

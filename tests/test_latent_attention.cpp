@@ -448,6 +448,8 @@ TEST(ZayaConfig, KeysDefaultsAndRejections) {
               "config.json (rope_parameters): key 'hybrid' must be an object, got 3");
     EXPECT_EQ(error({{"hidden_size", 64}, {"rope_parameters", {{"hybrid", {{"rope_type", "yarn"}, {"rope_theta", 1e6}}}}}}),
               "config.json (rope_parameters.hybrid): rope_type 'yarn' is not supported (default only)");
+    EXPECT_EQ(error({{"hidden_size", 64}, {"rope_theta", 5e6}, {"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}}),
+              "config.json (rope_scaling): rope_type 'linear' is not supported (default only)");
 }
 
 // ---------------------------------------------------------------- the kernel on its own

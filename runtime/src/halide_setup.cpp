@@ -7,7 +7,7 @@
 #include "HalideRuntime.h"
 #include "halide_call.h"
 #include "hattn/error.h"
-#include "hattn/kernel_table.h"
+#include "kernel_variants.h"
 #include "memory_pool.h"
 
 namespace hattn::detail {
@@ -99,10 +99,12 @@ void check_halide_status(int status, const char *kernel) {
     // The hand-written schedules cover every shape the runtime's checks let through, so a bounds
     // failure there is hattn's. The autoschedulers' schedules assume extents no smaller than the
     // estimates they were searched at (their tiles are not guarded): a smaller shape is outside what
-    // the schedule the caller chose can run.
-    if (status == halide_error_code_access_out_of_bounds && schedule_choice() != ScheduleChoice::Manual) {
-        throw Error(std::string(kernel) + ": the chosen schedule (not the hand-written one) does not cover this "
-                                          "shape, which is smaller than the sizes it was searched at: " + message);
+    // the variant the caller chose can run.
+    const std::string family = family_chosen_on_this_thread(kernel);
+    const bool autoscheduled = family == "x86_auto" || family == "x86_mullapudi" || family == "x86_tuned";
+    if (status == halide_error_code_access_out_of_bounds && autoscheduled) {
+        throw Error(std::string(kernel) + ": its autoscheduled variant (" + family +
+                    ") does not cover this shape, below the sizes it was searched at: " + message);
     }
     throw Error(std::string(kernel) + " kernel failed: " + message, Error::Kind::Internal);
 }

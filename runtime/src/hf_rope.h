@@ -1,6 +1,8 @@
 // RoPE as a Hugging Face config.json states it, for the attention layers that read HF keys.
 #pragma once
 
+#include <string>
+
 #include "hattn/config.h"
 #include "hattn/kernels/rope.h"
 
@@ -8,12 +10,24 @@ namespace hattn::detail {
 
 struct HfRope {
     double theta;
-    RopeScaling scaling;
+    double partial_rotary_factor;
+    RopeScaling scaling;  // Type::None unless the caller allows scaling
 };
 
-// `rope_theta` (else `fallback`), which transformers 5 writes inside `rope_parameters` and 4 wrote
-// beside `rope_scaling`, and the scaling either object names: default, linear or llama3. Any other
-// (yarn, dynamic, longrope, ...) is refused, naming the key.
-HfRope hf_rope(const ConfigReader &config, double fallback);
+// What a layer takes from its model's config.json.
+struct HfRopeDefaults {
+    double theta;                        // when rope_theta is absent
+    double partial_rotary_factor = 1.0;  // when partial_rotary_factor is absent
+    bool scaling_allowed = false;        // linear and llama3 rope types (else only the default)
+    // transformers 5 may nest rope_parameters per layer type: the type whose entry to read
+    // ("hybrid" for ZAYA), or "" where the model has one type.
+    std::string layer_type;
+};
+
+// `rope_theta` and `partial_rotary_factor` at the top level, or (transformers 5) inside
+// `rope_parameters`, and the scaling named there or in transformers 4's `rope_scaling`. A scaling
+// the layer does not implement (yarn, dynamic, longrope, ..., or any when !scaling_allowed) is
+// refused, naming the key.
+HfRope hf_rope(const ConfigReader &config, const HfRopeDefaults &defaults);
 
 }  // namespace hattn::detail

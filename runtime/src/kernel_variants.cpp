@@ -21,6 +21,8 @@ std::atomic<ScheduleChoice> choice{ScheduleChoice::Manual};
 std::atomic<IntegerDotForm> dot_form{IntegerDotForm::Auto};
 std::mutex last_run_mutex;
 std::map<std::string, std::string> last_run;  // kernel -> family
+// The same per thread: what the kernel call this thread is making runs (see check_halide_status).
+thread_local std::map<std::string, std::string> chosen_on_this_thread;
 
 const KernelVariant *find_variant(const std::string &kernel, const std::string &family) {
     for (const KernelVariant &v : kernel_variants()) {
@@ -60,6 +62,7 @@ Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autosched
             fn = autoscheduled;
         }
     }
+    chosen_on_this_thread[kernel] = family;
     std::lock_guard<std::mutex> lock(last_run_mutex);
     last_run[kernel] = family;
     return fn;
@@ -80,6 +83,11 @@ std::string last_variant_run(const std::string &kernel) {
 }
 
 namespace detail {
+
+std::string family_chosen_on_this_thread(const std::string &kernel) {
+    auto it = chosen_on_this_thread.find(kernel);
+    return it == chosen_on_this_thread.end() ? "" : it->second;
+}
 
 // AArch64: "plain" for every kernel; a kernel that also has an arm_dot_prod variant chooses it by
 // arm_dotprod_allowed() (getauxval), because Halide 14's AArch64 runtime detects no CPU features.

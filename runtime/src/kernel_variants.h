@@ -1,6 +1,8 @@
 // Which compiled variant of each kernel runs: the one place that names the generated functions.
 #pragma once
 
+#include <string>
+
 struct halide_buffer_t;
 
 namespace hattn::detail {
@@ -57,6 +59,9 @@ DsaSparseAttentionKernel dsa_sparse_attention_kernel();
 using RowNormKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *);
 RowNormKernel rms_norm_kernel();
 RowNormKernel layer_norm_kernel();
+
+// The family ("x86", "x86_auto", ...) of the variant this thread last chose for `kernel`, or "".
+std::string family_chosen_on_this_thread(const std::string &kernel);
 
 struct BitLinearChoice {
     const char *name;

@@ -41,7 +41,7 @@ void require_shape(const std::string &path, const Shape &actual, const Shape &ex
 LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, int64_t seq_len,
                       bool cross, double tolerance, const LayerFiles &files) {
     // A cached_attention config may be a Hugging Face config.json, whose E is hidden_size.
-    const bool hf_keys = !config.has(kind.hidden_key) && config.has("hidden_size");
+    const bool hf_keys = std::string(kind.name) == "cached_attention" && CachedAttentionConfig::uses_hugging_face_keys(config);
     const int64_t hidden = require_positive(config, hf_keys ? "hidden_size" : kind.hidden_key);
     Weights weights = Weights::open(files.weights, files.weight_prefix);
     Tensor x = read_npy_f32(files.input);

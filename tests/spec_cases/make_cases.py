@@ -240,12 +240,12 @@ def write_all(out_dir):
         # Llama 3.1's scaling at a short original context, so that every band of it is used: with
         # D = 32 and theta 10000 the wavelengths run from 6 to 40000 positions.
         llama_case(out_dir, 'llama31_rope_scaling', 27,
-                   {'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2, 'head_dim': 32,
-                    'rope_parameters': {'rope_type': 'llama3', 'rope_theta': 10000.0, 'factor': 8.0,
+                   {'model_type': 'llama', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 32, 'rope_parameters': {'rope_type': 'llama3', 'rope_theta': 10000.0, 'factor': 8.0,
                                         'low_freq_factor': 1.0, 'high_freq_factor': 4.0,
                                         'original_max_position_embeddings': 256}}, 1, 24, biases=()),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
-                   {'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
+                   {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),
     ]
 

@@ -131,21 +131,27 @@ def llama_attention(config, w, x):
     """§1 causal self-attention as a Hugging Face Llama-family checkpoint states it (not in the
     spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
     num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
-    RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj, each with the bias the checkpoint holds
-    (Qwen2: q, k and v only)."""
+    RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj,
+    all four with biases when attention_bias is true, and for model_type qwen2 q, k and v always."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     head_dim = config.get('head_dim') or config['hidden_size'] // heads
     frequencies = llama_rope_frequencies(config, head_dim)
+    qwen = config['model_type'] in ('qwen2', 'qwen2_moe')
+    biased = {'q_proj', 'k_proj', 'v_proj'} if qwen else \
+        ({'q_proj', 'k_proj', 'v_proj', 'o_proj'} if config.get('attention_bias') else set())
+
+    def bias(name):
+        return w[name + '.bias'] if name in biased else None
 
     def project(name, n_heads):
-        return split_heads(linear(x, w[name + '.weight'], w.get(name + '.bias')), n_heads)
+        return split_heads(linear(x, w[name + '.weight'], bias(name)), n_heads)
 
     positions = np.arange(x.shape[1])
     q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
     k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
     o = attention(q, k, project('v_proj', kv_heads), head_dim ** -0.5, causal=True)
-    return linear(merge_heads(o), w['o_proj.weight'], w.get('o_proj.bias'))
+    return linear(merge_heads(o), w['o_proj.weight'], bias('o_proj'))
 
 
 # §2 CCA and CCGQA

@@ -8,7 +8,7 @@ namespace hattn {
 void set_num_threads(int n);
 
 // The number of worker threads the kernels run on: the last set_num_threads(), else Halide's
-// default (HL_NUM_THREADS when set, else one per core).
+// default (HL_NUM_THREADS, or the older HL_NUMTHREADS, else one per core); Halide runs at most 256.
 int num_threads();
 
 }  // namespace hattn

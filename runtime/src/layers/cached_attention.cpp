@@ -17,6 +17,12 @@ namespace {
 CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
     const std::string src = c.source();
     const auto str = [](auto v) { return std::to_string(v); };
+    // The model types whose attention is exactly this layer's (a look-alike with the same weight
+    // names, such as Granite, Cohere or OLMo, scales, rotates or clips differently).
+    const std::string type = c.get_string("model_type", "");
+    require(type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe",
+            src + ": model_type '" + type + "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, "
+                                            "qwen2_moe)");
     CachedAttentionConfig cfg;
     cfg.names = CachedAttentionConfig::Names::HuggingFace;
     cfg.embedding_dimension = c.get_int("hidden_size");
@@ -37,14 +43,15 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
         cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
     }
     require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
-    cfg.bias = c.get_bool("attention_bias", false);
-    const detail::HfRope rope = detail::hf_rope(c, 10000.0);
+    // Qwen2's q, k and v always have biases and its output none; Llama's all four follow attention_bias.
+    const bool qwen = type == "qwen2" || type == "qwen2_moe";
+    cfg.bias = qwen || c.get_bool("attention_bias", false);
+    cfg.output_bias = !qwen && cfg.bias;
+    const detail::HfRope rope = detail::hf_rope(c, {10000.0, 1.0, true});
+    require(rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + std::to_string(rope.partial_rotary_factor) +
+                                                   " is not supported (whole-head RoPE only)");
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
-    // What Llama-family variants add and this layer would silently get wrong.
-    const double rotary = c.get_number("partial_rotary_factor", 1.0);
-    require(rotary == 1.0, src + ": partial_rotary_factor " + std::to_string(rotary) + " is not supported (whole-head RoPE only)");
-    require(!c.has("attn_logit_softcapping"), src + ": attn_logit_softcapping is not supported");
     if (auto window = c.get_optional_int("sliding_window")) {
         require(!c.get_bool("use_sliding_window", true),
                 src + ": sliding_window " + str(*window) + " is not supported (every query sees all its keys; set it "
@@ -55,8 +62,12 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
 
 }  // namespace
 
+bool CachedAttentionConfig::uses_hugging_face_keys(const ConfigReader &c) {
+    return !c.has("embedding_dimension") && c.has("hidden_size");
+}
+
 CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
-    if (!c.has("embedding_dimension") && c.has("hidden_size")) return from_hugging_face(c);
+    if (uses_hugging_face_keys(c)) return from_hugging_face(c);
     const std::string src = c.source();
     CachedAttentionConfig cfg;
     cfg.embedding_dimension = c.get_int("embedding_dimension");
@@ -92,7 +103,7 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
         throw Error(src + ": unsupported attention_type '" + type +
                     "' (must be one of multi_head, grouped_query)");
     }
-    cfg.bias = c.get_bool("bias", true);
+    cfg.bias = cfg.output_bias = c.get_bool("bias", true);
     cfg.rope_base = c.get_optional_number("rope_base");
     if (cfg.rope_base) {
         require(cfg.head_dimension % 2 == 0, src + ": RoPE (rope_base " + std::to_string(*cfg.rope_base) +
@@ -108,22 +119,15 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     const int64_t E = config.embedding_dimension, D = config.head_dimension;
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
     const bool hf = config.names == CachedAttentionConfig::Names::HuggingFace;
-    if (hf) {
-        for (const char *norm : {"q_norm.weight", "k_norm.weight"}) {
-            require(!w.has(norm), std::string("cached_attention: ") + norm + " (QK-norm, as in Qwen3 or Gemma 3) is not supported");
-        }
-    }
-    // The seed's biases are all there or none; a Hugging Face checkpoint's wherever it has one.
-    const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols) {
+    const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols, bool has_bias) {
         const std::string name = hf ? hf_name : seed_name;
-        const bool has_bias = config.bias || (hf && w.has(name + ".bias"));
         return Linear::dense(w.get(name + ".weight", {rows, cols}),
                              has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt);
     };
-    query_ = linear("query_projection", "q_proj", q_width, E);
-    key_ = linear("key_projection", "k_proj", kv_width, E);
-    value_ = linear("value_projection", "v_proj", kv_width, E);
-    output_ = linear("output_projection", "o_proj", E, q_width);
+    query_ = linear("query_projection", "q_proj", q_width, E, config.bias);
+    key_ = linear("key_projection", "k_proj", kv_width, E, config.bias);
+    value_ = linear("value_projection", "v_proj", kv_width, E, config.bias);
+    output_ = linear("output_projection", "o_proj", E, q_width, config.output_bias);
     if (config.rope_base) rope_.emplace(rope_frequencies(D, *config.rope_base, config.rope_scaling));
 }
 

@@ -6,6 +6,7 @@
 
 #include "device_residency.h"
 #include "finite_input.h"
+#include "hf_rope.h"
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
 
@@ -121,24 +122,15 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     cfg.value_shift = true;
     cfg.causal = true;
     cfg.bias = c.get_bool("attention_bias", false);
-    const double factor = c.get_number("partial_rotary_factor", 0.5);
+    // transformers 5 nests the RoPE keys per layer type ({"hybrid": {...}}); a scaled RoPE is not
+    // this layer's (refused).
+    const detail::HfRope rope = detail::hf_rope(c, {5e6, 0.5, false, "hybrid"});
+    const double factor = rope.partial_rotary_factor;
     require(factor > 0 && factor <= 1, src + ": partial_rotary_factor must be in (0, 1], got " + std::to_string(factor));
     cfg.rotary_dim = static_cast<int64_t>(cfg.head_dim * factor);
     require(cfg.rotary_dim >= 2 && cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= cfg.head_dim,
             src + ": head_dim * partial_rotary_factor = " + str(cfg.rotary_dim) + " must be even and in 2..head_dim");
-    cfg.rope_base = 5e6;
-    if (c.has("rope_theta")) {
-        cfg.rope_base = c.get_number("rope_theta");
-    } else if (c.has("rope_parameters")) {
-        // transformers 5 nests it per layer type ({"hybrid": {...}}), or writes it flat for a
-        // model with one type of layer. A scaled RoPE (yarn, ...) is not this layer's: refused.
-        const ConfigReader parameters = c.object("rope_parameters");
-        const ConfigReader rope = parameters.has("hybrid") ? parameters.object("hybrid") : parameters;
-        const std::string type = rope.get_string("rope_type", "default");
-        require(type == "default", rope.source() + ": rope_type '" + type + "' is not supported (default only)");
-        cfg.rope_base = rope.get_number("rope_theta", cfg.rope_base);
-    }
-    require(cfg.rope_base > 0, src + ": rope_theta must be positive");
+    cfg.rope_base = rope.theta;
     cfg.norm_eps = FLT_EPSILON;
     return cfg;
 }

@@ -15,29 +15,30 @@
 namespace hattn {
 
 struct CachedAttentionConfig {
-    // Whose names the weights have: the seed module's (query_projection, ..., with all four biases
-    // or none, as `bias` says), or a Hugging Face Llama-family attention's (q_proj, k_proj, v_proj,
-    // o_proj), which uses each bias the checkpoint holds (Qwen2 has them on q, k and v only) and
-    // all four when attention_bias is true.
+    // Whose names the weights have: the seed module's (query_projection, ...) or a Hugging Face
+    // Llama-family attention's (q_proj, k_proj, v_proj, o_proj).
     enum class Names { Seed, HuggingFace };
 
     int64_t embedding_dimension = 0;  // E
     int64_t heads = 0;                // H
     int64_t kv_heads = 0;             // Hkv (H for multi_head)
     int64_t head_dimension = 0;       // D
-    bool bias = true;
+    bool bias = true;         // the query, key and value projections have biases
+    bool output_bias = true;  // the output projection has one (the seed: both or neither)
     std::optional<double> rope_base;  // none: no RoPE
     RopeScaling rope_scaling;         // Hugging Face configs only (the seed has none)
     Names names = Names::Seed;
 
     // The seed's constructor keys, defaults and validation; errors name the key and values. A
-    // config with `hidden_size` and no `embedding_dimension` is a Hugging Face config.json of a
-    // Llama-family model (Llama, Mistral, Qwen2): hidden_size, num_attention_heads,
-    // num_key_value_heads, head_dim, rope_theta (always RoPE; rope_scaling linear or llama3, as in
-    // Llama 3.1), attention_bias. What such a model does that this layer does not (other RoPE
-    // scalings, partial rotary, an active sliding window, logit soft-capping) is refused, naming
-    // the key.
+    // config with `hidden_size` and no `embedding_dimension` is a Hugging Face config.json, read
+    // for the model types whose attention is this layer's math (llama, mistral, mixtral, qwen2,
+    // qwen2_moe; others are refused by name, since a look-alike such as Granite or OLMo changes it):
+    // hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta (always RoPE;
+    // linear or llama3 scaling, as in Llama 3.1), attention_bias (Qwen2: biases on q, k and v).
+    // What such a model may still do that this layer does not (other RoPE scalings, partial
+    // rotary, an active sliding window) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
+    static bool uses_hugging_face_keys(const ConfigReader &config);
 };
 
 class CachedAttention {
