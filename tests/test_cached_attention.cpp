@@ -404,6 +404,31 @@ TEST(CachedAttentionHuggingFace, AQwen2LayerUsesTheBiasesItHas) {
                     "o_proj.bias");
 }
 
+// Mistral 7B v0.1: a window of 4096 keys, here 7. Up to the window every query sees all its keys,
+// exactly as without one; a call that would take a sequence past it is refused, changing nothing.
+TEST(CachedAttentionHuggingFace, ASlidingWindowRunsUpToItsLength) {
+    TestLayer seed({64, 4, 2, 16, true, 10000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
+    const auto mistral = [&](const nlohmann::json &extra) {
+        nlohmann::json config{{"model_type", "mistral"}, {"hidden_size", 64},  {"num_attention_heads", 4},
+                              {"num_key_value_heads", 2}, {"rope_theta", 10000.0}, {"attention_bias", true}};
+        config.update(extra);
+        return CachedAttention(testing::config_of(config), Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    };
+    const CachedAttention windowed = mistral({{"sliding_window", 7}}), unused = mistral({{"sliding_window", 4},
+                                                                                         {"use_sliding_window", false}});
+    EXPECT_EQ(windowed.config().sliding_window.value_or(0), 7);
+    EXPECT_FALSE(unused.config().sliding_window.has_value());
+    EXPECT_LE(prefill_and_decode_difference(windowed, *seed.layer), 1e-6);  // 5 + 2 tokens: the window
+    KVCache cache = windowed.make_cache(2, 8);
+    windowed.self_attention(testing::random_tensor({2, 7, 64}, 95), &cache);
+    EXPECT_EQ(testing::error_message([&] { windowed.decode_step(testing::random_tensor({2, 1, 64}, 96), cache); }),
+              "cached_attention: sequence 0 would hold 8 tokens, past the model's sliding_window of 7 (sliding-window "
+              "attention runs here only up to the window, where it is full attention)");
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({7, 7}));
+}
+
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const std::string llama = R"("model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2)";
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"),
@@ -424,7 +449,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
-    testing::expect_contains(config_error("{" + llama + R"(, "sliding_window": 4096})"), "sliding_window 4096 is not supported");
+    EXPECT_EQ(config_error("{" + llama + R"(, "sliding_window": -1})"), "config.json: sliding_window must be positive, got -1");
     EXPECT_EQ(config_error("{" + llama + R"(, "sliding_window": null, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}})"), "");
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})"),
               "config.json: num_attention_heads (4) must be a multiple of num_key_value_heads (3)");

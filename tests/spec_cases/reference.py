@@ -132,7 +132,8 @@ def llama_attention(config, w, x):
     spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
     num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
     RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj,
-    all four with biases when attention_bias is true, and for model_type qwen2 q, k and v always."""
+    all four with biases when attention_bias is true, and for model_type qwen2 q, k and v always;
+    sliding_window W (unless use_sliding_window is false): query p sees keys p - W < j <= p."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     head_dim = config.get('head_dim') or config['hidden_size'] // heads
@@ -150,7 +151,12 @@ def llama_attention(config, w, x):
     positions = np.arange(x.shape[1])
     q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
     k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
-    o = attention(q, k, project('v_proj', kv_heads), head_dim ** -0.5, causal=True)
+    window = config.get('sliding_window') if config.get('use_sliding_window', True) else None
+    mask = None
+    if window:  # Mistral: query p sees keys p - window < j <= p
+        p = np.arange(x.shape[1])
+        mask = (p[None, :] <= p[:, None] - window)[None, None]
+    o = attention(q, k, project('v_proj', kv_heads), head_dim ** -0.5, causal=True, mask=mask)
     return linear(merge_heads(o), w['o_proj.weight'], bias('o_proj'))
 
 

@@ -52,10 +52,9 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
                                                    " is not supported (whole-head RoPE only)");
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
-    if (auto window = c.get_optional_int("sliding_window")) {
-        require(!c.get_bool("use_sliding_window", true),
-                src + ": sliding_window " + str(*window) + " is not supported (every query sees all its keys; set it "
-                      "to null, or use_sliding_window to false, to run the model that way)");
+    if (auto window = c.get_optional_int("sliding_window"); window && c.get_bool("use_sliding_window", true)) {
+        require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
+        cfg.sliding_window = *window;
     }
     return cfg;
 }
@@ -187,6 +186,17 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
+    }
+    if (config_.sliding_window) {
+        // A query sees the last `window` keys, itself included: while no sequence is longer, that
+        // is every key, and full attention is exact. Past it, refused rather than run wrong.
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t length = (cache ? cache->lengths()[b] : 0) + S;
+            require(length <= *config_.sliding_window,
+                    "cached_attention: sequence " + std::to_string(b) + " would hold " + std::to_string(length) +
+                        " tokens, past the model's sliding_window of " + std::to_string(*config_.sliding_window) +
+                        " (sliding-window attention runs here only up to the window, where it is full attention)");
+        }
     }
     if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
 

@@ -27,6 +27,10 @@ struct CachedAttentionConfig {
     bool output_bias = true;  // the output projection has one (the seed: both or neither)
     std::optional<double> rope_base;  // none: no RoPE
     RopeScaling rope_scaling;         // Hugging Face configs only (the seed has none)
+    // Hugging Face configs only (Mistral 7B v0.1's 4096): a query sees at most this many keys,
+    // itself included. Sequences run while they are no longer (then it changes nothing); a call
+    // that would take one past it is refused.
+    std::optional<int64_t> sliding_window;
     Names names = Names::Seed;
 
     // The seed's constructor keys, defaults and validation; errors name the key and values. A
@@ -36,7 +40,7 @@ struct CachedAttentionConfig {
     // hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta (always RoPE;
     // linear or llama3 scaling, as in Llama 3.1), attention_bias (Qwen2: biases on q, k and v).
     // What such a model may still do that this layer does not (other RoPE scalings, partial
-    // rotary, an active sliding window) is refused, naming the key.
+    // rotary) is refused, naming the key; a sliding window is kept (see sliding_window).
     static CachedAttentionConfig from(const ConfigReader &config);
     static bool uses_hugging_face_keys(const ConfigReader &config);
 };
