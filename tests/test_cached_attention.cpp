@@ -342,9 +342,9 @@ TEST(CachedAttentionConfig, EachRuleNamesItsKey) {
 std::map<std::string, Tensor> hugging_face_tensors(const TestLayer &t, bool qwen2_biases) {
     const std::string p = "model.layers.0.self_attn.";
     std::map<std::string, Tensor> tensors{{p + "q_proj.weight", t.ref.wq}, {p + "k_proj.weight", t.ref.wk},
-                                          {p + "v_proj.weight", t.ref.wv}, {p + "o_proj.weight", t.ref.wo},
-                                          {p + "q_proj.bias", *t.ref.bq},  {p + "k_proj.bias", *t.ref.bk},
-                                          {p + "v_proj.bias", *t.ref.bv}};
+                                          {p + "v_proj.weight", t.ref.wv}, {p + "o_proj.weight", t.ref.wo}};
+    if (!t.ref.bq) return tensors;
+    tensors.insert({{p + "q_proj.bias", *t.ref.bq}, {p + "k_proj.bias", *t.ref.bk}, {p + "v_proj.bias", *t.ref.bv}});
     if (!qwen2_biases) tensors.insert({p + "o_proj.bias", *t.ref.bo});
     return tensors;
 }
@@ -407,19 +407,18 @@ TEST(CachedAttentionHuggingFace, AQwen2LayerUsesTheBiasesItHas) {
 // Mistral 7B v0.1: a window of 4096 keys, here 7. Up to the window every query sees all its keys,
 // exactly as without one; a call that would take a sequence past it is refused, changing nothing.
 TEST(CachedAttentionHuggingFace, ASlidingWindowRunsUpToItsLength) {
-    TestLayer seed({64, 4, 2, 16, true, 10000.0});
+    TestLayer seed({64, 4, 2, 16, false, 10000.0});  // Mistral has no biases
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
     const auto mistral = [&](const nlohmann::json &extra) {
         nlohmann::json config{{"model_type", "mistral"}, {"hidden_size", 64},  {"num_attention_heads", 4},
-                              {"num_key_value_heads", 2}, {"rope_theta", 10000.0}, {"attention_bias", true}};
+                              {"num_key_value_heads", 2}, {"rope_theta", 10000.0}};
         config.update(extra);
         return CachedAttention(testing::config_of(config), Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
     };
-    const CachedAttention windowed = mistral({{"sliding_window", 7}}), unused = mistral({{"sliding_window", 4},
-                                                                                         {"use_sliding_window", false}});
+    // Mistral slides whatever use_sliding_window (a Qwen2 key) says.
+    const CachedAttention windowed = mistral({{"sliding_window", 7}, {"use_sliding_window", false}});
     EXPECT_EQ(windowed.config().sliding_window.value_or(0), 7);
-    EXPECT_FALSE(unused.config().sliding_window.has_value());
     EXPECT_LE(prefill_and_decode_difference(windowed, *seed.layer), 1e-6);  // 5 + 2 tokens: the window
     KVCache cache = windowed.make_cache(2, 8);
     windowed.self_attention(testing::random_tensor({2, 7, 64}, 95), &cache);
@@ -449,18 +448,30 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
-    EXPECT_EQ(config_error("{" + llama + R"(, "sliding_window": -1})"), "config.json: sliding_window must be positive, got -1");
+    EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "sliding_window": -1})"),
+              "config.json: sliding_window must be positive, got -1");
     EXPECT_EQ(config_error("{" + llama + R"(, "sliding_window": null, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}})"), "");
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})"),
               "config.json: num_attention_heads (4) must be a multiple of num_key_value_heads (3)");
     EXPECT_EQ(config_error(R"({"model_type": "llama", "hidden_size": 60, "num_attention_heads": 4, "head_dim": 15})"),
               "config.json: RoPE needs an even head_dim, got 15");
-    const CachedAttentionConfig plain = CachedAttentionConfig::from(ConfigReader::parse("{" + llama + "}", "c"));
+    const auto hf = [](const std::string &json) { return CachedAttentionConfig::from(ConfigReader::parse(json, "c")); };
+    const CachedAttentionConfig plain = hf("{" + llama + "}");
     EXPECT_EQ(plain.rope_base.value_or(0), 10000.0);
     EXPECT_FALSE(plain.bias || plain.output_bias);  // attention_bias false: a checkpoint's biases are not read
-    const CachedAttentionConfig qwen2 = CachedAttentionConfig::from(
-        ConfigReader::parse(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4})", "c"));
+    // Biases and windows as each model's attention module takes them.
+    const std::string small = R"("hidden_size": 64, "num_attention_heads": 4, "sliding_window": 16)";
+    const CachedAttentionConfig qwen2 = hf(R"({"model_type": "qwen2", )" + small + "}");
     EXPECT_TRUE(qwen2.bias && !qwen2.output_bias);
+    EXPECT_FALSE(qwen2.sliding_window.has_value());  // use_sliding_window is false by default
+    EXPECT_EQ(hf(R"({"model_type": "qwen2", "use_sliding_window": true, )" + small + "}").sliding_window.value_or(0), 16);
+    EXPECT_FALSE(hf(R"({"model_type": "qwen2_moe", "qkv_bias": false, )" + small + "}").bias);
+    const CachedAttentionConfig mistral = hf(R"({"model_type": "mistral", "attention_bias": true, )" + small + "}");
+    EXPECT_FALSE(mistral.bias || mistral.output_bias);
+    EXPECT_EQ(mistral.sliding_window.value_or(0), 16);
+    const CachedAttentionConfig llama_window = hf(R"({"model_type": "llama", "attention_bias": true, )" + small + "}");
+    EXPECT_TRUE(llama_window.bias && llama_window.output_bias);
+    EXPECT_FALSE(llama_window.sliding_window.has_value());  // Llama attends to every key
     // Llama 3.1's scaling, as transformers 5 writes it.
     const CachedAttentionConfig llama31 = CachedAttentionConfig::from(ConfigReader::parse(
         "{" + llama + R"(, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,

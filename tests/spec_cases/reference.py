@@ -132,15 +132,19 @@ def llama_attention(config, w, x):
     spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
     num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
     RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj,
-    all four with biases when attention_bias is true, and for model_type qwen2 q, k and v always;
-    sliding_window W (unless use_sliding_window is false): query p sees keys p - W < j <= p."""
+    as each model's attention builds them: Llama's four per attention_bias, Mistral/Mixtral none,
+    Qwen2 q, k and v (Qwen2-MoE per qkv_bias); sliding_window W (Mistral/Mixtral always, Qwen2 with
+    use_sliding_window, Llama never): query p sees keys p - W < j <= p."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     head_dim = config.get('head_dim') or config['hidden_size'] // heads
     frequencies = llama_rope_frequencies(config, head_dim)
-    qwen = config['model_type'] in ('qwen2', 'qwen2_moe')
-    biased = {'q_proj', 'k_proj', 'v_proj'} if qwen else \
-        ({'q_proj', 'k_proj', 'v_proj', 'o_proj'} if config.get('attention_bias') else set())
+    model = config['model_type']
+    qwen, mistral = model in ('qwen2', 'qwen2_moe'), model in ('mistral', 'mixtral')
+    if qwen:
+        biased = {'q_proj', 'k_proj', 'v_proj'} if config.get('qkv_bias', True) else set()
+    else:
+        biased = {'q_proj', 'k_proj', 'v_proj', 'o_proj'} if config.get('attention_bias') and not mistral else set()
 
     def bias(name):
         return w[name + '.bias'] if name in biased else None
@@ -151,7 +155,8 @@ def llama_attention(config, w, x):
     positions = np.arange(x.shape[1])
     q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
     k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
-    window = config.get('sliding_window') if config.get('use_sliding_window', True) else None
+    slides = mistral or (qwen and config.get('use_sliding_window', False))
+    window = config.get('sliding_window') if slides else None
     mask = None
     if window:  # Mistral: query p sees keys p - window < j <= p
         p = np.arange(x.shape[1])

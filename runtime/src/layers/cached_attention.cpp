@@ -43,16 +43,27 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
         cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
     }
     require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
-    // Qwen2's q, k and v always have biases and its output none; Llama's all four follow attention_bias.
+    // Biases as each model's attention module builds them (transformers): Llama's four follow
+    // attention_bias; Mistral and Mixtral have none whatever the config says; Qwen2 has them on q, k
+    // and v (Qwen2-MoE: as qkv_bias says), never on the output.
     const bool qwen = type == "qwen2" || type == "qwen2_moe";
-    cfg.bias = qwen || c.get_bool("attention_bias", false);
-    cfg.output_bias = !qwen && cfg.bias;
+    const bool mistral = type == "mistral" || type == "mixtral";
+    if (qwen) {
+        cfg.bias = type == "qwen2" || c.get_bool("qkv_bias", true);
+        cfg.output_bias = false;
+    } else {
+        cfg.bias = cfg.output_bias = !mistral && c.get_bool("attention_bias", false);
+    }
     const detail::HfRope rope = detail::hf_rope(c, {10000.0, 1.0, true});
     require(rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + std::to_string(rope.partial_rotary_factor) +
                                                    " is not supported (whole-head RoPE only)");
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
-    if (auto window = c.get_optional_int("sliding_window"); window && c.get_bool("use_sliding_window", true)) {
+    // Mistral and Mixtral always slide when sliding_window is set; Qwen2 only with use_sliding_window
+    // (and then only its layers from max_window_layers on, which a layer alone cannot know: every
+    // layer is held to the window, the safe side); Llama never does.
+    const std::optional<int64_t> window = c.get_optional_int("sliding_window");
+    if (window && (mistral || (qwen && c.get_bool("use_sliding_window", false)))) {
         require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
         cfg.sliding_window = *window;
     }
