@@ -405,27 +405,47 @@ TEST(CachedAttentionHuggingFace, AQwen2LayerUsesTheBiasesItHas) {
 }
 
 // Mistral 7B v0.1: a window of 4096 keys, here 7. Up to the window every query sees all its keys,
-// exactly as without one; a call that would take a sequence past it is refused, changing nothing.
-TEST(CachedAttentionHuggingFace, ASlidingWindowRunsUpToItsLength) {
+// exactly as without one; past it a decode step sees its last 7 (the same as the masked path of a
+// layer without a window, hiding the older keys), and a prefill that would cross it is refused,
+// changing nothing.
+TEST(CachedAttentionHuggingFace, ASlidingWindowDecodesPastItsLength) {
     TestLayer seed({64, 4, 2, 16, false, 10000.0});  // Mistral has no biases
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
-    const auto mistral = [&](const nlohmann::json &extra) {
-        nlohmann::json config{{"model_type", "mistral"}, {"hidden_size", 64},  {"num_attention_heads", 4},
-                              {"num_key_value_heads", 2}, {"rope_theta", 10000.0}};
-        config.update(extra);
-        return CachedAttention(testing::config_of(config), Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
-    };
     // Mistral slides whatever use_sliding_window (a Qwen2 key) says.
-    const CachedAttention windowed = mistral({{"sliding_window", 7}, {"use_sliding_window", false}});
+    const CachedAttention windowed(testing::config_of({{"model_type", "mistral"}, {"hidden_size", 64},
+                                                       {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                                       {"rope_theta", 10000.0}, {"sliding_window", 7},
+                                                       {"use_sliding_window", false}}),
+                                   Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
     EXPECT_EQ(windowed.config().sliding_window.value_or(0), 7);
     EXPECT_LE(prefill_and_decode_difference(windowed, *seed.layer), 1e-6);  // 5 + 2 tokens: the window
-    KVCache cache = windowed.make_cache(2, 8);
-    windowed.self_attention(testing::random_tensor({2, 7, 64}, 95), &cache);
-    EXPECT_EQ(testing::error_message([&] { windowed.decode_step(testing::random_tensor({2, 1, 64}, 96), cache); }),
-              "cached_attention: sequence 0 would hold 8 tokens, past the model's sliding_window of 7 (sliding-window "
-              "attention runs here only up to the window, where it is full attention)");
-    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({7, 7}));
+
+    // Sequences of 3 and 6 tokens, then 4 decode steps: sequence 1 passes the window at once.
+    KVCache ours = windowed.make_cache(2, 12), masked = seed.layer->make_cache(2, 12);
+    const Tensor prompt = testing::random_tensor({2, 6, 64}, 95);
+    for (auto [layer, cache] : {std::pair{&windowed, &ours}, {&*seed.layer, &masked}}) {
+        layer->self_attention(prompt, cache);
+        cache->truncate_to(3, 0);
+    }
+    double worst = 0;
+    for (uint32_t step = 0; step < 4; step++) {
+        const Tensor x = testing::random_tensor({2, 1, 64}, 96 + step);
+        const int64_t widest = masked.lengths()[1] + 1;
+        std::vector<uint8_t> hidden(2 * widest, 0);  // [2, 1, 1, widest]: keys before each window
+        for (int64_t b = 0; b < 2; b++) {
+            for (int64_t j = 0; j < masked.lengths()[b] + 1 - 7; j++) hidden[b * widest + j] = 1;
+        }
+        const MaskView mask{hidden.data(), {2, 1, 1, widest}};
+        worst = std::max(worst, testing::relative_l2(windowed.decode_step(x, ours), seed.layer->self_attention(x, &masked, &mask)));
+    }
+    EXPECT_LE(worst, 1e-6);
+    EXPECT_EQ(ours.lengths(), std::vector<int32_t>({7, 10}));
+
+    EXPECT_EQ(testing::error_message([&] { windowed.self_attention(testing::random_tensor({2, 2, 64}, 99), &ours); }),
+              "cached_attention: sequence 0 would hold 9 tokens, past the model's sliding_window of 7 (a prefill or "
+              "masked call attends to all its keys; past the window, only decode steps run)");
+    EXPECT_EQ(ours.lengths(), std::vector<int32_t>({7, 10}));
 }
 
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "device_residency.h"
 #include "finite_input.h"
@@ -198,15 +199,16 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
     }
-    if (config_.sliding_window) {
+    if (config_.sliding_window && (S > 1 || mask)) {
         // A query sees the last `window` keys, itself included: while no sequence is longer, that
-        // is every key, and full attention is exact. Past it, refused rather than run wrong.
+        // is every key, and full attention is exact. A decode step sees its window wherever it is
+        // (below); a longer prefill is refused rather than run wrong.
         for (int64_t b = 0; b < B; b++) {
             const int64_t length = (cache ? cache->lengths()[b] : 0) + S;
             require(length <= *config_.sliding_window,
                     "cached_attention: sequence " + std::to_string(b) + " would hold " + std::to_string(length) +
                         " tokens, past the model's sliding_window of " + std::to_string(*config_.sliding_window) +
-                        " (sliding-window attention runs here only up to the window, where it is full attention)");
+                        " (a prefill or masked call attends to all its keys; past the window, only decode steps run)");
         }
     }
     if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
@@ -252,8 +254,20 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     Tensor attended = detail::scratch_tensor(q.shape());
     if (S == 1 && !mask) {
         const Shape heads{B, config_.heads, D};
-        attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
-                         TensorView(attended.data(), heads));
+        const TensorView q_rows(q.data(), heads), out_rows(attended.data(), heads);
+        const int64_t window = config_.sliding_window.value_or(INT64_MAX);
+        if (*std::max_element(lengths.begin(), lengths.end()) <= window) {
+            attention_decode(q_rows, key_store, value_store, lengths, scale(), out_rows);
+        } else {
+            // Past the window each sequence attends to its last `window` keys: its rows of the
+            // cache from there, one decode call per sequence.
+            for (int64_t b = 0; b < B; b++) {
+                const int64_t first = std::max<int64_t>(0, lengths[b] - window);
+                const auto rows = [&](const ConstTensorView &store) { return store.crop(0, b, b + 1).crop(2, first, lengths[b]); };
+                attention_decode(q_rows.crop(0, b, b + 1), rows(key_store), rows(value_store),
+                                 {static_cast<int32_t>(lengths[b] - first)}, scale(), out_rows.crop(0, b, b + 1));
+            }
+        }
     } else {
         attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view());
     }

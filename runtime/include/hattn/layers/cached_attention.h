@@ -28,8 +28,8 @@ struct CachedAttentionConfig {
     std::optional<double> rope_base;  // none: no RoPE
     RopeScaling rope_scaling;         // Hugging Face configs only (the seed has none)
     // Hugging Face configs only (Mistral 7B v0.1's 4096): a query sees at most this many keys,
-    // itself included. Sequences run while they are no longer (then it changes nothing); a call
-    // that would take one past it is refused.
+    // itself included. Decode steps see their window anywhere; a prefill runs while no sequence
+    // grows past it (where it is full attention), and a longer one is refused.
     std::optional<int64_t> sliding_window;
     Names names = Names::Seed;
 
