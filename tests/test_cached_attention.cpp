@@ -405,10 +405,9 @@ TEST(CachedAttentionHuggingFace, AQwen2LayerUsesTheBiasesItHas) {
 }
 
 // Mistral 7B v0.1: a window of 4096 keys, here 7. Up to the window every query sees all its keys,
-// exactly as without one; past it a decode step sees its last 7 (the same as the masked path of a
-// layer without a window, hiding the older keys), and a prefill that would cross it is refused,
-// changing nothing.
-TEST(CachedAttentionHuggingFace, ASlidingWindowDecodesPastItsLength) {
+// exactly as without one; past it a query sees its last 7, decoding or prefilling: the same as the
+// masked path of a layer without a window, hiding the older keys.
+TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) {
     TestLayer seed({64, 4, 2, 16, false, 10000.0});  // Mistral has no biases
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
@@ -422,30 +421,44 @@ TEST(CachedAttentionHuggingFace, ASlidingWindowDecodesPastItsLength) {
     EXPECT_LE(prefill_and_decode_difference(windowed, *seed.layer), 1e-6);  // 5 + 2 tokens: the window
 
     // Sequences of 3 and 6 tokens, then 4 decode steps: sequence 1 passes the window at once.
-    KVCache ours = windowed.make_cache(2, 12), masked = seed.layer->make_cache(2, 12);
+    KVCache ours = windowed.make_cache(2, 16), masked = seed.layer->make_cache(2, 16);
     const Tensor prompt = testing::random_tensor({2, 6, 64}, 95);
     for (auto [layer, cache] : {std::pair{&windowed, &ours}, {&*seed.layer, &masked}}) {
         layer->self_attention(prompt, cache);
         cache->truncate_to(3, 0);
     }
+    // The masked path: query p of sequence b hides keys j <= p - 7.
+    const auto windowed_mask = [&](int64_t S, std::vector<uint8_t> &hidden) {
+        const int64_t widest = std::max(masked.lengths()[0], masked.lengths()[1]) + S;
+        hidden.assign(2 * S * widest, 0);
+        for (int64_t b = 0; b < 2; b++) {
+            for (int64_t i = 0; i < S; i++) {
+                for (int64_t j = 0; j <= masked.lengths()[b] + i - 7; j++) hidden[(b * S + i) * widest + j] = 1;
+            }
+        }
+        return MaskView{hidden.data(), {2, 1, S, widest}};
+    };
+    std::vector<uint8_t> hidden;
     double worst = 0;
     for (uint32_t step = 0; step < 4; step++) {
         const Tensor x = testing::random_tensor({2, 1, 64}, 96 + step);
-        const int64_t widest = masked.lengths()[1] + 1;
-        std::vector<uint8_t> hidden(2 * widest, 0);  // [2, 1, 1, widest]: keys before each window
-        for (int64_t b = 0; b < 2; b++) {
-            for (int64_t j = 0; j < masked.lengths()[b] + 1 - 7; j++) hidden[b * widest + j] = 1;
-        }
-        const MaskView mask{hidden.data(), {2, 1, 1, widest}};
+        const MaskView mask = windowed_mask(1, hidden);
         worst = std::max(worst, testing::relative_l2(windowed.decode_step(x, ours), seed.layer->self_attention(x, &masked, &mask)));
     }
+    // A prefill past the window (blocks of queries, each over the keys its windows reach).
+    const Tensor more = testing::random_tensor({2, 5, 64}, 100);
+    const MaskView mask = windowed_mask(5, hidden);
+    worst = std::max(worst, testing::relative_l2(windowed.self_attention(more, &ours), seed.layer->self_attention(more, &masked, &mask)));
     EXPECT_LE(worst, 1e-6);
-    EXPECT_EQ(ours.lengths(), std::vector<int32_t>({7, 10}));
+    EXPECT_EQ(ours.lengths(), std::vector<int32_t>({12, 15}));
 
-    EXPECT_EQ(testing::error_message([&] { windowed.self_attention(testing::random_tensor({2, 2, 64}, 99), &ours); }),
-              "cached_attention: sequence 0 would hold 9 tokens, past the model's sliding_window of 7 (a prefill or "
-              "masked call attends to all its keys; past the window, only decode steps run)");
-    EXPECT_EQ(ours.lengths(), std::vector<int32_t>({7, 10}));
+    // A mask of the caller's own is not combined with the window: refused past it, changing nothing.
+    std::vector<uint8_t> none(2 * 16, 0);
+    const MaskView own{none.data(), {2, 1, 1, 16}};
+    EXPECT_EQ(testing::error_message([&] { windowed.self_attention(testing::random_tensor({2, 1, 64}, 99), &ours, &own); }),
+              "cached_attention: sequence 0 would hold 13 tokens, past the model's sliding_window of 7, with a mask (a "
+              "masked call is not windowed)");
+    EXPECT_EQ(ours.lengths(), std::vector<int32_t>({12, 15}));
 }
 
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {

@@ -199,16 +199,15 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
     }
-    if (config_.sliding_window && (S > 1 || mask)) {
-        // A query sees the last `window` keys, itself included: while no sequence is longer, that
-        // is every key, and full attention is exact. A decode step sees its window wherever it is
-        // (below); a longer prefill is refused rather than run wrong.
+    if (config_.sliding_window && mask) {
+        // A caller's mask and the window are not combined: while no sequence is longer than the
+        // window, every key is in it and the mask alone applies; past it, refused.
         for (int64_t b = 0; b < B; b++) {
             const int64_t length = (cache ? cache->lengths()[b] : 0) + S;
             require(length <= *config_.sliding_window,
                     "cached_attention: sequence " + std::to_string(b) + " would hold " + std::to_string(length) +
                         " tokens, past the model's sliding_window of " + std::to_string(*config_.sliding_window) +
-                        " (a prefill or masked call attends to all its keys; past the window, only decode steps run)");
+                        ", with a mask (a masked call is not windowed)");
         }
     }
     if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
@@ -252,28 +251,51 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     }
 
     Tensor attended = detail::scratch_tensor(q.shape());
-    if (S == 1 && !mask) {
+    const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    if (config_.sliding_window && longest > *config_.sliding_window) {
+        attend_in_windows(q, key_store, value_store, start, lengths, attended);
+    } else if (S == 1 && !mask) {
         const Shape heads{B, config_.heads, D};
-        const TensorView q_rows(q.data(), heads), out_rows(attended.data(), heads);
-        const int64_t window = config_.sliding_window.value_or(INT64_MAX);
-        if (*std::max_element(lengths.begin(), lengths.end()) <= window) {
-            attention_decode(q_rows, key_store, value_store, lengths, scale(), out_rows);
-        } else {
-            // Past the window each sequence attends to its last `window` keys: its rows of the
-            // cache from there, one decode call per sequence.
-            for (int64_t b = 0; b < B; b++) {
-                const int64_t first = std::max<int64_t>(0, lengths[b] - window);
-                const auto rows = [&](const ConstTensorView &store) { return store.crop(0, b, b + 1).crop(2, first, lengths[b]); };
-                attention_decode(q_rows.crop(0, b, b + 1), rows(key_store), rows(value_store),
-                                 {static_cast<int32_t>(lengths[b] - first)}, scale(), out_rows.crop(0, b, b + 1));
-            }
-        }
+        attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
+                         TensorView(attended.data(), heads));
     } else {
         attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view());
     }
     Tensor y = output(attended);
     if (cache) cache->commit(S);
     return y;
+}
+
+void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
+                                        const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
+                                        Tensor &attended) const {
+    const int64_t window = *config_.sliding_window, S = q.dim(1), H = config_.heads, D = config_.head_dimension;
+    // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes.
+    constexpr int64_t block = 256;
+    for (int64_t b = 0; b < q.dim(0); b++) {
+        for (int64_t p0 = start[b]; p0 < lengths[b]; p0 += block) {
+            const int64_t p1 = std::min<int64_t>(p0 + block, lengths[b]), first = std::max<int64_t>(0, p0 - window + 1);
+            // The cache rows [first, p1) hold every key these queries' windows reach; the queries
+            // are the last p1 - p0 of them, as the kernels' causal rule takes them.
+            const auto rows = [&](const ConstTensorView &store) { return store.crop(0, b, b + 1).crop(2, first, p1); };
+            const std::vector<int32_t> visible{static_cast<int32_t>(p1 - first)};
+            const auto tokens = [&](auto view) { return view.crop(0, b, b + 1).crop(1, p0 - start[b], p1 - start[b]); };
+            if (S == 1) {  // a decode step: the split-KV kernel, over just its window
+                const Shape heads{q.dim(0), H, D};
+                attention_decode(ConstTensorView(q.data(), heads).crop(0, b, b + 1), rows(keys), rows(values), visible,
+                                 scale(), TensorView(attended.data(), heads).crop(0, b, b + 1));
+                continue;
+            }
+            // Query p sees keys p - window < j <= p: the mask hides those before its window.
+            std::vector<uint8_t> hidden((p1 - p0) * (p1 - first), 0);
+            for (int64_t p = p0; p < p1; p++) {
+                for (int64_t j = first; j <= p - window; j++) hidden[(p - p0) * (p1 - first) + (j - first)] = 1;
+            }
+            const MaskView mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
+            attention_prefill(tokens(q.view()), rows(keys), rows(values), visible, scale(), true, &mask,
+                              tokens(attended.view()));
+        }
+    }
 }
 
 Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) const {

@@ -28,8 +28,7 @@ struct CachedAttentionConfig {
     std::optional<double> rope_base;  // none: no RoPE
     RopeScaling rope_scaling;         // Hugging Face configs only (the seed has none)
     // Hugging Face configs only (Mistral 7B v0.1's 4096): a query sees at most this many keys,
-    // itself included. Decode steps see their window anywhere; a prefill runs while no sequence
-    // grows past it (where it is full attention), and a longer one is refused.
+    // itself included. (A call with a mask of its own runs only while no sequence is longer.)
     std::optional<int64_t> sliding_window;
     Names names = Names::Seed;
 
@@ -87,6 +86,10 @@ private:
     // projected).
     Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
                              const MaskView *mask) const;
+    // Self-attention where a sequence is longer than the sliding window: q and attended [B, S, H, D],
+    // the keys and values those of the cache storage (or the new tokens) holding every key.
+    void attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
+                           const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, Tensor &attended) const;
     // q, k or v projected: [B, S, heads, D]. On a GPU it stays there for the next kernel.
     Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads) const;
     Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
