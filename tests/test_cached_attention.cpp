@@ -497,7 +497,9 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const CachedAttentionConfig qwen2 = hf(R"({"model_type": "qwen2", )" + small + "}");
     EXPECT_TRUE(qwen2.bias && !qwen2.output_bias);
     EXPECT_FALSE(qwen2.sliding_window.has_value());  // use_sliding_window is false by default
-    EXPECT_EQ(hf(R"({"model_type": "qwen2", "use_sliding_window": true, )" + small + "}").sliding_window.value_or(0), 16);
+    EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, )" + small + "}"),
+              "config.json: use_sliding_window is not supported for qwen2 (which layers slide depends on the layer's "
+              "index, beyond max_window_layers)");
     EXPECT_FALSE(hf(R"({"model_type": "qwen2_moe", "qkv_bias": false, )" + small + "}").bias);
     const CachedAttentionConfig mistral = hf(R"({"model_type": "mistral", "attention_bias": true, )" + small + "}");
     EXPECT_FALSE(mistral.bias || mistral.output_bias);

@@ -133,8 +133,8 @@ def llama_attention(config, w, x):
     num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
     RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj,
     as each model's attention builds them: Llama's four per attention_bias, Mistral/Mixtral none,
-    Qwen2 q, k and v (Qwen2-MoE per qkv_bias); sliding_window W (Mistral/Mixtral always, Qwen2 with
-    use_sliding_window, Llama never): query p sees keys p - W < j <= p."""
+    Qwen2 q, k and v (Qwen2-MoE per qkv_bias); sliding_window W (Mistral/Mixtral; Qwen2 slides only
+    some layers, not covered here): query p sees keys p - W < j <= p."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     head_dim = config.get('head_dim') or config['hidden_size'] // heads
@@ -155,8 +155,7 @@ def llama_attention(config, w, x):
     positions = np.arange(x.shape[1])
     q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
     k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
-    slides = mistral or (qwen and config.get('use_sliding_window', False))
-    window = config.get('sliding_window') if slides else None
+    window = config.get('sliding_window') if mistral else None
     mask = None
     if window:  # Mistral: query p sees keys p - window < j <= p
         p = np.arange(x.shape[1])

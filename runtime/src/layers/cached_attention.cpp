@@ -60,11 +60,14 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
                                                    " is not supported (whole-head RoPE only)");
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
-    // Mistral and Mixtral always slide when sliding_window is set; Qwen2 only with use_sliding_window
-    // (and then only its layers from max_window_layers on, which a layer alone cannot know: every
-    // layer is held to the window, the safe side); Llama never does.
+    // Mistral and Mixtral always slide when sliding_window is set; Llama never does; Qwen2 only with
+    // use_sliding_window, and then only its layers from max_window_layers on, which one layer's
+    // config cannot tell: refused.
+    require(!(qwen && c.get_bool("use_sliding_window", false)),
+            src + ": use_sliding_window is not supported for " + type + " (which layers slide depends on the layer's "
+                                                                         "index, beyond max_window_layers)");
     const std::optional<int64_t> window = c.get_optional_int("sliding_window");
-    if (window && (mistral || (qwen && c.get_bool("use_sliding_window", false)))) {
+    if (window && mistral) {
         require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
         cfg.sliding_window = *window;
     }
