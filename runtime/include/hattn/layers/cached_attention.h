@@ -37,9 +37,10 @@ struct CachedAttentionConfig {
     // for the model types whose attention is this layer's math (llama, mistral, mixtral, qwen2,
     // qwen2_moe; others are refused by name, since a look-alike such as Granite or OLMo changes it):
     // hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta (always RoPE;
-    // linear or llama3 scaling, as in Llama 3.1), attention_bias (Qwen2: biases on q, k and v).
-    // What such a model may still do that this layer does not (other RoPE scalings, partial
-    // rotary) is refused, naming the key; a sliding window is kept (see sliding_window).
+    // linear or llama3 scaling, as in Llama 3.1), biases as each model builds them (Llama:
+    // attention_bias; Mistral: none; Qwen2: q, k and v), Mistral's sliding_window. What such a
+    // model may still do that this layer does not (other RoPE scalings, partial rotary, Qwen2's
+    // per-layer sliding windows) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
     static bool uses_hugging_face_keys(const ConfigReader &config);
 };
