@@ -497,6 +497,8 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const CachedAttentionConfig qwen2 = hf(R"({"model_type": "qwen2", )" + small + "}");
     EXPECT_TRUE(qwen2.bias && !qwen2.output_bias);
     EXPECT_FALSE(qwen2.sliding_window.has_value());  // use_sliding_window is false by default
+    EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, "hidden_size": 64, "num_attention_heads": 4})"),
+              "");  // no window to slide
     EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, )" + small + "}"),
               "config.json: use_sliding_window is not supported for qwen2 (which layers slide depends on the layer's "
               "index, beyond max_window_layers)");

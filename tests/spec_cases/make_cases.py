@@ -244,10 +244,11 @@ def write_all(out_dir):
                     'head_dim': 32, 'rope_parameters': {'rope_type': 'llama3', 'rope_theta': 10000.0, 'factor': 8.0,
                                         'low_freq_factor': 1.0, 'high_freq_factor': 4.0,
                                         'original_max_position_embeddings': 256}}, 1, 24, biases=()),
-        # Mistral 7B v0.1's window, shorter than the sequence: a query sees its last 4 keys.
-        llama_case(out_dir, 'mistral_sliding_window_4_of_11', 29,
+        # Mistral 7B v0.1's window, shorter than the sequence: a query sees its last 4 keys. 300
+        # tokens cross the layer's 256-query prefill blocks.
+        llama_case(out_dir, 'mistral_sliding_window_4_of_300', 29,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 1,
-                    'rope_theta': 10000.0, 'sliding_window': 4}, 2, 11, biases=()),
+                    'rope_theta': 10000.0, 'sliding_window': 4}, 2, 300, biases=()),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

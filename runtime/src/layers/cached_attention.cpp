@@ -63,7 +63,7 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
     // Mistral and Mixtral always slide when sliding_window is set; Llama never does; Qwen2 only with
     // use_sliding_window, and then only its layers from max_window_layers on, which one layer's
     // config cannot tell: refused.
-    require(!(qwen && c.get_bool("use_sliding_window", false)),
+    require(!(qwen && c.get_bool("use_sliding_window", false) && c.has("sliding_window")),
             src + ": use_sliding_window is not supported for " + type + " (which layers slide depends on the layer's "
                                                                          "index, beyond max_window_layers)");
     const std::optional<int64_t> window = c.get_optional_int("sliding_window");
@@ -132,6 +132,8 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     : config_(config) {
     const int64_t E = config.embedding_dimension, D = config.head_dimension;
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
+    require(!config.sliding_window || *config.sliding_window > 0,
+            "cached_attention: sliding_window must be positive, got " + std::to_string(config.sliding_window.value_or(0)));
     const bool hf = config.names == CachedAttentionConfig::Names::HuggingFace;
     const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols, bool has_bias) {
         const std::string name = hf ? hf_name : seed_name;
