@@ -10,6 +10,7 @@
 #include "reference/cached_attention.h"
 #include "support/compare.h"
 #include "support/config.h"
+#include "support/device.h"
 #include "support/errors.h"
 #include "support/stateful_layer.h"
 #include "support/random.h"
@@ -407,7 +408,7 @@ TEST(CachedAttentionHuggingFace, AQwen2LayerUsesTheBiasesItHas) {
 // Mistral 7B v0.1: a window of 4096 keys, here 7. Up to the window every query sees all its keys,
 // exactly as without one; past it a query sees its last 7, decoding or prefilling: the same as the
 // masked path of a layer without a window, hiding the older keys.
-TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) {
+void check_sliding_window() {
     TestLayer seed({64, 4, 2, 16, false, 10000.0});  // Mistral has no biases
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
@@ -460,6 +461,17 @@ TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) {
               "masked call is not windowed)");
     EXPECT_EQ(ours.lengths(), std::vector<int32_t>({12, 15}));
 }
+
+TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_window(); }
+
+// On a GPU the windows are crops of the resident cache (device crops, or copies where OpenCL
+// cannot crop at that offset).
+class CachedOnGpu : public testing::OnEachGpu {};
+TEST_P(CachedOnGpu, ASlidingWindowHidesKeysPastIt) {
+    const testing::OnDevice on(GetParam());
+    check_sliding_window();
+}
+HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
 
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const std::string llama = R"("model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2)";
