@@ -7,11 +7,11 @@ namespace hattn {
 namespace {
 
 constexpr KindInfo kinds[] = {
-    {"cached_attention", "embedding_dimension", true, true},
-    {"cca", "hidden_size", true, false},
-    {"ccgqa", "hidden_size", true, false},
-    {"zaya_cca", "hidden_size", true, false},
-    {"glm_dsa", "hidden_size", true, false},
+    {"cached_attention", "embedding_dimension", "hidden_size", true, true},
+    {"cca", "hidden_size", nullptr, true, false},
+    {"ccgqa", "hidden_size", nullptr, true, false},
+    {"zaya_cca", "hidden_size", nullptr, true, false},
+    {"glm_dsa", "hidden_size", nullptr, true, false},
 };
 
 }  // namespace

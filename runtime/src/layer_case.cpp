@@ -40,9 +40,9 @@ void require_shape(const std::string &path, const Shape &actual, const Shape &ex
 // Reads the tensors of a case once the config is known, checking every shape against it.
 LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, int64_t seq_len,
                       bool cross, double tolerance, const LayerFiles &files) {
-    // A cached_attention config may be a Hugging Face config.json, whose E is hidden_size.
-    const bool hf_keys = std::string(kind.name) == "cached_attention" && CachedAttentionConfig::uses_hugging_face_keys(config);
-    const int64_t hidden = require_positive(config, hf_keys ? "hidden_size" : kind.hidden_key);
+    const bool checkpoint_keys =
+        kind.checkpoint_hidden_key && !config.has(kind.hidden_key) && config.has(kind.checkpoint_hidden_key);
+    const int64_t hidden = require_positive(config, checkpoint_keys ? kind.checkpoint_hidden_key : kind.hidden_key);
     Weights weights = Weights::open(files.weights, files.weight_prefix);
     Tensor x = read_npy_f32(files.input);
     if (batch == 0) {  // files named one by one: batch and sequence come from x itself

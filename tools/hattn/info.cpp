@@ -25,10 +25,11 @@ std::string device_status(Device device) {
 // The hand-written CPU variant, which runs unless a GPU device or another schedule is chosen:
 // the x86 multi-target library, or on AArch64 the dot-product one where getauxval allows it.
 bool runs_on_the_cpu_by_default(const KernelVariant &v, const std::vector<const KernelVariant *> &all) {
-    if (v.family == "x86" || v.family == "arm_dotprod") return v.family == "x86" || arm_dotprod_allowed();
-    if (v.family != "arm_plain") return false;
-    return !arm_dotprod_allowed() ||
-           std::none_of(all.begin(), all.end(), [](const KernelVariant *o) { return o->family == "arm_dotprod"; });
+    if (v.family == "x86") return true;
+    if (v.family == "arm_dotprod") return arm_dotprod_allowed();
+    const bool has_dotprod =
+        std::any_of(all.begin(), all.end(), [](const KernelVariant *o) { return o->family == "arm_dotprod"; });
+    return v.family == "arm_plain" && !(has_dotprod && arm_dotprod_allowed());
 }
 
 std::string padded(const std::string &text, size_t width) { return text + std::string(width - text.size() + 2, ' '); }

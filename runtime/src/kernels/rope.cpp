@@ -52,13 +52,13 @@ RopeTable RopeTable::extended(int64_t positions) const {
 }
 
 RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions)
-    : rotary_dim_(2 * static_cast<int64_t>(frequencies.size())), frequencies_(std::move(frequencies)), positions_(positions) {
+    : frequencies_(std::move(frequencies)), positions_(positions) {
     require(!frequencies_.empty(), "RoPE: a table needs at least one frequency");
     for (double f : frequencies_) {
         require(std::isfinite(f) && f >= 0, "RoPE: frequencies must be finite and non-negative, got " + std::to_string(f));
     }
     require(positions >= 0, "RoPE: a table needs a non-negative number of positions, got " + std::to_string(positions));
-    const int64_t half = rotary_dim_ / 2;
+    const int64_t half = static_cast<int64_t>(frequencies_.size());
     cos_ = Tensor({positions, half}, Tensor::unset);
     sin_ = Tensor({positions, half}, Tensor::unset);
     const int64_t kept = prefix ? prefix->positions_ : 0;

@@ -55,7 +55,7 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
     } else {
         cfg.bias = cfg.output_bias = !mistral && c.get_bool("attention_bias", false);
     }
-    const detail::HfRope rope = detail::hf_rope(c, {10000.0, 1.0, true});
+    const detail::HfRope rope = detail::hf_rope(c, {10000.0, 1.0, true, ""});
     require(rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + std::to_string(rope.partial_rotary_factor) +
                                                    " is not supported (whole-head RoPE only)");
     cfg.rope_base = rope.theta;
@@ -76,12 +76,8 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
 
 }  // namespace
 
-bool CachedAttentionConfig::uses_hugging_face_keys(const ConfigReader &c) {
-    return !c.has("embedding_dimension") && c.has("hidden_size");
-}
-
 CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
-    if (uses_hugging_face_keys(c)) return from_hugging_face(c);
+    if (!c.has("embedding_dimension") && c.has("hidden_size")) return from_hugging_face(c);
     const std::string src = c.source();
     CachedAttentionConfig cfg;
     cfg.embedding_dimension = c.get_int("embedding_dimension");

@@ -48,7 +48,7 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
     require(cfg.rope_dim % 2 == 0, src + ": qk_rope_head_dim must be even, got " + str(cfg.rope_dim));
     require(cfg.rope_dim <= cfg.index_dim, src + ": qk_rope_head_dim (" + str(cfg.rope_dim) +
                                                ") must not exceed index_head_dim (" + str(cfg.index_dim) + ")");
-    cfg.rope_theta = detail::hf_rope(c, {10000.0}).theta;  // (the rotary part is qk_rope_head_dim)
+    cfg.rope_theta = detail::hf_rope(c, {10000.0, 1.0, false, ""}).theta;  // (the rotary part is qk_rope_head_dim)
     cfg.bias = c.get_bool("attention_bias", false);
     cfg.rms_eps = static_cast<float>(c.get_number("rms_norm_eps", 1e-6));
     require(cfg.rms_eps > 0, src + ": rms_norm_eps must be positive");

@@ -31,7 +31,7 @@ public:
     RopeTable(int64_t rotary_dim, double base, int64_t positions);
     RopeTable(std::vector<double> frequencies, int64_t positions);  // rotary_dim = 2 x their count
 
-    int64_t rotary_dim() const { return rotary_dim_; }
+    int64_t rotary_dim() const { return 2 * static_cast<int64_t>(frequencies_.size()); }
     int64_t positions() const { return positions_; }
 
     // The same table for more positions, reusing these values (growth costs only the new rows).
@@ -44,7 +44,6 @@ public:
 private:
     RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions);
 
-    int64_t rotary_dim_;
     std::vector<double> frequencies_;
     int64_t positions_;
     Tensor cos_, sin_;

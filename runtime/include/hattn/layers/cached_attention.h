@@ -42,7 +42,6 @@ struct CachedAttentionConfig {
     // model may still do that this layer does not (other RoPE scalings, partial rotary, Qwen2's
     // per-layer sliding windows) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
-    static bool uses_hugging_face_keys(const ConfigReader &config);
 };
 
 class CachedAttention {
