@@ -464,12 +464,60 @@ void check_sliding_window() {
 
 TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_window(); }
 
+// Qwen3 norms each head of q and k, OLMo 2 all of a token's heads at once (RMSNorm, before RoPE):
+// 4 tokens prefilled, 5 decoded, against the float64 reference of the 9 at once.
+void check_qk_norm(const std::string &model_type) {
+    const bool each_head = model_type == "qwen3";
+    TestLayer seed({64, 4, 2, 16, false, 1e6});
+    seed.ref.norm_eps = 1e-5;
+    const auto norm_weight = [](int64_t n, uint32_t sd) {  // about 1, as trained ones are
+        Tensor w = testing::random_tensor({n}, sd);
+        for (int64_t i = 0; i < n; i++) w.data()[i] = 1.0f + 0.3f * w.data()[i];
+        return w;
+    };
+    seed.ref.q_norm = norm_weight(each_head ? 16 : 4 * 16, 120);
+    seed.ref.k_norm = norm_weight(each_head ? 16 : 2 * 16, 121);
+    std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, false);
+    tensors.insert({{"model.layers.0.self_attn.q_norm.weight", *seed.ref.q_norm},
+                    {"model.layers.0.self_attn.k_norm.weight", *seed.ref.k_norm}});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), tensors);
+    // Qwen3's head_dim would default to 128: its configs always state it.
+    const CachedAttention layer(testing::config_of({{"model_type", model_type}, {"hidden_size", 64},
+                                                    {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                                    {"head_dim", 16}, {"rope_theta", 1e6}, {"rms_norm_eps", 1e-5}}),
+                                Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    ASSERT_TRUE(layer.config().qk_norm.has_value());
+    const Tensor x = testing::random_tensor({2, 9, 64}, 122);
+    KVCache cache = layer.make_cache(2, 9);
+    Tensor out({2, 9, 64});
+    const auto place = [&](const Tensor &part, int64_t begin) {
+        for (int64_t b = 0; b < 2; b++)
+            std::copy_n(part.data() + b * part.dim(1) * 64, part.dim(1) * 64, out.data() + (b * 9 + begin) * 64);
+    };
+    place(layer.self_attention(x.tokens(0, 4), &cache), 0);
+    for (int64_t s = 4; s < 9; s++) place(layer.decode_step(x.tokens(s, s + 1), cache), s);
+    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-5);
+    // Without the norm the output differs: the check can fail.
+    seed.ref.q_norm.reset();
+    seed.ref.k_norm.reset();
+    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-2);
+}
+
+TEST(CachedAttentionHuggingFace, Qwen3NormsEachHeadOfQueriesAndKeys) { check_qk_norm("qwen3"); }
+TEST(CachedAttentionHuggingFace, Olmo2NormsAllHeadsOfQueriesAndKeys) { check_qk_norm("olmo2"); }
+
 // On a GPU the windows are crops of the resident cache (device crops, or copies where OpenCL
 // cannot crop at that offset).
 class CachedOnGpu : public testing::OnEachGpu {};
 TEST_P(CachedOnGpu, ASlidingWindowHidesKeysPastIt) {
     const testing::OnDevice on(GetParam());
     check_sliding_window();
+}
+TEST_P(CachedOnGpu, QkNormMatchesTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_qk_norm("qwen3");
+    check_qk_norm("olmo2");
 }
 HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
 
@@ -487,10 +535,11 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"granite", "cohere", "olmo", "qwen3", "gemma2", "llama4_text"}) {
+    for (const char *type : {"granite", "cohere", "olmo", "olmo3", "qwen3_next", "gemma3_text", "llama4_text"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
-                      "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe)");
+                      "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
+                      "qwen3_moe, olmo2)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "sliding_window": -1})"),
@@ -515,6 +564,29 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
               "config.json: use_sliding_window is not supported for qwen2 (which layers slide depends on the layer's "
               "index, beyond max_window_layers)");
     EXPECT_FALSE(hf(R"({"model_type": "qwen2_moe", "qkv_bias": false, )" + small + "}").bias);
+    // Qwen3 and OLMo 2: attention_bias for all four, a QK-norm with their own eps defaults; Qwen3's
+    // head_dim defaults to 128 (its config class's), OLMo 2's to E/H.
+    using Span = CachedAttentionConfig::QkNorm::Span;
+    const CachedAttentionConfig qwen3 = hf(R"({"model_type": "qwen3", "attention_bias": true, )" + small + "}");
+    EXPECT_TRUE(qwen3.bias && qwen3.output_bias);
+    EXPECT_EQ(qwen3.head_dimension, 128);
+    EXPECT_FALSE(qwen3.sliding_window.has_value());
+    ASSERT_TRUE(qwen3.qk_norm.has_value());
+    EXPECT_EQ(qwen3.qk_norm->span, Span::EachHead);
+    EXPECT_EQ(qwen3.qk_norm->eps, 1e-6);
+    EXPECT_EQ(hf(R"({"model_type": "qwen3_moe", )" + small + "}").head_dimension, 16);
+    EXPECT_EQ(config_error(R"({"model_type": "qwen3_moe", "use_sliding_window": true, )" + small + "}"),
+              "config.json: use_sliding_window is not supported for qwen3_moe (which layers slide depends on the layer's "
+              "index, beyond max_window_layers)");
+    const CachedAttentionConfig olmo2 = hf(R"({"model_type": "olmo2", )" + small + "}");
+    EXPECT_FALSE(olmo2.bias || olmo2.output_bias || olmo2.sliding_window);
+    EXPECT_EQ(olmo2.head_dimension, 16);
+    ASSERT_TRUE(olmo2.qk_norm.has_value());
+    EXPECT_EQ(olmo2.qk_norm->span, Span::AllHeads);
+    EXPECT_EQ(olmo2.qk_norm->eps, 1e-5);
+    EXPECT_EQ(config_error(R"({"model_type": "olmo2", "rms_norm_eps": 0, )" + small + "}"),
+              "config.json: rms_norm_eps must be positive, got 0.000000");
+    EXPECT_FALSE(plain.qk_norm.has_value());
     const CachedAttentionConfig mistral = hf(R"({"model_type": "mistral", "attention_bias": true, )" + small + "}");
     EXPECT_FALSE(mistral.bias || mistral.output_bias);
     EXPECT_EQ(mistral.sliding_window.value_or(0), 16);

@@ -1,5 +1,5 @@
 // Float64 reference of the cached attention layer (spec/attention.md §1), independent of the
-// runtime: projections, RoPE, attention over [prior cache ; new tokens], output projection.
+// runtime: projections, QK-norm, RoPE, attention over [prior cache ; new tokens], output projection.
 #pragma once
 
 #include <cmath>
@@ -16,9 +16,23 @@ struct CachedAttentionWeights {
     std::optional<double> rope_base;
     Tensor wq, wk, wv, wo;
     std::optional<Tensor> bq, bk, bv, bo;
+    // QK-norm (Qwen3, OLMo 2): RMSNorm of the projected q and k, before RoPE, over consecutive runs
+    // as long as its weight (a head's D, or a token's H·D and Hkv·D).
+    std::optional<Tensor> q_norm, k_norm;
+    double norm_eps = 1e-6;
 };
 
 namespace detail {
+inline void rms_norm(std::vector<double> &x, const Tensor &weight, double eps) {
+    const int64_t n = weight.size();
+    for (size_t row = 0; row < x.size(); row += n) {
+        double squares = 0;
+        for (int64_t i = 0; i < n; i++) squares += x[row + i] * x[row + i];
+        const double inverse_rms = 1.0 / std::sqrt(squares / n + eps);
+        for (int64_t i = 0; i < n; i++) x[row + i] *= inverse_rms * weight.data()[i];
+    }
+}
+
 inline void rotate(double *head, int64_t D, double position, double base) {
     for (int64_t i = 0; i < D / 2; i++) {
         const double a = position * std::pow(base, -2.0 * i / D);
@@ -39,6 +53,8 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
     std::vector<double> q = linear(xd, B * S, w.wq, w.bq);
     std::vector<double> k = linear(xd, B * S, w.wk, w.bk);
     const std::vector<double> v = linear(xd, B * S, w.wv, w.bv);
+    if (w.q_norm) detail::rms_norm(q, *w.q_norm, w.norm_eps);
+    if (w.k_norm) detail::rms_norm(k, *w.k_norm, w.norm_eps);
     if (w.rope_base) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++) {

@@ -81,15 +81,20 @@ def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, m
                       dtype=dtype)
 
 
-def llama_case(out_dir, name, seed, config, batch, seq_len, biases):
+def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None):
     """§1 under a Hugging Face Llama-family config.json and names; `biases` lists the projections
-    that have one (Qwen2: q, k and v)."""
+    that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3) or 'all' (OLMo 2): norm weights of
+    a head's width or all heads'."""
     rng = np.random.default_rng(seed)
     e, heads = config['hidden_size'], config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     head_dim = config.get('head_dim') or e // heads
     shapes = attention_shapes(('q_proj', 'k_proj', 'v_proj', 'o_proj'), e, heads, kv_heads, head_dim)
     weights = projections(rng, shapes, lambda layer: layer in biases)
+    if qk_norm:
+        for norm, n_heads in (('q_norm', heads), ('k_norm', kv_heads)):
+            width = head_dim if qk_norm == 'head' else n_heads * head_dim
+            weights[norm + '.weight'] = noise(rng, width, mean=1.0)
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
     return write_case(out_dir, name, 'cached_attention', config, weights, x)
 
@@ -249,6 +254,15 @@ def write_all(out_dir):
         llama_case(out_dir, 'mistral_sliding_window_4_of_300', 29,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 1,
                     'rope_theta': 10000.0, 'sliding_window': 4}, 2, 300, biases=()),
+        # QK-norm: Qwen3 over each head (head_dim beside hidden_size), OLMo 2 over all heads.
+        llama_case(out_dir, 'qwen3_qk_norm_each_head', 30,
+                   {'model_type': 'qwen3', 'hidden_size': 48, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'rope_theta': 1000000.0, 'rms_norm_eps': 1e-6, 'attention_bias': True,
+                    'use_sliding_window': False, 'sliding_window': None}, 2, 11,
+                   biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), qk_norm='head'),
+        llama_case(out_dir, 'olmo2_qk_norm_all_heads', 31,
+                   {'model_type': 'olmo2', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 500000.0,
+                    'rms_norm_eps': 1e-6}, 1, 10, biases=(), qk_norm='all'),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

@@ -133,13 +133,15 @@ def llama_attention(config, w, x):
     num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
     RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj,
     as each model's attention builds them: Llama's four per attention_bias, Mistral/Mixtral none,
-    Qwen2 q, k and v (Qwen2-MoE per qkv_bias); sliding_window W (Mistral/Mixtral; Qwen2 slides only
-    some layers, not covered here): query p sees keys p - W < j <= p."""
+    Qwen2 q, k and v (Qwen2-MoE per qkv_bias), Qwen3 and OLMo 2 their four per attention_bias;
+    sliding_window W (Mistral/Mixtral; Qwen slides only some layers, not covered here): query p sees
+    keys p - W < j <= p. Qwen3 and OLMo 2 RMSNorm q and k before RoPE (q_norm, k_norm; eps
+    rms_norm_eps), Qwen3 over each head, OLMo 2 over all of a token's heads at once."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
-    head_dim = config.get('head_dim') or config['hidden_size'] // heads
-    frequencies = llama_rope_frequencies(config, head_dim)
     model = config['model_type']
+    head_dim = config.get('head_dim') or (128 if model == 'qwen3' else config['hidden_size'] // heads)
+    frequencies = llama_rope_frequencies(config, head_dim)
     qwen, mistral = model in ('qwen2', 'qwen2_moe'), model in ('mistral', 'mixtral')
     if qwen:
         biased = {'q_proj', 'k_proj', 'v_proj'} if config.get('qkv_bias', True) else set()
@@ -150,7 +152,14 @@ def llama_attention(config, w, x):
         return w[name + '.bias'] if name in biased else None
 
     def project(name, n_heads):
-        return split_heads(linear(x, w[name + '.weight'], bias(name)), n_heads)
+        y = linear(x, w[name + '.weight'], bias(name))
+        norm = {'q_proj': 'q_norm', 'k_proj': 'k_norm'}.get(name)
+        if model == 'olmo2' and norm:
+            y = rms_norm(y, w[norm + '.weight'], config.get('rms_norm_eps', 1e-5))
+        y = split_heads(y, n_heads)
+        if model in ('qwen3', 'qwen3_moe') and norm:
+            y = rms_norm(y, w[norm + '.weight'], config.get('rms_norm_eps', 1e-6))
+        return y
 
     positions = np.arange(x.shape[1])
     q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)

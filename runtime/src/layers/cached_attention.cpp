@@ -8,6 +8,7 @@
 #include "finite_input.h"
 #include "hf_rope.h"
 #include "hattn/error.h"
+#include "hattn/kernels/norm.h"
 #include "hattn/kernels/projection.h"
 
 namespace hattn {
@@ -19,11 +20,13 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
     const std::string src = c.source();
     const auto str = [](auto v) { return std::to_string(v); };
     // The model types whose attention is exactly this layer's (a look-alike with the same weight
-    // names, such as Granite, Cohere or OLMo, scales, rotates or clips differently).
+    // names, such as Granite, Cohere or OLMo 1, scales, rotates or clips differently).
     const std::string type = c.get_string("model_type", "");
-    require(type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe",
+    const bool qwen2 = type == "qwen2" || type == "qwen2_moe", qwen3 = type == "qwen3" || type == "qwen3_moe";
+    const bool mistral = type == "mistral" || type == "mixtral", olmo2 = type == "olmo2";
+    require(type == "llama" || qwen2 || qwen3 || mistral || olmo2,
             src + ": model_type '" + type + "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, "
-                                            "qwen2_moe)");
+                                            "qwen2_moe, qwen3, qwen3_moe, olmo2)");
     CachedAttentionConfig cfg;
     cfg.names = CachedAttentionConfig::Names::HuggingFace;
     cfg.embedding_dimension = c.get_int("hidden_size");
@@ -37,6 +40,8 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
     if (auto d = c.get_optional_int("head_dim")) {
         require(*d > 0, src + ": head_dim must be positive, got " + str(*d));
         cfg.head_dimension = *d;
+    } else if (type == "qwen3") {
+        cfg.head_dimension = 128;  // Qwen3Config's default, whatever hidden_size says
     } else {
         require(cfg.embedding_dimension % cfg.heads == 0, src + ": hidden_size (" + str(cfg.embedding_dimension) +
                                                               ") must be divisible by num_attention_heads (" +
@@ -44,12 +49,10 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
         cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
     }
     require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
-    // Biases as each model's attention module builds them (transformers): Llama's four follow
-    // attention_bias; Mistral and Mixtral have none whatever the config says; Qwen2 has them on q, k
-    // and v (Qwen2-MoE: as qkv_bias says), never on the output.
-    const bool qwen = type == "qwen2" || type == "qwen2_moe";
-    const bool mistral = type == "mistral" || type == "mixtral";
-    if (qwen) {
+    // Biases as each model's attention module builds them (transformers): the four of Llama, Qwen3
+    // and OLMo 2 follow attention_bias; Mistral and Mixtral have none whatever the config says;
+    // Qwen2 has them on q, k and v (Qwen2-MoE: as qkv_bias says), never on the output.
+    if (qwen2) {
         cfg.bias = type == "qwen2" || c.get_bool("qkv_bias", true);
         cfg.output_bias = false;
     } else {
@@ -60,10 +63,17 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
                                                    " is not supported (whole-head RoPE only)");
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
-    // Mistral and Mixtral always slide when sliding_window is set; Llama never does; Qwen2 only with
-    // use_sliding_window, and then only its layers from max_window_layers on, which one layer's
-    // config cannot tell: refused.
-    require(!(qwen && c.get_bool("use_sliding_window", false) && c.has("sliding_window")),
+    // Qwen3 and OLMo 2 norm q and k (RMSNorm, rms_norm_eps as their configs default it) before RoPE.
+    if (qwen3 || olmo2) {
+        const double eps = c.get_number("rms_norm_eps", qwen3 ? 1e-6 : 1e-5);
+        require(eps > 0, src + ": rms_norm_eps must be positive, got " + std::to_string(eps));
+        using Span = CachedAttentionConfig::QkNorm::Span;
+        cfg.qk_norm = CachedAttentionConfig::QkNorm{olmo2 ? Span::AllHeads : Span::EachHead, eps};
+    }
+    // Mistral and Mixtral always slide when sliding_window is set; Llama and OLMo 2 never do; Qwen
+    // only with use_sliding_window, and then only its layers from max_window_layers on, which one
+    // layer's config cannot tell: refused.
+    require(!((qwen2 || qwen3) && c.get_bool("use_sliding_window", false) && c.has("sliding_window")),
             src + ": use_sliding_window is not supported for " + type + " (which layers slide depends on the layer's "
                                                                          "index, beyond max_window_layers)");
     const std::optional<int64_t> window = c.get_optional_int("sliding_window");
@@ -140,6 +150,13 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     key_ = linear("key_projection", "k_proj", kv_width, E, config.bias);
     value_ = linear("value_projection", "v_proj", kv_width, E, config.bias);
     output_ = linear("output_projection", "o_proj", E, q_width, config.output_bias);
+    if (config.qk_norm) {
+        const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
+        require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +
+                                             std::to_string(config.qk_norm->eps));
+        query_norm_ = w.get("q_norm.weight", {each_head ? D : q_width});
+        key_norm_ = w.get("k_norm.weight", {each_head ? D : kv_width});
+    }
     if (config.rope_base) rope_.emplace(rope_frequencies(D, *config.rope_base, config.rope_scaling));
 }
 
@@ -158,10 +175,17 @@ void CachedAttention::check_input(const Tensor &x, const char *what) const {
     detail::require_finite(std::string("cached_attention: ") + what, x);
 }
 
-Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection, int64_t heads) const {
+Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection, int64_t heads,
+                                      const std::optional<Tensor> &norm) const {
     Tensor y = detail::scratch_tensor({x.dim(0), x.dim(1), heads, config_.head_dimension});
     projection.apply(x.view(), TensorView(y.data(), {x.dim(0), x.dim(1), heads * config_.head_dimension}));
-    return y;
+    if (!norm) return y;
+    // Each row the norm spans (a head, or a token's heads) is as long as its weight.
+    const Shape rows{y.size() / norm->size(), norm->size()};
+    Tensor normed = detail::scratch_tensor(y.shape());
+    rms_norm(ConstTensorView(y.data(), rows), *norm, static_cast<float>(config_.qk_norm->eps),
+             TensorView(normed.data(), rows));
+    return normed;
 }
 
 Tensor CachedAttention::output(const Tensor &attended) const {
@@ -217,8 +241,8 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     // once, the new keys and values are written into the cache there, and only y comes back.
     const detail::ScopedRegion inputs[] = {detail::upload_once(x), detail::upload_once(key_input),
                                            detail::upload_once(value_input)};
-    Tensor q = project_heads(x, query_, config_.heads);
-    const Tensor k = project_heads(key_input, key_, Hkv);
+    Tensor q = project_heads(x, query_, config_.heads, query_norm_);
+    const Tensor k = project_heads(key_input, key_, Hkv, key_norm_);
     const Tensor v = project_heads(value_input, value_, Hkv);
     const std::vector<int32_t> start = cache ? cache->lengths() : std::vector<int32_t>(B, 0);
     std::vector<int32_t> lengths = start;
@@ -317,7 +341,7 @@ ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
     require(Sk > 0, "cached_attention: the context must hold at least one token");
     KVCache kv = make_cache(B, Sk);
     const detail::ScopedRegion inputs[] = {detail::upload_once(key_input), detail::upload_once(value_input)};
-    kv.append(project_heads(key_input, key_, config_.kv_heads).view(),
+    kv.append(project_heads(key_input, key_, config_.kv_heads, key_norm_).view(),
               project_heads(value_input, value_, config_.kv_heads).view());
     return ConditioningCache(std::move(kv));
 }
@@ -330,7 +354,7 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
                                         " differs from input batch " + std::to_string(x.dim(0)));
     if (x.dim(1) == 0) return Tensor({x.dim(0), 0, config_.embedding_dimension});  // nothing to compute
     const detail::ScopedRegion input = detail::upload_once(x);
-    const Tensor q = project_heads(x, query_, config_.heads);
+    const Tensor q = project_heads(x, query_, config_.heads, query_norm_);
     Tensor attended = detail::scratch_tensor(q.shape());
     attention_prefill(q.view(), kv.keys(), kv.values(), kv.lengths(), scale(), false, mask,
                       attended.view());

@@ -30,17 +30,27 @@ struct CachedAttentionConfig {
     // Hugging Face configs only (Mistral 7B v0.1's 4096): a query sees at most this many keys,
     // itself included. (A call with a mask of its own runs only while no sequence is longer.)
     std::optional<int64_t> sliding_window;
+    // Hugging Face configs only: an RMSNorm of the projected queries and keys before RoPE, with
+    // weights q_norm.weight and k_norm.weight, over each head's D (Qwen3) or over all of a token's
+    // heads at once, H·D and Hkv·D (OLMo 2).
+    struct QkNorm {
+        enum class Span { EachHead, AllHeads };
+        Span span = Span::EachHead;
+        double eps = 1e-6;
+    };
+    std::optional<QkNorm> qk_norm;
     Names names = Names::Seed;
 
     // The seed's constructor keys, defaults and validation; errors name the key and values. A
     // config with `hidden_size` and no `embedding_dimension` is a Hugging Face config.json, read
     // for the model types whose attention is this layer's math (llama, mistral, mixtral, qwen2,
-    // qwen2_moe; others are refused by name, since a look-alike such as Granite or OLMo changes it):
-    // hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta (always RoPE;
-    // linear or llama3 scaling, as in Llama 3.1), biases as each model builds them (Llama:
-    // attention_bias; Mistral: none; Qwen2: q, k and v), Mistral's sliding_window. What such a
-    // model may still do that this layer does not (other RoPE scalings, partial rotary, Qwen2's
-    // per-layer sliding windows) is refused, naming the key.
+    // qwen2_moe, qwen3, qwen3_moe, olmo2; others are refused by name, since a look-alike such as
+    // Granite or OLMo 1 changes it): hidden_size, num_attention_heads, num_key_value_heads,
+    // head_dim, rope_theta (always RoPE; linear or llama3 scaling, as in Llama 3.1), biases as each
+    // model builds them (Llama, Qwen3, OLMo 2: attention_bias; Mistral: none; Qwen2: q, k and v),
+    // Mistral's sliding_window, Qwen3's and OLMo 2's QK-norm (rms_norm_eps). What such a model may
+    // still do that this layer does not (other RoPE scalings, partial rotary, Qwen's per-layer
+    // sliding windows) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
 };
 
@@ -90,14 +100,17 @@ private:
     // the keys and values those of the cache storage (or the new tokens) holding every key.
     void attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
                            const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, Tensor &attended) const;
-    // q, k or v projected: [B, S, heads, D]. On a GPU it stays there for the next kernel.
-    Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads) const;
+    // q, k or v projected: [B, S, heads, D], then normed where `norm` holds a QK-norm's weight. On a
+    // GPU it stays there for the next kernel.
+    Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads,
+                         const std::optional<Tensor> &norm = std::nullopt) const;
     Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
     void check_input(const Tensor &x, const char *what) const;
     float scale() const;
 
     CachedAttentionConfig config_;
     Linear query_, key_, value_, output_;
+    std::optional<Tensor> query_norm_, key_norm_;  // QK-norm weights: [D], or [H·D] and [Hkv·D]
     std::optional<GrowingRopeTable> rope_;
 };
 
