@@ -46,6 +46,33 @@ TEST(Rope, ATableOfBadFrequenciesIsRefused) {
     EXPECT_EQ(RopeTable({1.0, 0.0}, 4).rotary_dim(), 4);
 }
 
+// YaRN at D = 32, theta 10000, over an original context of 2048: pairs 0-4 turn more than 32 times
+// (kept), pairs 11-15 fewer than once (divided by the factor); in between the weight of the divided
+// one rises by 1/7 a pair, rounded outwards from 4.03 and 10.05.
+TEST(Rope, YarnKeepsFastPairsStretchesSlowOnesAndRampsBetween) {
+    RopeScaling yarn;
+    yarn.type = RopeScaling::Type::Yarn;
+    yarn.factor = 4.0;
+    yarn.original_context = 2048.0;
+    const std::vector<double> f = rope_frequencies(32, 10000.0, yarn), plain = rope_frequencies(32, 10000.0);
+    for (size_t i = 0; i < 16; i++) {
+        const double stretched = std::clamp((double(i) - 4.0) / 7.0, 0.0, 1.0);
+        EXPECT_NEAR(f[i], plain[i] * (1.0 - stretched + stretched / 4.0), 1e-15) << "pair " << i;
+    }
+    yarn.truncate = false;  // the ramp runs from 4.03 to 10.05
+    EXPECT_NEAR(rope_frequencies(32, 10000.0, yarn)[7] / plain[7], 1.0 - 0.75 * (7.0 - 4.0313) / (10.0525 - 4.0313), 1e-4);
+}
+
+TEST(Rope, ATableScaledByItsAmplitude) {
+    const RopeTable unit({0.5, 0.25}, 3), scaled({0.5, 0.25}, 3, 1.25);
+    for (int64_t i = 0; i < 6; i++) {
+        EXPECT_FLOAT_EQ(scaled.cos().data[i], 1.25f * unit.cos().data[i]);
+        EXPECT_FLOAT_EQ(scaled.sin().data[i], 1.25f * unit.sin().data[i]);
+    }
+    EXPECT_FLOAT_EQ(scaled.extended(5).cos().data[9], 1.25f * float(std::cos(4 * 0.25)));  // growth keeps it
+    EXPECT_THROW(RopeTable(std::vector<double>{1.0}, 2, 0.0), Error);
+}
+
 TEST(Rope, WritesIntoAStridedView) {
     // Keys [1, S=3, Hkv=2, D=4] written into cache storage [1, Hkv=2, capacity=5, 4] at position 1.
     const Tensor x = testing::random_tensor({1, 3, 2, 4}, 4);

@@ -525,8 +525,8 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const std::string llama = R"("model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2)";
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"),
               "config.json (rope_scaling): missing key 'low_freq_factor'");
-    EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6}})"),
-              "config.json (rope_parameters): rope_type 'yarn' is not supported (default, linear and llama3)");
+    EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e6}})"),
+              "config.json (rope_parameters): rope_type 'dynamic' is not supported (default, linear, llama3 and yarn)");
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"type": "linear", "factor": 0}})"),
               "config.json (rope_scaling): factor must be positive");
     EXPECT_EQ(config_error("{" + llama + R"(, "partial_rotary_factor": 0.5})"),
@@ -587,6 +587,30 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error(R"({"model_type": "olmo2", "rms_norm_eps": 0, )" + small + "}"),
               "config.json: rms_norm_eps must be positive, got 0.000000");
     EXPECT_FALSE(plain.qk_norm.has_value());
+    // YaRN: Qwen's long-context form (factor as stated, 0.1 ln 4 + 1), DeepSeek's mscale ratio,
+    // a stated attention_factor, and the original context from max_position_embeddings.
+    const auto yarn = [&](const std::string &scaling) {
+        return hf("{" + llama + R"(, "max_position_embeddings": 40960, "rope_scaling": {"rope_type": "yarn", )" + scaling +
+                  "}}")
+            .rope_scaling;
+    };
+    const RopeScaling qwen_yarn = yarn(R"("factor": 4.0, "original_max_position_embeddings": 32768)");
+    EXPECT_EQ(qwen_yarn.type, RopeScaling::Type::Yarn);
+    EXPECT_EQ(qwen_yarn.factor, 4.0);
+    EXPECT_EQ(qwen_yarn.original_context, 32768.0);
+    EXPECT_DOUBLE_EQ(qwen_yarn.attention_factor, 0.1 * std::log(4.0) + 1.0);
+    EXPECT_TRUE(qwen_yarn.truncate);
+    EXPECT_EQ(qwen_yarn.beta_fast, 32.0);
+    EXPECT_EQ(qwen_yarn.beta_slow, 1.0);
+    const RopeScaling deepseek = yarn(R"("factor": 40, "mscale": 0.707, "mscale_all_dim": 1.0, "beta_fast": null, "truncate": false)");
+    EXPECT_EQ(deepseek.original_context, 40960.0);
+    EXPECT_DOUBLE_EQ(deepseek.attention_factor, (0.0707 * std::log(40.0) + 1.0) / (0.1 * std::log(40.0) + 1.0));
+    EXPECT_EQ(deepseek.beta_fast, 32.0);
+    EXPECT_FALSE(deepseek.truncate);
+    EXPECT_EQ(yarn(R"("factor": 2, "attention_factor": 1.5, "beta_slow": 2)").attention_factor, 1.5);
+    EXPECT_EQ(yarn(R"("factor": 0.5)").attention_factor, 1.0);  // no stretch, no scale
+    EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})"),
+              "config.json: missing key 'max_position_embeddings'");
     const CachedAttentionConfig mistral = hf(R"({"model_type": "mistral", "attention_bias": true, )" + small + "}");
     EXPECT_FALSE(mistral.bias || mistral.output_bias);
     EXPECT_EQ(mistral.sliding_window.value_or(0), 16);

@@ -18,7 +18,7 @@ struct HfRope {
 struct HfRopeDefaults {
     double theta;                        // when rope_theta is absent
     double partial_rotary_factor = 1.0;  // when partial_rotary_factor is absent
-    bool scaling_allowed = false;        // linear and llama3 rope types (else only the default)
+    bool scaling_allowed = false;        // linear, llama3 and yarn rope types (else only the default)
     // transformers 5 may nest rope_parameters per layer type: the type whose entry to read
     // ("hybrid" for ZAYA), or "" where the model has one type.
     std::string layer_type;

@@ -263,6 +263,22 @@ def write_all(out_dir):
         llama_case(out_dir, 'olmo2_qk_norm_all_heads', 31,
                    {'model_type': 'olmo2', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 500000.0,
                     'rms_norm_eps': 1e-6}, 1, 10, biases=(), qk_norm='all'),
+        # YaRN as Qwen's long-context configs state it (factor 4 beside a max_position_embeddings
+        # that is not 4 x the original), at an original context that puts the ramp inside the head:
+        # D = 32 and theta 10000 ramp pairs 4 to 11 of 16 over 2048 positions.
+        llama_case(out_dir, 'qwen2_yarn_factor_4', 32,
+                   {'model_type': 'qwen2', 'hidden_size': 64, 'num_attention_heads': 2, 'num_key_value_heads': 1,
+                    'rope_theta': 10000.0, 'max_position_embeddings': 2560,
+                    'rope_scaling': {'type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 2048}},
+                   1, 40, biases=('q_proj', 'k_proj', 'v_proj')),
+        # DeepSeek's mscale pair, the ramp's ends unrounded (pairs 0.21 to 2.02 of 8) and moved,
+        # the original context from max_position_embeddings, inside transformers 5's rope_parameters.
+        llama_case(out_dir, 'llama_yarn_mscale_untruncated', 33,
+                   {'model_type': 'llama', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'max_position_embeddings': 128,
+                    'rope_parameters': {'rope_type': 'yarn', 'rope_theta': 10000.0, 'factor': 8.0, 'mscale': 0.707,
+                                        'mscale_all_dim': 1.0, 'beta_fast': 16, 'beta_slow': 2,
+                                        'truncate': False}}, 1, 20, biases=()),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

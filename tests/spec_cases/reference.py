@@ -123,8 +123,50 @@ def llama_rope_frequencies(config, head_dim):
         s = (original / wavelength - low) / (high - low)
         mixed = (1 - s) * f / factor + s * f
         return np.where(wavelength > original / low, f / factor, np.where(wavelength < original / high, f, mixed))
+    if kind == 'yarn':
+        return yarn_frequencies(config, scaling, f, head_dim, base)
     assert kind == 'default', kind
     return f
+
+
+def yarn_frequencies(config, scaling, f, dim, base):
+    """YaRN (arXiv:2309.00071) as its code, vLLM and transformers compute it, `factor` as stated:
+    pair i blends f_i / factor (weight r_i) with f_i, r_i = clamp((i - low) / (high - low), 0, 1),
+    where low and high are the (fractional) pair indices turning beta_fast (32) and beta_slow (1)
+    times over original_max_position_embeddings (else max_position_embeddings), floored and
+    ceiled unless truncate is false, clipped to [0, dim - 1]."""
+    factor = scaling['factor']
+    original = scaling.get('original_max_position_embeddings') or config['max_position_embeddings']
+
+    def pair(turns):
+        return dim * np.log(original / (turns * 2 * np.pi)) / (2 * np.log(base))
+
+    low, high = pair(scaling.get('beta_fast') or 32), pair(scaling.get('beta_slow') or 1)
+    if scaling.get('truncate', True):
+        low, high = np.floor(low), np.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    r = np.clip((np.arange(dim // 2) - low) / (high - low), 0, 1)
+    return r * f / factor + (1 - r) * f
+
+
+def yarn_attention_factor(config):
+    """YaRN's scale of cos and sin (so of q and k): attention_factor, else 0.1 ln(factor) + 1 (1
+    for factor <= 1), or with mscale and mscale_all_dim the ratio of two such terms (DeepSeek)."""
+    scaling = config.get('rope_parameters') or config.get('rope_scaling') or {}
+    if scaling.get('rope_type', scaling.get('type')) != 'yarn':
+        return 1.0
+    if scaling.get('attention_factor') is not None:
+        return scaling['attention_factor']
+    factor = scaling['factor']
+
+    def magnitude(m):
+        return 1.0 if factor <= 1 else 0.1 * m * np.log(factor) + 1.0
+
+    if scaling.get('mscale') and scaling.get('mscale_all_dim'):
+        return magnitude(scaling['mscale']) / magnitude(scaling['mscale_all_dim'])
+    return magnitude(1.0)
 
 
 def llama_attention(config, w, x):
@@ -162,8 +204,9 @@ def llama_attention(config, w, x):
         return y
 
     positions = np.arange(x.shape[1])
-    q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
-    k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
+    amplitude = yarn_attention_factor(config)  # cos and sin scaled: q and k are
+    q = amplitude * rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
+    k = amplitude * rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
     window = config.get('sliding_window') if mistral else None
     mask = None
     if window:  # Mistral: query p sees keys p - window < j <= p

@@ -37,23 +37,42 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
                 f = (1.0 - smooth) * f / scaling.factor + smooth * f;
             }  // short wavelengths: as trained
         }
+    } else if (scaling.type == RopeScaling::Type::Yarn) {
+        require(scaling.original_context > 0 && scaling.beta_fast > 0 && scaling.beta_slow > 0,
+                "RoPE: yarn scaling needs a positive original_max_position_embeddings, beta_fast and beta_slow");
+        // The pair index at which a frequency turns `turns` times over the original context
+        // (fractional; pair i turns original_context * f_i / 2 pi times).
+        const auto pair_turning = [&](double turns) {
+            constexpr double two_pi = 6.283185307179586476925286766559;
+            return double(rotary_dim) * std::log(scaling.original_context / (turns * two_pi)) / (2.0 * std::log(base));
+        };
+        double low = pair_turning(scaling.beta_fast), high = pair_turning(scaling.beta_slow);
+        if (scaling.truncate) low = std::floor(low), high = std::ceil(high);
+        low = std::max(low, 0.0);
+        high = std::min(high, double(rotary_dim - 1));
+        if (low == high) high += 0.001;  // as transformers and the paper's code: no empty ramp
+        for (size_t i = 0; i < frequency.size(); i++) {
+            const double stretched = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+            frequency[i] = stretched * frequency[i] / scaling.factor + (1.0 - stretched) * frequency[i];
+        }
     }
     return frequency;
 }
 
 RopeTable::RopeTable(int64_t rotary_dim, double base, int64_t positions)
-    : RopeTable(nullptr, rope_frequencies(rotary_dim, base), positions) {}
+    : RopeTable(nullptr, rope_frequencies(rotary_dim, base), positions, 1.0) {}
 
-RopeTable::RopeTable(std::vector<double> frequencies, int64_t positions)
-    : RopeTable(nullptr, std::move(frequencies), positions) {}
+RopeTable::RopeTable(std::vector<double> frequencies, int64_t positions, double amplitude)
+    : RopeTable(nullptr, std::move(frequencies), positions, amplitude) {}
 
 RopeTable RopeTable::extended(int64_t positions) const {
-    return RopeTable(this, frequencies_, std::max(positions, positions_));
+    return RopeTable(this, frequencies_, std::max(positions, positions_), amplitude_);
 }
 
-RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions)
-    : frequencies_(std::move(frequencies)), positions_(positions) {
+RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, double amplitude)
+    : frequencies_(std::move(frequencies)), amplitude_(amplitude), positions_(positions) {
     require(!frequencies_.empty(), "RoPE: a table needs at least one frequency");
+    require(std::isfinite(amplitude) && amplitude > 0, "RoPE: the amplitude must be positive, got " + std::to_string(amplitude));
     for (double f : frequencies_) {
         require(std::isfinite(f) && f >= 0, "RoPE: frequencies must be finite and non-negative, got " + std::to_string(f));
     }
@@ -69,8 +88,8 @@ RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, i
     for (int64_t p = kept; p < positions; p++) {
         for (int64_t i = 0; i < half; i++) {
             const double angle = double(p) * frequencies_[i];
-            cos_.data()[p * half + i] = static_cast<float>(std::cos(angle));
-            sin_.data()[p * half + i] = static_cast<float>(std::sin(angle));
+            cos_.data()[p * half + i] = static_cast<float>(amplitude_ * std::cos(angle));
+            sin_.data()[p * half + i] = static_cast<float>(amplitude_ * std::sin(angle));
         }
     }
     cos_.keep_on_device(Residency::ReadOnly);
@@ -80,8 +99,8 @@ RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, i
 GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base)
     : table_(std::make_shared<const RopeTable>(rotary_dim, base, 0)) {}
 
-GrowingRopeTable::GrowingRopeTable(std::vector<double> frequencies)
-    : table_(std::make_shared<const RopeTable>(std::move(frequencies), 0)) {}
+GrowingRopeTable::GrowingRopeTable(std::vector<double> frequencies, double amplitude)
+    : table_(std::make_shared<const RopeTable>(std::move(frequencies), 0, amplitude)) {}
 
 GrowingRopeTable::GrowingRopeTable(const GrowingRopeTable &other) : table_(std::atomic_load(&other.table_)) {}
 

@@ -157,7 +157,9 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         query_norm_ = w.get("q_norm.weight", {each_head ? D : q_width});
         key_norm_ = w.get("k_norm.weight", {each_head ? D : kv_width});
     }
-    if (config.rope_base) rope_.emplace(rope_frequencies(D, *config.rope_base, config.rope_scaling));
+    if (config.rope_base) {
+        rope_.emplace(rope_frequencies(D, *config.rope_base, config.rope_scaling), config.rope_scaling.attention_factor);
+    }
 }
 
 KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {

@@ -12,12 +12,20 @@ namespace hattn {
 // How a model stretches RoPE beyond the context it was trained at (Hugging Face's rope_scaling or
 // rope_parameters): `Linear` divides every frequency by `factor`; `Llama3` (Llama 3.1 and later)
 // divides the low frequencies (wavelengths above original_context / low_freq_factor) by `factor`,
-// keeps the high ones (below original_context / high_freq_factor), and blends in between.
+// keeps the high ones (below original_context / high_freq_factor), and blends in between. `Yarn`
+// (YaRN, arXiv:2309.00071; Qwen's long-context configs) keeps the pairs that turn more than
+// beta_fast times over original_context, divides those turning fewer than beta_slow times by
+// `factor`, ramps linearly (in pair index) in between, and scales cos and sin, so q and k, by
+// attention_factor.
 struct RopeScaling {
-    enum class Type { None, Linear, Llama3 };
+    enum class Type { None, Linear, Llama3, Yarn };
     Type type = Type::None;
     double factor = 1.0;
-    double low_freq_factor = 1.0, high_freq_factor = 4.0, original_context = 8192.0;  // Llama3
+    double low_freq_factor = 1.0, high_freq_factor = 4.0;  // Llama3
+    double original_context = 8192.0;                       // Llama3 and Yarn
+    double beta_fast = 32.0, beta_slow = 1.0;               // Yarn: the ramp's ends, in turns
+    bool truncate = true;                                   // Yarn: the ends rounded outwards to whole dims
+    double attention_factor = 1.0;                          // Yarn: the table's amplitude
 };
 
 // The rotation frequency of each pair i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled.
@@ -29,7 +37,9 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
 class RopeTable {
 public:
     RopeTable(int64_t rotary_dim, double base, int64_t positions);
-    RopeTable(std::vector<double> frequencies, int64_t positions);  // rotary_dim = 2 x their count
+    // rotary_dim = 2 x the frequencies' count; the table holds amplitude x cos and amplitude x sin
+    // (YaRN's attention_factor, else 1).
+    RopeTable(std::vector<double> frequencies, int64_t positions, double amplitude = 1.0);
 
     int64_t rotary_dim() const { return 2 * static_cast<int64_t>(frequencies_.size()); }
     int64_t positions() const { return positions_; }
@@ -42,9 +52,10 @@ public:
     ConstTensorView sin() const { return sin_.view(); }
 
 private:
-    RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions);
+    RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, double amplitude);
 
     std::vector<double> frequencies_;
+    double amplitude_;
     int64_t positions_;
     Tensor cos_, sin_;
 };
@@ -55,7 +66,7 @@ private:
 class GrowingRopeTable {
 public:
     GrowingRopeTable(int64_t rotary_dim, double base);
-    explicit GrowingRopeTable(std::vector<double> frequencies);
+    explicit GrowingRopeTable(std::vector<double> frequencies, double amplitude = 1.0);
     GrowingRopeTable(const GrowingRopeTable &other);
     GrowingRopeTable &operator=(const GrowingRopeTable &other);
 

@@ -46,7 +46,7 @@ struct CachedAttentionConfig {
     // for the model types whose attention is this layer's math (llama, mistral, mixtral, qwen2,
     // qwen2_moe, qwen3, qwen3_moe, olmo2; others are refused by name, since a look-alike such as
     // Granite or OLMo 1 changes it): hidden_size, num_attention_heads, num_key_value_heads,
-    // head_dim, rope_theta (always RoPE; linear or llama3 scaling, as in Llama 3.1), biases as each
+    // head_dim, rope_theta (always RoPE; linear, llama3 or yarn scaling), biases as each
     // model builds them (Llama, Qwen3, OLMo 2: attention_bias; Mistral: none; Qwen2: q, k and v),
     // Mistral's sliding_window, Qwen3's and OLMo 2's QK-norm (rms_norm_eps). What such a model may
     // still do that this layer does not (other RoPE scalings, partial rotary, Qwen's per-layer
