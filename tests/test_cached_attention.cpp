@@ -504,6 +504,26 @@ void check_qk_norm(const std::string &model_type) {
     EXPECT_GT(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-2);
 }
 
+// Phi-3: q, k and v stacked in qkv_proj, no biases, Mistral's sliding window (here wider than the
+// test's 7 tokens, so every key is seen); the same layer as the seed's without biases.
+TEST(CachedAttentionHuggingFace, APhi3LayerSplitsItsFusedProjection) {
+    TestLayer seed({64, 4, 2, 16, false, 10000.0});
+    Tensor qkv({(4 + 2 * 2) * 16, 64});
+    std::copy_n(seed.ref.wq.data(), 64 * 64, qkv.data());
+    std::copy_n(seed.ref.wk.data(), 32 * 64, qkv.data() + 64 * 64);
+    std::copy_n(seed.ref.wv.data(), 32 * 64, qkv.data() + 96 * 64);
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), {{"model.layers.0.self_attn.qkv_proj.weight", qkv},
+                                                      {"model.layers.0.self_attn.o_proj.weight", seed.ref.wo}});
+    const CachedAttention phi3(testing::config_of({{"model_type", "phi3"}, {"hidden_size", 64}, {"num_attention_heads", 4},
+                                                   {"num_key_value_heads", 2}, {"rope_theta", 10000.0},
+                                                   {"sliding_window", 2047}, {"attention_bias", true}}),
+                               Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    EXPECT_EQ(phi3.config().names, CachedAttentionConfig::Names::HuggingFaceFusedQkv);
+    EXPECT_EQ(phi3.config().sliding_window.value_or(0), 2047);
+    EXPECT_LE(prefill_and_decode_difference(phi3, *seed.layer), 1e-6);
+}
+
 TEST(CachedAttentionHuggingFace, Qwen3NormsEachHeadOfQueriesAndKeys) { check_qk_norm("qwen3"); }
 TEST(CachedAttentionHuggingFace, Olmo2NormsAllHeadsOfQueriesAndKeys) { check_qk_norm("olmo2"); }
 
@@ -530,16 +550,16 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"type": "linear", "factor": 0}})"),
               "config.json (rope_scaling): factor must be positive");
     EXPECT_EQ(config_error("{" + llama + R"(, "partial_rotary_factor": 0.5})"),
-              "config.json: partial_rotary_factor 0.500000 is not supported (whole-head RoPE only)");
+              "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // transformers 5 keeps the rotary fraction beside the theta.
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
-              "config.json: partial_rotary_factor 0.500000 is not supported (whole-head RoPE only)");
+              "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"granite", "cohere", "olmo", "olmo3", "qwen3_next", "gemma3_text", "llama4_text"}) {
+    for (const char *type : {"granite", "cohere", "olmo", "olmo3", "qwen3_next", "gemma3_text", "llama4_text", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2)");
+                      "qwen3_moe, olmo2, phi3)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "sliding_window": -1})"),
@@ -587,6 +607,14 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error(R"({"model_type": "olmo2", "rms_norm_eps": 0, )" + small + "}"),
               "config.json: rms_norm_eps must be positive, got 0.000000");
     EXPECT_FALSE(plain.qk_norm.has_value());
+    EXPECT_EQ(plain.rotary_dimension, 16);
+    // Phi-4-mini turns 3/4 of each head; a fraction must leave an even number of dims.
+    EXPECT_EQ(hf(R"({"model_type": "phi3", "partial_rotary_factor": 0.75, )" + small + "}").rotary_dimension, 12);
+    EXPECT_EQ(config_error(R"({"model_type": "phi3", "partial_rotary_factor": 0.6, )" + small + "}"),
+              "config.json: partial_rotary_factor 0.600000 of head_dim 16 must turn an even number of dims, got 9");
+    EXPECT_EQ(config_error(R"({"model_type": "phi3", "rope_scaling": {"type": "longrope", "short_factor": [1], "long_factor": [1]}, )" +
+                           small + "}"),
+              "config.json (rope_scaling): rope_type 'longrope' is not supported (default, linear, llama3 and yarn)");
     // YaRN: Qwen's long-context form (factor as stated, 0.1 ln 4 + 1), DeepSeek's mscale ratio,
     // a stated attention_factor, and the original context from max_position_embeddings.
     const auto yarn = [&](const std::string &scaling) {

@@ -95,6 +95,8 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
         for norm, n_heads in (('q_norm', heads), ('k_norm', kv_heads)):
             width = head_dim if qk_norm == 'head' else n_heads * head_dim
             weights[norm + '.weight'] = noise(rng, width, mean=1.0)
+    if config['model_type'] == 'phi3':  # q, k and v stacked in one projection
+        weights['qkv_proj.weight'] = np.concatenate([weights.pop(name + '.weight') for name in ('q_proj', 'k_proj', 'v_proj')])
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
     return write_case(out_dir, name, 'cached_attention', config, weights, x)
 
@@ -279,6 +281,11 @@ def write_all(out_dir):
                     'rope_parameters': {'rope_type': 'yarn', 'rope_theta': 10000.0, 'factor': 8.0, 'mscale': 0.707,
                                         'mscale_all_dim': 1.0, 'beta_fast': 16, 'beta_slow': 2,
                                         'truncate': False}}, 1, 20, biases=()),
+        # Phi-4-mini's partial rotary (3/4 of each head) and Phi-3's window of 2047, here 5.
+        llama_case(out_dir, 'phi3_fused_qkv_partial_rotary_window_5', 34,
+                   {'model_type': 'phi3', 'hidden_size': 96, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10000.0, 'partial_rotary_factor': 0.75, 'sliding_window': 5,
+                    'attention_bias': False}, 2, 13, biases=()),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

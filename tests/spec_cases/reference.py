@@ -178,13 +178,21 @@ def llama_attention(config, w, x):
     Qwen2 q, k and v (Qwen2-MoE per qkv_bias), Qwen3 and OLMo 2 their four per attention_bias;
     sliding_window W (Mistral/Mixtral; Qwen slides only some layers, not covered here): query p sees
     keys p - W < j <= p. Qwen3 and OLMo 2 RMSNorm q and k before RoPE (q_norm, k_norm; eps
-    rms_norm_eps), Qwen3 over each head, OLMo 2 over all of a token's heads at once."""
+    rms_norm_eps), Qwen3 over each head, OLMo 2 over all of a token's heads at once. Phi-3 stacks
+    q, k and v in qkv_proj (no biases), slides like Mistral, and turns only the first
+    int(head_dim * partial_rotary_factor) dims of each head."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     model = config['model_type']
     head_dim = config.get('head_dim') or (128 if model == 'qwen3' else config['hidden_size'] // heads)
-    frequencies = llama_rope_frequencies(config, head_dim)
-    qwen, mistral = model in ('qwen2', 'qwen2_moe'), model in ('mistral', 'mixtral')
+    rotary_dim = int(head_dim * config.get('partial_rotary_factor', 1.0)) if model == 'phi3' else head_dim
+    frequencies = llama_rope_frequencies(config, rotary_dim)
+    qwen, mistral = model in ('qwen2', 'qwen2_moe'), model in ('mistral', 'mixtral', 'phi3')
+    if 'qkv_proj.weight' in w:  # Phi-3
+        q_rows, kv_rows = heads * head_dim, kv_heads * head_dim
+        qkv = w['qkv_proj.weight']
+        w = dict(w, **{'q_proj.weight': qkv[:q_rows], 'k_proj.weight': qkv[q_rows:q_rows + kv_rows],
+                       'v_proj.weight': qkv[q_rows + kv_rows:]})
     if qwen:
         biased = {'q_proj', 'k_proj', 'v_proj'} if config.get('qkv_bias', True) else set()
     else:
@@ -205,8 +213,10 @@ def llama_attention(config, w, x):
 
     positions = np.arange(x.shape[1])
     amplitude = yarn_attention_factor(config)  # cos and sin scaled: q and k are
-    q = amplitude * rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
-    k = amplitude * rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
+    q = rope_rotate_half(project('q_proj', heads), positions, None, rotary_dim, frequencies)
+    k = rope_rotate_half(project('k_proj', kv_heads), positions, None, rotary_dim, frequencies)
+    q[..., :rotary_dim] *= amplitude
+    k[..., :rotary_dim] *= amplitude
     window = config.get('sliding_window') if mistral else None
     mask = None
     if window:  # Mistral: query p sees keys p - window < j <= p

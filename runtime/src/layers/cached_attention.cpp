@@ -23,12 +23,12 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
     // names, such as Granite, Cohere or OLMo 1, scales, rotates or clips differently).
     const std::string type = c.get_string("model_type", "");
     const bool qwen2 = type == "qwen2" || type == "qwen2_moe", qwen3 = type == "qwen3" || type == "qwen3_moe";
-    const bool mistral = type == "mistral" || type == "mixtral", olmo2 = type == "olmo2";
-    require(type == "llama" || qwen2 || qwen3 || mistral || olmo2,
+    const bool mistral = type == "mistral" || type == "mixtral", olmo2 = type == "olmo2", phi3 = type == "phi3";
+    require(type == "llama" || qwen2 || qwen3 || mistral || olmo2 || phi3,
             src + ": model_type '" + type + "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, "
-                                            "qwen2_moe, qwen3, qwen3_moe, olmo2)");
+                                            "qwen2_moe, qwen3, qwen3_moe, olmo2, phi3)");
     CachedAttentionConfig cfg;
-    cfg.names = CachedAttentionConfig::Names::HuggingFace;
+    cfg.names = phi3 ? CachedAttentionConfig::Names::HuggingFaceFusedQkv : CachedAttentionConfig::Names::HuggingFace;
     cfg.embedding_dimension = c.get_int("hidden_size");
     cfg.heads = c.get_int("num_attention_heads");
     require(cfg.embedding_dimension > 0, src + ": hidden_size must be positive, got " + str(cfg.embedding_dimension));
@@ -50,17 +50,25 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
     }
     require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
     // Biases as each model's attention module builds them (transformers): the four of Llama, Qwen3
-    // and OLMo 2 follow attention_bias; Mistral and Mixtral have none whatever the config says;
-    // Qwen2 has them on q, k and v (Qwen2-MoE: as qkv_bias says), never on the output.
+    // and OLMo 2 follow attention_bias; Mistral, Mixtral and Phi-3 have none whatever the config
+    // says; Qwen2 has them on q, k and v (Qwen2-MoE: as qkv_bias says), never on the output.
     if (qwen2) {
         cfg.bias = type == "qwen2" || c.get_bool("qkv_bias", true);
         cfg.output_bias = false;
     } else {
-        cfg.bias = cfg.output_bias = !mistral && c.get_bool("attention_bias", false);
+        cfg.bias = cfg.output_bias = !mistral && !phi3 && c.get_bool("attention_bias", false);
     }
     const detail::HfRope rope = detail::hf_rope(c, {10000.0, 1.0, true, ""});
-    require(rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + std::to_string(rope.partial_rotary_factor) +
-                                                   " is not supported (whole-head RoPE only)");
+    // Phi-3 (Phi-4-mini: 0.75) turns the first int(head_dim x factor) dims; the other models'
+    // attention rotates whole heads (transformers fails on a fraction there).
+    require(phi3 || rope.partial_rotary_factor == 1.0,
+            src + ": partial_rotary_factor " + std::to_string(rope.partial_rotary_factor) + " is not supported for " +
+                type + " (whole-head RoPE only)");
+    const auto rotary = static_cast<int64_t>(double(cfg.head_dimension) * rope.partial_rotary_factor);
+    require(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1 && rotary >= 2 && rotary % 2 == 0,
+            src + ": partial_rotary_factor " + std::to_string(rope.partial_rotary_factor) + " of head_dim " +
+                str(cfg.head_dimension) + " must turn an even number of dims, got " + str(rotary));
+    cfg.rotary_dimension = rotary;
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
     // Qwen3 and OLMo 2 norm q and k (RMSNorm, rms_norm_eps as their configs default it) before RoPE.
@@ -70,18 +78,25 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
         using Span = CachedAttentionConfig::QkNorm::Span;
         cfg.qk_norm = CachedAttentionConfig::QkNorm{olmo2 ? Span::AllHeads : Span::EachHead, eps};
     }
-    // Mistral and Mixtral always slide when sliding_window is set; Llama and OLMo 2 never do; Qwen
-    // only with use_sliding_window, and then only its layers from max_window_layers on, which one
-    // layer's config cannot tell: refused.
+    // Mistral, Mixtral and Phi-3 always slide when sliding_window is set; Llama and OLMo 2 never do;
+    // Qwen only with use_sliding_window, and then only its layers from max_window_layers on, which
+    // one layer's config cannot tell: refused.
     require(!((qwen2 || qwen3) && c.get_bool("use_sliding_window", false) && c.has("sliding_window")),
             src + ": use_sliding_window is not supported for " + type + " (which layers slide depends on the layer's "
                                                                          "index, beyond max_window_layers)");
     const std::optional<int64_t> window = c.get_optional_int("sliding_window");
-    if (window && mistral) {
+    if (window && (mistral || phi3)) {
         require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
         cfg.sliding_window = *window;
     }
     return cfg;
+}
+
+// Rows [begin, begin + count) of a matrix [rows, cols], as a tensor of their own.
+Tensor rows_of(const Tensor &matrix, int64_t begin, int64_t count) {
+    Tensor part({count, matrix.dim(1)}, Tensor::unset);
+    std::copy_n(matrix.values().begin() + begin * matrix.dim(1), count * matrix.dim(1), part.data());
+    return part;
 }
 
 }  // namespace
@@ -140,15 +155,28 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
     require(!config.sliding_window || *config.sliding_window > 0,
             "cached_attention: sliding_window must be positive, got " + std::to_string(config.sliding_window.value_or(0)));
-    const bool hf = config.names == CachedAttentionConfig::Names::HuggingFace;
+    require(config.rotary_dimension >= 0 && config.rotary_dimension <= D && config.rotary_dimension % 2 == 0,
+            "cached_attention: rotary_dimension must be even and at most the head dimension " + std::to_string(D) +
+                ", got " + std::to_string(config.rotary_dimension));
+    using Names = CachedAttentionConfig::Names;
+    const bool hf = config.names != Names::Seed;
     const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols, bool has_bias) {
         const std::string name = hf ? hf_name : seed_name;
         return Linear::dense(w.get(name + ".weight", {rows, cols}),
                              has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt);
     };
-    query_ = linear("query_projection", "q_proj", q_width, E, config.bias);
-    key_ = linear("key_projection", "k_proj", kv_width, E, config.bias);
-    value_ = linear("value_projection", "v_proj", kv_width, E, config.bias);
+    if (config.names == Names::HuggingFaceFusedQkv) {
+        // Phi-3 has no biases. Split once here: the layer projects q, k and v as separate products.
+        require(!config.bias, "cached_attention: a fused qkv_proj has no biases here (Phi-3 has none)");
+        const Tensor qkv = w.get("qkv_proj.weight", {q_width + 2 * kv_width, E});
+        query_ = Linear::dense(rows_of(qkv, 0, q_width));
+        key_ = Linear::dense(rows_of(qkv, q_width, kv_width));
+        value_ = Linear::dense(rows_of(qkv, q_width + kv_width, kv_width));
+    } else {
+        query_ = linear("query_projection", "q_proj", q_width, E, config.bias);
+        key_ = linear("key_projection", "k_proj", kv_width, E, config.bias);
+        value_ = linear("value_projection", "v_proj", kv_width, E, config.bias);
+    }
     output_ = linear("output_projection", "o_proj", E, q_width, config.output_bias);
     if (config.qk_norm) {
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
@@ -158,7 +186,9 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         key_norm_ = w.get("k_norm.weight", {each_head ? D : kv_width});
     }
     if (config.rope_base) {
-        rope_.emplace(rope_frequencies(D, *config.rope_base, config.rope_scaling), config.rope_scaling.attention_factor);
+        const int64_t rotary = config.rotary_dimension ? config.rotary_dimension : D;
+        rope_.emplace(rope_frequencies(rotary, *config.rope_base, config.rope_scaling),
+                      config.rope_scaling.attention_factor);
     }
 }
 

@@ -15,9 +15,10 @@
 namespace hattn {
 
 struct CachedAttentionConfig {
-    // Whose names the weights have: the seed module's (query_projection, ...) or a Hugging Face
-    // Llama-family attention's (q_proj, k_proj, v_proj, o_proj).
-    enum class Names { Seed, HuggingFace };
+    // Whose names the weights have: the seed module's (query_projection, ...), a Hugging Face
+    // Llama-family attention's (q_proj, k_proj, v_proj, o_proj), or Phi-3's (q, k and v stacked in
+    // that order in qkv_proj; o_proj).
+    enum class Names { Seed, HuggingFace, HuggingFaceFusedQkv };
 
     int64_t embedding_dimension = 0;  // E
     int64_t heads = 0;                // H
@@ -26,6 +27,9 @@ struct CachedAttentionConfig {
     bool bias = true;         // the query, key and value projections have biases
     bool output_bias = true;  // the output projection has one (the seed: both or neither)
     std::optional<double> rope_base;  // none: no RoPE
+    // RoPE turns the first this many dims of each head and passes the rest (Phi-3's
+    // partial_rotary_factor); 0: the whole head.
+    int64_t rotary_dimension = 0;
     RopeScaling rope_scaling;         // Hugging Face configs only (the seed has none)
     // Hugging Face configs only (Mistral 7B v0.1's 4096): a query sees at most this many keys,
     // itself included. (A call with a mask of its own runs only while no sequence is longer.)
@@ -44,13 +48,13 @@ struct CachedAttentionConfig {
     // The seed's constructor keys, defaults and validation; errors name the key and values. A
     // config with `hidden_size` and no `embedding_dimension` is a Hugging Face config.json, read
     // for the model types whose attention is this layer's math (llama, mistral, mixtral, qwen2,
-    // qwen2_moe, qwen3, qwen3_moe, olmo2; others are refused by name, since a look-alike such as
-    // Granite or OLMo 1 changes it): hidden_size, num_attention_heads, num_key_value_heads,
-    // head_dim, rope_theta (always RoPE; linear, llama3 or yarn scaling), biases as each
-    // model builds them (Llama, Qwen3, OLMo 2: attention_bias; Mistral: none; Qwen2: q, k and v),
-    // Mistral's sliding_window, Qwen3's and OLMo 2's QK-norm (rms_norm_eps). What such a model may
-    // still do that this layer does not (other RoPE scalings, partial rotary, Qwen's per-layer
-    // sliding windows) is refused, naming the key.
+    // qwen2_moe, qwen3, qwen3_moe, olmo2, phi3; others are refused by name, since a look-alike such
+    // as Granite or OLMo 1 changes it): hidden_size, num_attention_heads, num_key_value_heads,
+    // head_dim, rope_theta (always RoPE; linear, llama3 or yarn scaling), biases as each model
+    // builds them (Llama, Qwen3, OLMo 2: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v),
+    // Mistral's and Phi-3's sliding_window, Qwen3's and OLMo 2's QK-norm (rms_norm_eps), Phi-3's
+    // partial_rotary_factor. What such a model may still do that this layer does not (other RoPE
+    // scalings, Qwen's per-layer sliding windows) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
 };
 
