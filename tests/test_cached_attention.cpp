@@ -578,11 +578,12 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const CachedAttentionConfig qwen2 = hf(R"({"model_type": "qwen2", )" + small + "}");
     EXPECT_TRUE(qwen2.bias && !qwen2.output_bias);
     EXPECT_FALSE(qwen2.sliding_window.has_value());  // use_sliding_window is false by default
-    EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, "hidden_size": 64, "num_attention_heads": 4})"),
-              "");  // no window to slide
+    // transformers slides 4096 keys where no window is stated
+    EXPECT_NE(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, "hidden_size": 64, "num_attention_heads": 4})"),
+              "");
     EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, )" + small + "}"),
               "config.json: use_sliding_window is not supported for qwen2 (which layers slide depends on the layer's "
-              "index, beyond max_window_layers)");
+              "index and the transformers version)");
     EXPECT_FALSE(hf(R"({"model_type": "qwen2_moe", "qkv_bias": false, )" + small + "}").bias);
     // Qwen3 and OLMo 2: attention_bias for all four, a QK-norm with their own eps defaults; Qwen3's
     // head_dim defaults to 128 (its config class's), OLMo 2's to E/H.
@@ -597,7 +598,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(hf(R"({"model_type": "qwen3_moe", )" + small + "}").head_dimension, 16);
     EXPECT_EQ(config_error(R"({"model_type": "qwen3_moe", "use_sliding_window": true, )" + small + "}"),
               "config.json: use_sliding_window is not supported for qwen3_moe (which layers slide depends on the layer's "
-              "index, beyond max_window_layers)");
+              "index and the transformers version)");
     const CachedAttentionConfig olmo2 = hf(R"({"model_type": "olmo2", )" + small + "}");
     EXPECT_FALSE(olmo2.bias || olmo2.output_bias || olmo2.sliding_window);
     EXPECT_EQ(olmo2.head_dimension, 16);
@@ -639,6 +640,17 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(yarn(R"("factor": 0.5)").attention_factor, 1.0);  // no stretch, no scale
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})"),
               "config.json: missing key 'max_position_embeddings'");
+    // transformers 5: the original context at the top level, and a null factor their ratio.
+    const RopeScaling derived = hf("{" + llama + R"(, "max_position_embeddings": 8192, "original_max_position_embeddings": 2048,
+                                   "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": null}})")
+                                    .rope_scaling;
+    EXPECT_EQ(derived.original_context, 2048.0);
+    EXPECT_EQ(derived.factor, 4.0);
+    // vLLM's attn_factor, which transformers ignores: the two disagree, so it is refused.
+    EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32,
+                                                "attn_factor": 0.878}})"),
+              "config.json (rope_scaling): attn_factor is read by vLLM and ignored by transformers; refused rather than "
+              "guessed (state attention_factor instead)");
     const CachedAttentionConfig mistral = hf(R"({"model_type": "mistral", "attention_bias": true, )" + small + "}");
     EXPECT_FALSE(mistral.bias || mistral.output_bias);
     EXPECT_EQ(mistral.sliding_window.value_or(0), 16);

@@ -8,26 +8,33 @@ namespace hattn::detail {
 
 namespace {
 
-// YaRN from `p`, a rope_scaling or rope_parameters object of the config `c`, as the paper's code
-// and vLLM read it: `factor` as given. (Some transformers releases replaced it by
-// max_position_embeddings / original_max_position_embeddings whenever the latter was set,
-// transformers issue #38224; Qwen3's yarn config means factor 4, not 40960 / 32768.)
-RopeScaling yarn(const ConfigReader &c, const ConfigReader &p, double factor) {
+// YaRN from `p`, a rope_scaling or rope_parameters object of the config `c`, as transformers
+// (4.56 on, and 5) and vLLM read it: `factor` as stated, or where null (transformers 5)
+// max_position_embeddings / original. (Transformers 4.50-4.55 replaced a stated factor by that
+// ratio whenever original_max_position_embeddings was set, transformers issue #38224; Qwen3's yarn
+// config means factor 4, not 40960 / 32768.) The original context: the object's
+// original_max_position_embeddings, else the config's own (transformers 5), else
+// max_position_embeddings.
+RopeScaling yarn(const ConfigReader &c, const ConfigReader &p) {
     RopeScaling s;
     s.type = RopeScaling::Type::Yarn;
-    s.factor = factor;
-    s.original_context = p.has("original_max_position_embeddings")
-                             ? p.get_number("original_max_position_embeddings")
-                             : c.get_number("max_position_embeddings");
+    // vLLM multiplies its own attn_factor into the attention factor; transformers ignores it
+    // (DeepSeek-R1-0528-Qwen3-8B states 0.878, which cancels the 1.139 of factor 4 in vLLM only).
+    require(!p.has("attn_factor"), p.source() + ": attn_factor is read by vLLM and ignored by transformers; refused "
+                                                "rather than guessed (state attention_factor instead)");
+    s.original_context = p.has("original_max_position_embeddings") ? p.get_number("original_max_position_embeddings")
+                         : c.has("original_max_position_embeddings") ? c.get_number("original_max_position_embeddings")
+                                                                      : c.get_number("max_position_embeddings");
+    s.factor = p.has("factor") ? p.get_number("factor") : c.get_number("max_position_embeddings") / s.original_context;
     // A null or 0 beta takes the paper's value (transformers reads them with `or`).
     s.beta_fast = p.get_number("beta_fast", 0.0) != 0.0 ? p.get_number("beta_fast") : 32.0;
     s.beta_slow = p.get_number("beta_slow", 0.0) != 0.0 ? p.get_number("beta_slow") : 1.0;
     s.truncate = p.get_bool("truncate", true);
-    require(s.original_context > 0 && s.beta_fast > 0 && s.beta_slow > 0,
-            p.source() + ": yarn scaling needs a positive original_max_position_embeddings (or max_position_embeddings), "
-                         "beta_fast and beta_slow");
+    require(s.factor > 0 && s.original_context > 0 && s.beta_fast > 0 && s.beta_slow > 0,
+            p.source() + ": yarn scaling needs a positive factor, original_max_position_embeddings (or "
+                         "max_position_embeddings), beta_fast and beta_slow");
     // The paper's 0.1 ln(s) + 1, or DeepSeek's ratio of two such terms with mscale and mscale_all_dim.
-    const auto magnitude = [&](double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
+    const auto magnitude = [&](double m) { return s.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(s.factor) + 1.0; };
     const double mscale = p.get_number("mscale", 0.0), mscale_all_dim = p.get_number("mscale_all_dim", 0.0);
     s.attention_factor = p.has("attention_factor")    ? p.get_number("attention_factor")
                          : mscale && mscale_all_dim ? magnitude(mscale) / magnitude(mscale_all_dim)
@@ -53,12 +60,13 @@ HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
         if (type == "default") continue;
         require(defaults.scaling_allowed && (type == "linear" || type == "llama3" || type == "yarn"),
                 p.source() + ": rope_type '" + type + "' is not supported " + supported);
-        rope.scaling.type = type == "linear"   ? RopeScaling::Type::Linear
-                            : type == "llama3" ? RopeScaling::Type::Llama3
-                                               : RopeScaling::Type::Yarn;
+        if (type == "yarn") {
+            rope.scaling = yarn(c, p);
+            continue;
+        }
+        rope.scaling.type = type == "linear" ? RopeScaling::Type::Linear : RopeScaling::Type::Llama3;
         rope.scaling.factor = p.get_number("factor");
         require(rope.scaling.factor > 0, p.source() + ": factor must be positive");
-        if (rope.scaling.type == RopeScaling::Type::Yarn) rope.scaling = yarn(c, p, rope.scaling.factor);
         if (rope.scaling.type == RopeScaling::Type::Llama3) {
             rope.scaling.low_freq_factor = p.get_number("low_freq_factor");
             rope.scaling.high_freq_factor = p.get_number("high_freq_factor");

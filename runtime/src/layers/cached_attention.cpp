@@ -79,11 +79,12 @@ CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
         cfg.qk_norm = CachedAttentionConfig::QkNorm{olmo2 ? Span::AllHeads : Span::EachHead, eps};
     }
     // Mistral, Mixtral and Phi-3 always slide when sliding_window is set; Llama and OLMo 2 never do;
-    // Qwen only with use_sliding_window, and then only its layers from max_window_layers on, which
-    // one layer's config cannot tell: refused.
-    require(!((qwen2 || qwen3) && c.get_bool("use_sliding_window", false) && c.has("sliding_window")),
+    // Qwen only with use_sliding_window (a missing sliding_window then means 4096), and then, by
+    // model type and transformers version, its layers from max_window_layers on or all of them,
+    // which one layer's config cannot tell: refused.
+    require(!((qwen2 || qwen3) && c.get_bool("use_sliding_window", false)),
             src + ": use_sliding_window is not supported for " + type + " (which layers slide depends on the layer's "
-                                                                         "index, beyond max_window_layers)");
+                                                                         "index and the transformers version)");
     const std::optional<int64_t> window = c.get_optional_int("sliding_window");
     if (window && (mistral || phi3)) {
         require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
