@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "hattn/error.h"
 #include "hattn/layers/cached_attention.h"
@@ -525,6 +526,57 @@ TEST(CachedAttentionHuggingFace, APhi3LayerSplitsItsFusedProjection) {
 }
 
 TEST(CachedAttentionHuggingFace, Qwen3NormsEachHeadOfQueriesAndKeys) { check_qk_norm("qwen3"); }
+
+// Gemma 3: every sixth layer full (RoPE of rope_theta), the others sliding (of
+// rope_local_base_freq); its norms scale by 1 + w; scores by query_pre_attn_scalar^-1/2. Layers
+// 0 and 5 of one checkpoint, their indices from the weights' prefixes, against the float64
+// reference given what each should compute.
+void check_gemma3_layers() {
+    TestLayer seed({64, 4, 2, 16, false, std::nullopt});
+    const Tensor q_norm = testing::random_tensor({16}, 130), k_norm = testing::random_tensor({16}, 131);
+    std::map<std::string, Tensor> tensors;
+    for (const char *layer : {"0", "5"}) {
+        const std::string from = "model.layers.0.self_attn.", to = std::string("model.layers.") + layer + ".self_attn.";
+        for (const auto &[name, tensor] : hugging_face_tensors(seed, false)) tensors.emplace(to + name.substr(from.size()), tensor);
+        tensors.insert({{to + "q_norm.weight", q_norm}, {to + "k_norm.weight", k_norm}});
+    }
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), tensors);
+    const ConfigReader config = testing::config_of({{"model_type", "gemma3_text"}, {"hidden_size", 64},
+                                                    {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                                    {"head_dim", 16}, {"rope_theta", 1e6}, {"rope_local_base_freq", 500.0},
+                                                    {"query_pre_attn_scalar", 24}, {"sliding_window", 512},
+                                                    {"rms_norm_eps", 1e-6}, {"num_hidden_layers", 6}});
+    const auto plus_one = [](const Tensor &w) {
+        Tensor out = w;
+        for (int64_t i = 0; i < out.size(); i++) out.data()[i] += 1.0f;
+        return out;
+    };
+    seed.ref.q_norm = plus_one(q_norm), seed.ref.k_norm = plus_one(k_norm);
+    seed.ref.scale = 1.0 / std::sqrt(24.0);
+    const Tensor x = testing::random_tensor({2, 9, 64}, 132);
+    for (auto [layer, base, window] : {std::tuple{0, 500.0, 512}, {5, 1e6, 0}}) {
+        const CachedAttention gemma(config, Weights::open(dir.file("model.safetensors"),
+                                                          "model.layers." + std::to_string(layer) + ".self_attn."));
+        EXPECT_EQ(gemma.config().sliding_window.value_or(0), window) << "layer " << layer;
+        seed.ref.rope_base = base;
+        KVCache cache = gemma.make_cache(2, 9);
+        const Tensor prompt = gemma.self_attention(x.tokens(0, 5), &cache);
+        const Tensor step = gemma.decode_step(x.tokens(5, 6), cache);
+        const std::vector<double> expected = reference::cached_attention(seed.ref, x.tokens(0, 6), {}, {}, 0);
+        Tensor out({2, 6, 64});
+        for (int64_t b = 0; b < 2; b++) {
+            std::copy_n(prompt.data() + b * 5 * 64, 5 * 64, out.data() + b * 6 * 64);
+            std::copy_n(step.data() + b * 64, 64, out.data() + (b * 6 + 5) * 64);
+        }
+        EXPECT_LE(testing::relative_l2(out, expected), 1e-5) << "layer " << layer;
+    }
+    // Without a layer index (a prefix that names none), a Gemma 3 layer is refused.
+    testing::expect_contains(testing::error_message([&] { CachedAttention(config, Weights::open(dir.file("model.safetensors"))); }),
+                             "gemma3_text layers differ by index");
+}
+
+TEST(CachedAttentionHuggingFace, Gemma3LayersRotateAndScaleAsTheirIndexSays) { check_gemma3_layers(); }
 TEST(CachedAttentionHuggingFace, Olmo2NormsAllHeadsOfQueriesAndKeys) { check_qk_norm("olmo2"); }
 
 // On a GPU the windows are crops of the resident cache (device crops, or copies where OpenCL
@@ -538,6 +590,7 @@ TEST_P(CachedOnGpu, QkNormMatchesTheReference) {
     const testing::OnDevice on(GetParam());
     check_qk_norm("qwen3");
     check_qk_norm("olmo2");
+    check_gemma3_layers();
 }
 HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
 
@@ -555,11 +608,11 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"granite", "cohere", "olmo", "olmo3", "qwen3_next", "gemma3_text", "llama4_text", "phi"}) {
+    for (const char *type : {"granite", "cohere", "olmo", "olmo3", "qwen3_next", "gemma2", "llama4_text", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2, phi3)");
+                      "qwen3_moe, olmo2, phi3, gemma, gemma3_text)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "sliding_window": -1})"),
@@ -608,6 +661,43 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error(R"({"model_type": "olmo2", "rms_norm_eps": 0, )" + small + "}"),
               "config.json: rms_norm_eps must be positive, got 0.000000");
     EXPECT_FALSE(plain.qk_norm.has_value());
+    EXPECT_FALSE(plain.attention_scale.has_value());
+    // Gemma 3: which layers slide (layer_types, else every 6th is full), each layer's RoPE (transformers 4:
+    // rope_local_base_freq unscaled for the sliding ones; 5: nested rope_parameters), its class defaults.
+    const std::string gemma3 = R"("model_type": "gemma3_text", "hidden_size": 2560, "rope_scaling": {"rope_type": "linear", "factor": 8.0})";
+    const auto layer = [&](const std::string &json, int64_t index) {
+        return CachedAttentionConfig::from(ConfigReader::parse(json, "c"), index);
+    };
+    const CachedAttentionConfig local = layer("{" + gemma3 + "}", 4), global = layer("{" + gemma3 + "}", 5);
+    EXPECT_EQ(local.heads, 8);
+    EXPECT_EQ(local.kv_heads, 4);
+    EXPECT_EQ(local.head_dimension, 256);
+    EXPECT_EQ(local.sliding_window.value_or(0), 4096);
+    EXPECT_EQ(local.rope_base.value_or(0), 10000.0);
+    EXPECT_EQ(local.rope_scaling.type, RopeScaling::Type::None);
+    EXPECT_FALSE(global.sliding_window.has_value());
+    EXPECT_EQ(global.rope_base.value_or(0), 1e6);
+    EXPECT_EQ(global.rope_scaling.type, RopeScaling::Type::Linear);
+    EXPECT_DOUBLE_EQ(global.attention_scale.value_or(0), 1.0 / 16.0);
+    ASSERT_TRUE(global.qk_norm.has_value());
+    EXPECT_TRUE(global.qk_norm->weight_plus_one);
+    EXPECT_TRUE(layer("{" + gemma3 + R"(, "layer_types": ["full_attention", "sliding_attention"]})", 1).sliding_window);
+    EXPECT_FALSE(layer("{" + gemma3 + R"(, "layer_types": ["full_attention", "sliding_attention"]})", 0).sliding_window);
+    const CachedAttentionConfig nested = layer(R"({"model_type": "gemma3_text", "hidden_size": 64, "sliding_window": 512,
+        "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0}}})", 0);
+    EXPECT_EQ(nested.rope_base.value_or(0), 10000.0);
+    EXPECT_EQ(nested.rope_scaling.type, RopeScaling::Type::None);
+    EXPECT_EQ(nested.sliding_window.value_or(0), 512);
+    EXPECT_EQ(config_error(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 50.0})"),
+              "config.json: gemma3_text layers differ by index (sliding or full attention): give the layer's index "
+              "(weights opened with the prefix model.layers.N., or CachedAttentionConfig::from(config, N))");
+    EXPECT_THROW(layer(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 50.0})", 0), Error);
+    EXPECT_THROW(layer("{" + gemma3 + R"(, "layer_types": ["full_attention"]})", 1), Error);
+    EXPECT_THROW(layer("{" + gemma3 + R"(, "num_hidden_layers": 4})", 4), Error);
+    testing::expect_contains(config_error(R"({"model_type": "gemma3", "text_config": {}})"), "give its text_config");
+    // Gemma 1: Llama's math with a head_dim of 256 by default.
+    EXPECT_EQ(hf(R"({"model_type": "gemma", "hidden_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 1})").head_dimension, 256);
     EXPECT_EQ(plain.rotary_dimension, 16);
     // Phi-4-mini turns 3/4 of each head; a fraction must leave an even number of dims.
     EXPECT_EQ(hf(R"({"model_type": "phi3", "partial_rotary_factor": 0.75, )" + small + "}").rotary_dimension, 12);

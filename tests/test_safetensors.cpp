@@ -194,6 +194,18 @@ TEST_F(SafetensorsTest, WeightsPrefixLookup) {
                     {path, "tensor 'model.layer.w' has shape [2], expected [1, 2]"});
 }
 
+// A Hugging Face layer's index is read from its prefix (Gemma 3's layers differ by it).
+TEST_F(SafetensorsTest, ALayerPrefixNamesItsIndex) {
+    const std::string path = write("l.safetensors", blob("{" + entry("w", "F32", "[1]", 0, 4) + "}", f32_bytes({1})));
+    const auto index = [&](const std::string &prefix) { return Weights::open(path, prefix).layer_index(); };
+    EXPECT_EQ(index("model.layers.3.self_attn."), 3);
+    EXPECT_EQ(index("model.language_model.layers.17.self_attn."), 17);
+    EXPECT_EQ(index("layers.0."), 0);
+    EXPECT_EQ(index(""), std::nullopt);
+    EXPECT_EQ(index("model.sublayers.3."), std::nullopt);
+    EXPECT_EQ(index("model.layers.x.self_attn."), std::nullopt);
+}
+
 TEST_F(SafetensorsTest, WeightsFromShardedIndex) {
     write("s1.safetensors", blob("{" + entry("m.a", "F32", "[1]", 0, 4) + "}", f32_bytes({1})));
     write("s2.safetensors", blob("{" + entry("m.b", "BF16", "[2]", 0, 4) + ", " +

@@ -67,6 +67,15 @@ public:
         if (!value_.is_string()) wrong_type("a string");
         return value_.get<std::string>();
     }
+    std::vector<std::string> as_string_list() const {
+        if (!value_.is_array()) wrong_type("a list of strings");
+        std::vector<std::string> list;
+        for (const nlohmann::json &item : value_) {
+            if (!item.is_string()) wrong_type("a list of strings");
+            list.push_back(item.get<std::string>());
+        }
+        return list;
+    }
 
 private:
     std::string where_, key_;
@@ -161,6 +170,10 @@ std::string ConfigReader::get_string(const std::string &key) const {
 }
 std::string ConfigReader::get_string(const std::string &key, const std::string &fallback) const {
     return optional(json().value, source(), key, &KeyValue::as_string).value_or(fallback);
+}
+
+std::optional<std::vector<std::string>> ConfigReader::get_optional_string_list(const std::string &key) const {
+    return optional(json().value, source(), key, &KeyValue::as_string_list);
 }
 
 }  // namespace hattn

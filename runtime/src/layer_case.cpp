@@ -173,7 +173,7 @@ Tensor prefill_then_decode(const LayerCase &c, int64_t P, Prefill prefill, Decod
 }
 
 Tensor run_cached_attention(const LayerCase &c, std::optional<int64_t> prefill) {
-    CachedAttention layer(CachedAttentionConfig::from(c.config), c.weights);
+    CachedAttention layer(c.config, c.weights);
     std::optional<MaskView> mask;
     if (c.mask) mask = MaskView{c.mask->boolean.data(), c.mask->shape};
     if (c.cross) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <utility>
 
 #include "hattn/config.h"
@@ -285,6 +286,13 @@ Tensor SafetensorsFile::load(const std::string &name) const {
         break;
     }
     return out;
+}
+
+std::optional<int64_t> Weights::layer_index() const {
+    static const std::regex layer(R"((?:^|\.)layers\.(\d{1,9})\.)");
+    std::smatch match;
+    if (!std::regex_search(prefix_, match, layer)) return std::nullopt;
+    return std::stoll(match[1].str());
 }
 
 Weights Weights::open(const std::string &path, std::string prefix) {

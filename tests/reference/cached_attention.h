@@ -20,6 +20,7 @@ struct CachedAttentionWeights {
     // as long as its weight (a head's D, or a token's H·D and Hkv·D).
     std::optional<Tensor> q_norm, k_norm;
     double norm_eps = 1e-6;
+    std::optional<double> scale;  // the scores' scale; none: 1 / sqrt(D)
 };
 
 namespace detail {
@@ -79,7 +80,7 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                 for (int64_t t = 0; t <= prior + s && t < T; t++) {
                     double dot = 0;
                     for (int64_t d = 0; d < D; d++) dot += qh[d] * key(b, t, h / g)[d];
-                    scores[t] = dot / std::sqrt(double(D));
+                    scores[t] = dot * w.scale.value_or(1.0 / std::sqrt(double(D)));
                     m = std::max(m, scores[t]);
                 }
                 double sum = 0;

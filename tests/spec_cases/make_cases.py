@@ -25,11 +25,18 @@ def noise(rng, *shape, scale=0.2, mean=0.0):
 
 
 def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=None, mask=None,
-               dtype='F32'):
-    """Writes one case folder and its expected output; returns the folder."""
+               dtype='F32', layer=None):
+    """Writes one case folder and its expected output; returns the folder. With `layer`, the case
+    is layer `layer` of a whole model: its weights under the prefix model.layers.<layer>.self_attn.,
+    the model's config.json beside them as model_config.json (run_spec_cases runs it by files)."""
     folder = os.path.join(out_dir, name)
     os.makedirs(folder)
     case = {'kind': kind, 'config': config, 'batch': x.shape[0], 'seq_len': x.shape[1]}
+    if layer is not None:
+        case['layer'] = layer
+        weights = {f'model.layers.{layer}.self_attn.{n}': t for n, t in weights.items()}
+        with open(os.path.join(folder, 'model_config.json'), 'w') as f:
+            json.dump(config, f, indent=1)
     if context is not None:
         case['cross'] = True
         np.save(os.path.join(folder, 'context.npy'), context)
@@ -81,13 +88,14 @@ def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, m
                       dtype=dtype)
 
 
-def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None):
+def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None, layer=None):
     """§1 under a Hugging Face Llama-family config.json and names; `biases` lists the projections
     that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3) or 'all' (OLMo 2): norm weights of
     a head's width or all heads'."""
     rng = np.random.default_rng(seed)
-    e, heads = config['hidden_size'], config['num_attention_heads']
-    kv_heads = config.get('num_key_value_heads') or heads
+    gemma3 = config['model_type'] == 'gemma3_text'  # whose class defaults configs may leave out
+    e, heads = config['hidden_size'], config.get('num_attention_heads', 8 if gemma3 else None)
+    kv_heads = config.get('num_key_value_heads', 4 if gemma3 else heads)
     head_dim = config.get('head_dim') or e // heads
     shapes = attention_shapes(('q_proj', 'k_proj', 'v_proj', 'o_proj'), e, heads, kv_heads, head_dim)
     weights = projections(rng, shapes, lambda layer: layer in biases)
@@ -98,7 +106,7 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
     if config['model_type'] == 'phi3':  # q, k and v stacked in one projection
         weights['qkv_proj.weight'] = np.concatenate([weights.pop(name + '.weight') for name in ('q_proj', 'k_proj', 'v_proj')])
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
-    return write_case(out_dir, name, 'cached_attention', config, weights, x)
+    return write_case(out_dir, name, 'cached_attention', config, weights, x, layer=layer)
 
 
 def cca_case(out_dir, name, seed, config, batch, seq_len, grouped, tolerance=None):
@@ -286,6 +294,18 @@ def write_all(out_dir):
                    {'model_type': 'phi3', 'hidden_size': 96, 'num_attention_heads': 4, 'num_key_value_heads': 2,
                     'rope_theta': 10000.0, 'partial_rotary_factor': 0.75, 'sliding_window': 5,
                     'attention_bias': False}, 2, 13, biases=()),
+        # Gemma 3: layer 2 slides (4 keys, RoPE base 50), layer 5 is full (rope_theta, linear
+        # scaling); norms with 1 + w, scores by query_pre_attn_scalar, class defaults for the heads.
+        llama_case(out_dir, 'gemma3_sliding_layer_2', 35,
+                   {'model_type': 'gemma3_text', 'hidden_size': 48, 'head_dim': 16, 'query_pre_attn_scalar': 20,
+                    'sliding_window': 4, 'rope_local_base_freq': 50.0, 'rope_theta': 1e6, 'attention_bias': True,
+                    'rope_scaling': {'rope_type': 'linear', 'factor': 8.0}}, 2, 12,
+                   biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), qk_norm='head', layer=2),
+        llama_case(out_dir, 'gemma3_full_layer_5', 36,
+                   {'model_type': 'gemma3_text', 'hidden_size': 48, 'num_attention_heads': 4, 'num_key_value_heads': 1,
+                    'head_dim': 16, 'query_pre_attn_scalar': 20, 'sliding_window': 4, 'rope_theta': 100.0,
+                    'rope_scaling': {'rope_type': 'linear', 'factor': 8.0}, 'rms_norm_eps': 1e-6}, 1, 12,
+                   biases=(), qk_norm='head', layer=5),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

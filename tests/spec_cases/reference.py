@@ -226,6 +226,47 @@ def llama_attention(config, w, x):
     return linear(merge_heads(o), w['o_proj.weight'], bias('o_proj'))
 
 
+def gemma3_attention(config, w, x, layer):
+    """§1 as Gemma 3's layer `layer` computes it (transformers 4's Gemma3Attention): layer_types
+    (else every sliding_window_pattern-th layer, default 6, is full) says whether it slides over
+    sliding_window keys (default 4096) with an unscaled RoPE of rope_local_base_freq (default 1e4),
+    or attends to all with rope_theta (default 1e6) scaled as rope_scaling says; q and k RMSNormed
+    per head with weight 1 + w (eps rms_norm_eps, default 1e-6) before RoPE; scores scaled by
+    query_pre_attn_scalar^-1/2 (default 256); biases per attention_bias; class defaults for heads
+    (8), KV heads (4) and head_dim (256)."""
+    heads = config.get('num_attention_heads', 8)
+    kv_heads = config.get('num_key_value_heads', 4)
+    head_dim = config.get('head_dim', 256)
+    if config.get('layer_types'):
+        sliding = config['layer_types'][layer] == 'sliding_attention'
+    else:
+        sliding = (layer + 1) % config.get('sliding_window_pattern', 6) != 0
+    if sliding:
+        base = config.get('rope_local_base_freq', 10000.0)
+        frequencies = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
+    else:
+        frequencies = llama_rope_frequencies(dict(config, rope_theta=config.get('rope_theta', 1e6)), head_dim)
+    biased = config.get('attention_bias', False)
+
+    def project(name, n_heads):
+        y = split_heads(linear(x, w[name + '.weight'], w[name + '.bias'] if biased else None), n_heads)
+        norm = {'q_proj': 'q_norm', 'k_proj': 'k_norm'}.get(name)
+        if norm:
+            y = rms_norm(y, 1.0 + w[norm + '.weight'].astype(np.float64), config.get('rms_norm_eps', 1e-6))
+        return y
+
+    positions = np.arange(x.shape[1])
+    q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
+    k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
+    mask = None
+    if sliding:
+        p = np.arange(x.shape[1])
+        mask = (p[None, :] <= p[:, None] - config.get('sliding_window', 4096))[None, None]
+    o = attention(q, k, project('v_proj', kv_heads), config.get('query_pre_attn_scalar', 256) ** -0.5,
+                  causal=True, mask=mask)
+    return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
+
+
 # §2 CCA and CCGQA
 
 def bitlinear(x, weight):
@@ -451,6 +492,11 @@ def run_case(folder):
     kind, config = case['kind'], case['config']
     w = safetensors_io.load(path('weights.safetensors'))
     x = np.load(path('x.npy')).astype(np.float64)
+    if 'layer' in case:  # one layer of a whole model's checkpoint: its names under the layer's prefix
+        prefix = f"model.layers.{case['layer']}.self_attn."
+        w = {name[len(prefix):]: t for name, t in w.items() if name.startswith(prefix)}
+    if kind == 'cached_attention' and config.get('model_type') == 'gemma3_text':
+        return gemma3_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
         return llama_attention(config, w, x)
     if kind == 'cached_attention':

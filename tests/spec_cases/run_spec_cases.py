@@ -29,10 +29,14 @@ def prefill_lengths(case):
     return [0, 1, case['seq_len'] // 2] if causal else []
 
 
-def relative_error(hattn, folder, expected, prefill, scratch):
+def relative_error(hattn, folder, case, expected, prefill, scratch):
     """Runs hattn once; returns ||out - y|| / ||y||, or raises RuntimeError with the reason."""
     out = os.path.join(scratch, 'out.npy')
     command = [hattn, 'run', '--case', folder, '--output', out]
+    if 'layer' in case:  # one layer of a whole model: its files, the prefix naming the layer
+        command = [hattn, 'run', '--kind', case['kind'], '--config', os.path.join(folder, 'model_config.json'),
+                   '--weights', os.path.join(folder, 'weights.safetensors'), '--input', os.path.join(folder, 'x.npy'),
+                   '--prefix', f"model.layers.{case['layer']}.self_attn.", '--output', out]
     if prefill is not None:
         command += ['--prefill', str(prefill)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -58,7 +62,7 @@ def check_case(hattn, folder, scratch):
     for prefill in [None] + prefill_lengths(case):
         label = 'forward' if prefill is None else f'P={prefill}'
         try:
-            error = relative_error(hattn, folder, expected, prefill, scratch)
+            error = relative_error(hattn, folder, case, expected, prefill, scratch)
             runs.append(f'{label} {error:.1e}')
             passed &= bool(error <= tolerance)
         except (RuntimeError, subprocess.TimeoutExpired) as e:

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hattn {
 
@@ -46,6 +47,9 @@ public:
 
     std::string get_string(const std::string &key) const;
     std::string get_string(const std::string &key, const std::string &fallback) const;
+
+    // A list of strings (layer_types), or nothing where the key is absent.
+    std::optional<std::vector<std::string>> get_optional_string_list(const std::string &key) const;
 
     struct Json;  // the parsed object (runtime/src/config.cpp)
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -67,6 +68,9 @@ public:
 
     const std::string &source() const { return source_; }  // the file or index opened
     const std::string &prefix() const { return prefix_; }
+    // The N of a prefix that names one layer of a Hugging Face model ("model.layers.N.self_attn."),
+    // for models whose layers differ by index (Gemma 3's sliding and full layers); else nothing.
+    std::optional<int64_t> layer_index() const;
 
     bool has(const std::string &name) const;
     Tensor get(const std::string &name) const;

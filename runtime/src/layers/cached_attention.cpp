@@ -6,7 +6,7 @@
 
 #include "device_residency.h"
 #include "finite_input.h"
-#include "hf_rope.h"
+#include "hf_attention_config.h"
 #include "hattn/error.h"
 #include "hattn/kernels/norm.h"
 #include "hattn/kernels/projection.h"
@@ -14,84 +14,6 @@
 namespace hattn {
 
 namespace {
-
-// A Hugging Face Llama-family config.json (see CachedAttentionConfig::from).
-CachedAttentionConfig from_hugging_face(const ConfigReader &c) {
-    const std::string src = c.source();
-    const auto str = [](auto v) { return std::to_string(v); };
-    // The model types whose attention is exactly this layer's (a look-alike with the same weight
-    // names, such as Granite, Cohere or OLMo 1, scales, rotates or clips differently).
-    const std::string type = c.get_string("model_type", "");
-    const bool qwen2 = type == "qwen2" || type == "qwen2_moe", qwen3 = type == "qwen3" || type == "qwen3_moe";
-    const bool mistral = type == "mistral" || type == "mixtral", olmo2 = type == "olmo2", phi3 = type == "phi3";
-    require(type == "llama" || qwen2 || qwen3 || mistral || olmo2 || phi3,
-            src + ": model_type '" + type + "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, "
-                                            "qwen2_moe, qwen3, qwen3_moe, olmo2, phi3)");
-    CachedAttentionConfig cfg;
-    cfg.names = phi3 ? CachedAttentionConfig::Names::HuggingFaceFusedQkv : CachedAttentionConfig::Names::HuggingFace;
-    cfg.embedding_dimension = c.get_int("hidden_size");
-    cfg.heads = c.get_int("num_attention_heads");
-    require(cfg.embedding_dimension > 0, src + ": hidden_size must be positive, got " + str(cfg.embedding_dimension));
-    require(cfg.heads > 0, src + ": num_attention_heads must be positive, got " + str(cfg.heads));
-    cfg.kv_heads = c.get_int("num_key_value_heads", cfg.heads);
-    require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
-            src + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_key_value_heads (" +
-                str(cfg.kv_heads) + ")");
-    if (auto d = c.get_optional_int("head_dim")) {
-        require(*d > 0, src + ": head_dim must be positive, got " + str(*d));
-        cfg.head_dimension = *d;
-    } else if (type == "qwen3") {
-        cfg.head_dimension = 128;  // Qwen3Config's default, whatever hidden_size says
-    } else {
-        require(cfg.embedding_dimension % cfg.heads == 0, src + ": hidden_size (" + str(cfg.embedding_dimension) +
-                                                              ") must be divisible by num_attention_heads (" +
-                                                              str(cfg.heads) + ") when head_dim is not set");
-        cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
-    }
-    require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
-    // Biases as each model's attention module builds them (transformers): the four of Llama, Qwen3
-    // and OLMo 2 follow attention_bias; Mistral, Mixtral and Phi-3 have none whatever the config
-    // says; Qwen2 has them on q, k and v (Qwen2-MoE: as qkv_bias says), never on the output.
-    if (qwen2) {
-        cfg.bias = type == "qwen2" || c.get_bool("qkv_bias", true);
-        cfg.output_bias = false;
-    } else {
-        cfg.bias = cfg.output_bias = !mistral && !phi3 && c.get_bool("attention_bias", false);
-    }
-    const detail::HfRope rope = detail::hf_rope(c, {10000.0, 1.0, true, ""});
-    // Phi-3 (Phi-4-mini: 0.75) turns the first int(head_dim x factor) dims; the other models'
-    // attention rotates whole heads (transformers fails on a fraction there).
-    require(phi3 || rope.partial_rotary_factor == 1.0,
-            src + ": partial_rotary_factor " + std::to_string(rope.partial_rotary_factor) + " is not supported for " +
-                type + " (whole-head RoPE only)");
-    const auto rotary = static_cast<int64_t>(double(cfg.head_dimension) * rope.partial_rotary_factor);
-    require(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1 && rotary >= 2 && rotary % 2 == 0,
-            src + ": partial_rotary_factor " + std::to_string(rope.partial_rotary_factor) + " of head_dim " +
-                str(cfg.head_dimension) + " must turn an even number of dims, got " + str(rotary));
-    cfg.rotary_dimension = rotary;
-    cfg.rope_base = rope.theta;
-    cfg.rope_scaling = rope.scaling;
-    // Qwen3 and OLMo 2 norm q and k (RMSNorm, rms_norm_eps as their configs default it) before RoPE.
-    if (qwen3 || olmo2) {
-        const double eps = c.get_number("rms_norm_eps", qwen3 ? 1e-6 : 1e-5);
-        require(eps > 0, src + ": rms_norm_eps must be positive, got " + std::to_string(eps));
-        using Span = CachedAttentionConfig::QkNorm::Span;
-        cfg.qk_norm = CachedAttentionConfig::QkNorm{olmo2 ? Span::AllHeads : Span::EachHead, eps};
-    }
-    // Mistral, Mixtral and Phi-3 always slide when sliding_window is set; Llama and OLMo 2 never do;
-    // Qwen only with use_sliding_window (a missing sliding_window then means 4096), and then, by
-    // model type and transformers version, its layers from max_window_layers on or all of them,
-    // which one layer's config cannot tell: refused.
-    require(!((qwen2 || qwen3) && c.get_bool("use_sliding_window", false)),
-            src + ": use_sliding_window is not supported for " + type + " (which layers slide depends on the layer's "
-                                                                         "index and the transformers version)");
-    const std::optional<int64_t> window = c.get_optional_int("sliding_window");
-    if (window && (mistral || phi3)) {
-        require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
-        cfg.sliding_window = *window;
-    }
-    return cfg;
-}
 
 // Rows [begin, begin + count) of a matrix [rows, cols], as a tensor of their own.
 Tensor rows_of(const Tensor &matrix, int64_t begin, int64_t count) {
@@ -102,8 +24,10 @@ Tensor rows_of(const Tensor &matrix, int64_t begin, int64_t count) {
 
 }  // namespace
 
-CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
-    if (!c.has("embedding_dimension") && c.has("hidden_size")) return from_hugging_face(c);
+CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c, std::optional<int64_t> layer) {
+    if (!c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"))) {
+        return detail::hugging_face_attention_config(c, layer);
+    }
     const std::string src = c.source();
     CachedAttentionConfig cfg;
     cfg.embedding_dimension = c.get_int("embedding_dimension");
@@ -183,9 +107,18 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
         require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +
                                              std::to_string(config.qk_norm->eps));
-        query_norm_ = w.get("q_norm.weight", {each_head ? D : q_width});
-        key_norm_ = w.get("k_norm.weight", {each_head ? D : kv_width});
+        const auto norm_weight = [&](const char *name, int64_t width) {
+            Tensor weight = w.get(name, {width});
+            if (config.qk_norm->weight_plus_one) {  // Gemma's norms scale by 1 + w: added once here
+                for (int64_t i = 0; i < width; i++) weight.data()[i] += 1.0f;
+            }
+            return weight;
+        };
+        query_norm_ = norm_weight("q_norm.weight", each_head ? D : q_width);
+        key_norm_ = norm_weight("k_norm.weight", each_head ? D : kv_width);
     }
+    require(!config.attention_scale || *config.attention_scale > 0,
+            "cached_attention: attention_scale must be positive, got " + std::to_string(config.attention_scale.value_or(0)));
     if (config.rope_base) {
         const int64_t rotary = config.rotary_dimension ? config.rotary_dimension : D;
         rope_.emplace(rope_frequencies(rotary, *config.rope_base, config.rope_scaling),
@@ -198,7 +131,7 @@ KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
 }
 
 float CachedAttention::scale() const {
-    return static_cast<float>(1.0 / std::sqrt(double(config_.head_dimension)));
+    return static_cast<float>(config_.attention_scale.value_or(1.0 / std::sqrt(double(config_.head_dimension))));
 }
 
 void CachedAttention::check_input(const Tensor &x, const char *what) const {

@@ -41,29 +41,37 @@ struct CachedAttentionConfig {
         enum class Span { EachHead, AllHeads };
         Span span = Span::EachHead;
         double eps = 1e-6;
+        bool weight_plus_one = false;  // Gemma 3: scaled by 1 + w (its checkpoints store w - 1)
     };
     std::optional<QkNorm> qk_norm;
+    // The scores' scale; none: 1 / sqrt(D). Gemma 3: query_pre_attn_scalar^-1/2.
+    std::optional<double> attention_scale;
     Names names = Names::Seed;
 
     // The seed's constructor keys, defaults and validation; errors name the key and values. A
-    // config with `hidden_size` and no `embedding_dimension` is a Hugging Face config.json, read
+    // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
+    // config.json, read
     // for the model types whose attention is this layer's math (llama, mistral, mixtral, qwen2,
-    // qwen2_moe, qwen3, qwen3_moe, olmo2, phi3; others are refused by name, since a look-alike such
-    // as Granite or OLMo 1 changes it): hidden_size, num_attention_heads, num_key_value_heads,
-    // head_dim, rope_theta (always RoPE; linear, llama3 or yarn scaling), biases as each model
-    // builds them (Llama, Qwen3, OLMo 2: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v),
-    // Mistral's and Phi-3's sliding_window, Qwen3's and OLMo 2's QK-norm (rms_norm_eps), Phi-3's
-    // partial_rotary_factor. What such a model may still do that this layer does not (other RoPE
-    // scalings, Qwen's per-layer sliding windows) is refused, naming the key.
-    static CachedAttentionConfig from(const ConfigReader &config);
+    // qwen2_moe, qwen3, qwen3_moe, olmo2, phi3, gemma, gemma3_text; others are refused by name,
+    // since a look-alike such as Granite, OLMo 1 or Gemma 2 changes it): hidden_size,
+    // num_attention_heads, num_key_value_heads, head_dim, rope_theta (always RoPE; linear, llama3 or
+    // yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma: attention_bias;
+    // Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's,
+    // OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor. Gemma 3's
+    // layers differ by index (`layer`): sliding ones (layer_types, or sliding_window_pattern) see
+    // sliding_window keys and rotate by rope_local_base_freq; scores are scaled by
+    // query_pre_attn_scalar. What such a model may still do that this layer does not (other RoPE
+    // scalings, Qwen's per-layer sliding windows, soft-capping) is refused, naming the key.
+    static CachedAttentionConfig from(const ConfigReader &config, std::optional<int64_t> layer = std::nullopt);
 };
 
 class CachedAttention {
 public:
     // Weights under the names config.names says; `weights` may carry a prefix ("model.layers.3.self_attn.").
     CachedAttention(const CachedAttentionConfig &config, const Weights &weights);
+    // A Hugging Face layer's index comes from the weights' prefix ("model.layers.N.self_attn.").
     CachedAttention(const ConfigReader &config, const Weights &weights)
-        : CachedAttention(CachedAttentionConfig::from(config), weights) {}
+        : CachedAttention(CachedAttentionConfig::from(config, weights.layer_index()), weights) {}
 
     const CachedAttentionConfig &config() const { return config_; }
 

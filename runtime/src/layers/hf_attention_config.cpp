@@ -1,0 +1,201 @@
+#include "hf_attention_config.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "hf_rope.h"
+#include "hattn/error.h"
+
+namespace hattn::detail {
+
+namespace {
+
+using Names = CachedAttentionConfig::Names;
+using Span = CachedAttentionConfig::QkNorm::Span;
+
+// How each model type's attention module differs from Llama's, as transformers builds it. A
+// look-alike with the same weight names that scales, rotates or clips otherwise (Granite, Cohere,
+// OLMo 1, Gemma 2) is not listed, so it is refused by name.
+struct ModelType {
+    const char *name;
+    enum class Biases { ByAttentionBias, None, Qwen2 } biases = Biases::ByAttentionBias;
+    std::optional<int64_t> head_dim;  // the config class's default, where it is not hidden_size / heads
+    std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE
+    double norm_eps = 1e-6;           // rms_norm_eps's default
+    bool slides = false;              // a stated sliding_window applies to every layer
+    bool qwen_windows = false;        // use_sliding_window: some layers slide (refused)
+    bool phi3 = false;                // q, k and v fused in qkv_proj; partial rotary
+    bool gemma3 = false;              // sliding and full layers by index; its own scale, norms, RoPE
+};
+
+// The table, each entry naming what it changes.
+const std::vector<ModelType> &model_types() {
+    using B = ModelType::Biases;
+    const auto type = [](const char *name, auto change) {
+        ModelType t;
+        t.name = name;
+        change(t);
+        return t;
+    };
+    static const std::vector<ModelType> types{
+        type("llama", [](ModelType &) {}),
+        type("mistral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
+        type("mixtral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
+        type("qwen2", [](ModelType &t) { t.biases = B::Qwen2, t.qwen_windows = true; }),
+        type("qwen2_moe", [](ModelType &t) { t.biases = B::Qwen2, t.qwen_windows = true; }),
+        type("qwen3", [](ModelType &t) { t.head_dim = 128, t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
+        type("qwen3_moe", [](ModelType &t) { t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
+        type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
+        type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = true; }),
+        type("gemma", [](ModelType &t) { t.head_dim = 256; }),
+        type("gemma3_text", [](ModelType &t) { t.head_dim = 256, t.qk_norm = Span::EachHead, t.gemma3 = true; }),
+    };
+    return types;
+}
+
+const ModelType &model_type_of(const ConfigReader &c) {
+    const std::string type = c.get_string("model_type", "");
+    require(type != "gemma3", c.source() + ": model_type 'gemma3' is the multimodal model: give its text_config "
+                                           "(model_type gemma3_text) as the config");
+    std::string known;
+    for (const ModelType &t : model_types()) {
+        if (type == t.name) return t;
+        known += std::string(known.empty() ? "" : ", ") + t.name;
+    }
+    throw Error(c.source() + ": model_type '" + type + "' is not supported by cached_attention (" + known + ")");
+}
+
+std::string str(double v) { return std::to_string(v); }
+std::string str(int64_t v) { return std::to_string(v); }
+
+void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig &cfg) {
+    const std::string src = c.source();
+    cfg.embedding_dimension = c.get_int("hidden_size");
+    // Gemma 3's text configs inside multimodal checkpoints leave its class defaults out.
+    cfg.heads = t.gemma3 ? c.get_int("num_attention_heads", 8) : c.get_int("num_attention_heads");
+    require(cfg.embedding_dimension > 0, src + ": hidden_size must be positive, got " + str(cfg.embedding_dimension));
+    require(cfg.heads > 0, src + ": num_attention_heads must be positive, got " + str(cfg.heads));
+    cfg.kv_heads = c.get_int("num_key_value_heads", t.gemma3 ? 4 : cfg.heads);
+    require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
+            src + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_key_value_heads (" +
+                str(cfg.kv_heads) + ")");
+    if (auto d = c.get_optional_int("head_dim")) {
+        require(*d > 0, src + ": head_dim must be positive, got " + str(*d));
+        cfg.head_dimension = *d;
+    } else if (t.head_dim) {
+        cfg.head_dimension = *t.head_dim;  // the config class's default, whatever hidden_size says
+    } else {
+        require(cfg.embedding_dimension % cfg.heads == 0, src + ": hidden_size (" + str(cfg.embedding_dimension) +
+                                                              ") must be divisible by num_attention_heads (" +
+                                                              str(cfg.heads) + ") when head_dim is not set");
+        cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
+    }
+    require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
+}
+
+void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfig &cfg) {
+    switch (t.biases) {
+    case ModelType::Biases::ByAttentionBias: cfg.bias = cfg.output_bias = c.get_bool("attention_bias", false); break;
+    case ModelType::Biases::None: cfg.bias = cfg.output_bias = false; break;
+    case ModelType::Biases::Qwen2:  // q, k and v (Qwen2-MoE: as qkv_bias says), never the output
+        cfg.bias = std::string(t.name) == "qwen2" || c.get_bool("qkv_bias", true);
+        cfg.output_bias = false;
+        break;
+    }
+}
+
+// Gemma 3: whether layer `layer` is a sliding one (layer_types, else every sliding_window_pattern-th
+// layer is full).
+bool gemma3_layer_slides(const ConfigReader &c, std::optional<int64_t> layer) {
+    const std::string src = c.source();
+    require(layer.has_value(), src + ": gemma3_text layers differ by index (sliding or full attention): give the "
+                                     "layer's index (weights opened with the prefix model.layers.N., or "
+                                     "CachedAttentionConfig::from(config, N))");
+    require(*layer >= 0 && *layer < c.get_int("num_hidden_layers", *layer + 1),
+            src + ": layer " + str(*layer) + " is past num_hidden_layers " + str(c.get_int("num_hidden_layers", 0)));
+    if (const auto types = c.get_optional_string_list("layer_types")) {
+        require(*layer < static_cast<int64_t>(types->size()),
+                src + ": layer_types lists " + std::to_string(types->size()) + " layers, not layer " + str(*layer));
+        const std::string &type = (*types)[*layer];
+        require(type == "sliding_attention" || type == "full_attention",
+                src + ": layer_types[" + str(*layer) + "] '" + type + "' is not supported (sliding_attention, full_attention)");
+        return type == "sliding_attention";
+    }
+    const int64_t pattern = c.get_int("sliding_window_pattern", 6);
+    require(pattern > 0, src + ": sliding_window_pattern must be positive, got " + str(pattern));
+    return (*layer + 1) % pattern != 0;
+}
+
+void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> gemma3_slides, CachedAttentionConfig &cfg) {
+    const std::string src = c.source();
+    if (gemma3_slides) {
+        // transformers 5 nests rope_parameters by layer type; 4 gives the sliding layers an unscaled
+        // RoPE of rope_local_base_freq, and rope_theta and rope_scaling to the full ones.
+        const bool nested = c.has("rope_parameters") && c.object("rope_parameters").has("sliding_attention");
+        if (*gemma3_slides && !nested) {
+            cfg.rope_base = c.get_number("rope_local_base_freq", 10000.0);
+            require(*cfg.rope_base > 0, src + ": rope_local_base_freq must be positive");
+            cfg.rotary_dimension = cfg.head_dimension;
+            return;
+        }
+    }
+    const std::string layer_type = !gemma3_slides ? "" : *gemma3_slides ? "sliding_attention" : "full_attention";
+    const HfRope rope = hf_rope(c, {t.gemma3 ? 1e6 : 10000.0, 1.0, true, layer_type});
+    // Phi-3 (Phi-4-mini: 0.75) turns the first int(head_dim x factor) dims; the other models'
+    // attention rotates whole heads (transformers fails on a fraction there).
+    require(t.phi3 || rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) +
+                                                             " is not supported for " + t.name + " (whole-head RoPE only)");
+    const auto rotary = static_cast<int64_t>(double(cfg.head_dimension) * rope.partial_rotary_factor);
+    require(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1 && rotary >= 2 && rotary % 2 == 0,
+            src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " of head_dim " +
+                str(cfg.head_dimension) + " must turn an even number of dims, got " + str(rotary));
+    cfg.rotary_dimension = rotary;
+    cfg.rope_base = rope.theta;
+    cfg.rope_scaling = rope.scaling;
+}
+
+void read_window(const ConfigReader &c, const ModelType &t, bool gemma3_slides, CachedAttentionConfig &cfg) {
+    const std::string src = c.source();
+    // Qwen slides only with use_sliding_window (a missing sliding_window then means 4096), and
+    // then, by model type and transformers version, its layers from max_window_layers on or all of
+    // them, which one layer's config cannot tell: refused.
+    require(!(t.qwen_windows && c.get_bool("use_sliding_window", false)),
+            src + ": use_sliding_window is not supported for " + t.name +
+                " (which layers slide depends on the layer's index and the transformers version)");
+    std::optional<int64_t> window;
+    if (t.slides) window = c.get_optional_int("sliding_window");
+    if (gemma3_slides) window = c.get_int("sliding_window", 4096);
+    if (!window) return;
+    require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
+    cfg.sliding_window = *window;
+}
+
+}  // namespace
+
+CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::optional<int64_t> layer) {
+    const ModelType &t = model_type_of(c);
+    CachedAttentionConfig cfg;
+    cfg.names = t.phi3 ? Names::HuggingFaceFusedQkv : Names::HuggingFace;
+    read_shape(c, t, cfg);
+    read_biases(c, t, cfg);
+    const std::optional<bool> gemma3_slides = t.gemma3 ? std::optional<bool>(gemma3_layer_slides(c, layer)) : std::nullopt;
+    read_rope(c, t, gemma3_slides, cfg);
+    read_window(c, t, gemma3_slides.value_or(false), cfg);
+    if (t.qk_norm) {
+        const double eps = c.get_number("rms_norm_eps", t.norm_eps);
+        require(eps > 0, c.source() + ": rms_norm_eps must be positive, got " + str(eps));
+        cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, eps, t.gemma3};
+    }
+    if (t.gemma3) {
+        // Scores scaled by query_pre_attn_scalar^-1/2 (Gemma 3 27B: 168 against a head_dim of 128).
+        const double scalar = c.get_number("query_pre_attn_scalar", 256.0);
+        require(scalar > 0, c.source() + ": query_pre_attn_scalar must be positive, got " + str(scalar));
+        cfg.attention_scale = 1.0 / std::sqrt(scalar);
+        require(!c.has("attn_logit_softcapping"), c.source() + ": attn_logit_softcapping is not supported (scores are "
+                                                               "not capped here)");
+    }
+    return cfg;
+}
+
+}  // namespace hattn::detail
