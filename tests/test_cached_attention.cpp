@@ -106,7 +106,9 @@ INSTANTIATE_TEST_SUITE_P(Layers, CachedAttentionShapes,
                                            Shape4{96, 6, 2, 16, false, 10000.0},  // GQA
                                            Shape4{64, 4, 1, 32, true, 500.0},     // MQA
                                            Shape4{64, 8, 8, 8, true, std::nullopt},
-                                           Shape4{40, 2, 2, 20, true, std::nullopt}),  // H*D != E
+                                           Shape4{40, 2, 2, 20, true, std::nullopt},   // H*D != E
+                                           Shape4{96, 2, 1, 96, false, 10000.0},       // Phi-3-mini's D
+                                           Shape4{128, 2, 1, 256, false, 10000.0}),    // Gemma's D
                          [](const auto &info) { return "case" + std::to_string(info.index); });
 
 // A cached layer's self-attention and decode calls, for the checks of tests/support/stateful_layer.h.

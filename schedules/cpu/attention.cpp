@@ -9,10 +9,19 @@ using namespace Halide;
 namespace {
 
 // Head dims with a fast path: the D loop has a constant extent there, so register tiles unroll.
-constexpr int fast_head_dims[] = {32, 64, 128};
+constexpr int fast_head_dims[] = {32, 64, 96, 128, 256};
 
 // A family's lane count, where 0 asks for the target's natural vector of floats.
 int lanes_or_natural(int lanes, const Target &t) { return lanes > 0 ? lanes : t.natural_vector_size<float>(); }
+
+// The most vectors of `lanes` floats, up to `most`, that tile a head dim D exactly (a tile split
+// without a tail reads past D otherwise: D = 96 in tiles of 4 x 16); 0 where none does.
+int vectors_tiling(int D, int lanes, int most) {
+    for (int v = std::min(most, D / lanes); v >= 1; v--) {
+        if (D % (v * lanes) == 0) return v;
+    }
+    return 0;
+}
 
 // Decode PV into chunk_out, one register tile (rows x D/vec vectors) at a time; the rows are the
 // heads of a group, which share V rows. `one_row` says that a call has a single row (one query
@@ -38,12 +47,14 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
     const int one_row_lanes = lanes_or_natural(tiles.pv_row_lanes, t);
     for (int D : fast_head_dims) {
         // One row: fewer passes over the chunk's V rows, each reading more of every row.
-        tile(one_row && a.head_dim == D, 1, std::min(std::max(D / one_row_lanes, 1), tiles.accumulators),
-             one_row_lanes);
+        if (const int vectors = vectors_tiling(D, one_row_lanes, tiles.accumulators)) {
+            tile(one_row && a.head_dim == D, 1, vectors, one_row_lanes);
+        }
         // Else a register tile spans at most 4 vectors of D (more D loops outside the chunk), so
         // that each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
-        const int vectors = std::min(std::max(D / vec, 1), 4);
-        tile(a.head_dim == D, std::max(1, std::min(8, tiles.accumulators / vectors)), vectors, vec);
+        if (const int vectors = vectors_tiling(D, vec, 4)) {
+            tile(a.head_dim == D, std::max(1, std::min(8, tiles.accumulators / vectors)), vectors, vec);
+        }
     }
     a.chunk_out.split(a.hg, ro, ri, 4, TailStrategy::GuardWithIf)
         .reorder(a.d, ri, ro)
