@@ -273,12 +273,16 @@ const bool checks_registered =
         "attention_prefill_masked",
         {[] { return prefill_error({"check", 1, 15, 2, 1, 16, {21}, false, true}, 23); }, 1e-5,
          [] { return prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8}, 27); }}) &&
-    // D = 40 runs the generic head dim; 64 and 128 the one-key-row QK of the x86 sub-targets.
+    // D = 40 runs the generic head dim; 64 and 128 the one-key-row QK of the x86 sub-targets; 96
+    // and 256 (Phi-3, Gemma) their PV tiles, a KV head serving one query head and four.
     testing::register_kernel_check("attention_decode",
                                    {[] {
                                         return std::max({decode_error(4, 2, 40, {77, 1030}, 24),
                                                          decode_error(4, 2, 64, {300}, 31),
-                                                         decode_error(8, 4, 128, {300}, 32)});
+                                                         decode_error(8, 4, 128, {300}, 32),
+                                                         decode_error(4, 4, 96, {300}, 33),
+                                                         decode_error(8, 2, 96, {130}, 34),
+                                                         decode_error(2, 2, 256, {200}, 35)});
                                     },
                                     1e-5,
                                     [] { return decode_error(32, 8, 128, {4096}, 28); }});

@@ -525,6 +525,8 @@ TEST(CachedAttentionHuggingFace, APhi3LayerSplitsItsFusedProjection) {
     EXPECT_EQ(phi3.config().names, CachedAttentionConfig::Names::HuggingFaceFusedQkv);
     EXPECT_EQ(phi3.config().sliding_window.value_or(0), 2047);
     EXPECT_LE(prefill_and_decode_difference(phi3, *seed.layer), 1e-6);
+    const Tensor x = testing::random_tensor({2, 7, 64}, 133);
+    EXPECT_LE(testing::relative_l2(phi3.self_attention(x), reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-5);
 }
 
 TEST(CachedAttentionHuggingFace, Qwen3NormsEachHeadOfQueriesAndKeys) { check_qk_norm("qwen3"); }
@@ -573,6 +575,11 @@ void check_gemma3_layers() {
         }
         EXPECT_LE(testing::relative_l2(out, expected), 1e-5) << "layer " << layer;
     }
+    // A config read for one layer does not take another layer's weights.
+    EXPECT_EQ(testing::error_message([&] {
+                  CachedAttention(CachedAttentionConfig::from(config, 5), Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+              }),
+              "cached_attention: the config was read for layer 5, the weights' prefix 'model.layers.0.self_attn.' names layer 0");
     // Without a layer index (a prefix that names none), a Gemma 3 layer is refused.
     testing::expect_contains(testing::error_message([&] { CachedAttention(config, Weights::open(dir.file("model.safetensors"))); }),
                              "gemma3_text layers differ by index");
@@ -634,8 +641,9 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_TRUE(qwen2.bias && !qwen2.output_bias);
     EXPECT_FALSE(qwen2.sliding_window.has_value());  // use_sliding_window is false by default
     // transformers slides 4096 keys where no window is stated
-    EXPECT_NE(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, "hidden_size": 64, "num_attention_heads": 4})"),
-              "");
+    EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, "hidden_size": 64, "num_attention_heads": 4})"),
+              "config.json: use_sliding_window is not supported for qwen2 (which layers slide depends on the layer's "
+              "index and the transformers version)");
     EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, )" + small + "}"),
               "config.json: use_sliding_window is not supported for qwen2 (which layers slide depends on the layer's "
               "index and the transformers version)");
@@ -694,14 +702,34 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 50.0})"),
               "config.json: gemma3_text layers differ by index (sliding or full attention): give the layer's index "
               "(weights opened with the prefix model.layers.N., or CachedAttentionConfig::from(config, N))");
-    EXPECT_THROW(layer(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 50.0})", 0), Error);
-    EXPECT_THROW(layer("{" + gemma3 + R"(, "layer_types": ["full_attention"]})", 1), Error);
-    EXPECT_THROW(layer("{" + gemma3 + R"(, "num_hidden_layers": 4})", 4), Error);
-    testing::expect_contains(config_error(R"({"model_type": "gemma3", "text_config": {}})"), "give its text_config");
+    const auto layer_error = [&](const std::string &json, int64_t index) {
+        return testing::error_message([&] { layer(json, index); });
+    };
+    EXPECT_EQ(layer_error(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 50.0})", 0),
+              "c: attn_logit_softcapping is not supported (scores are not capped here)");
+    EXPECT_EQ(layer_error("{" + gemma3 + R"(, "layer_types": ["full_attention"]})", 1), "c: layer_types lists 1 layers, not layer 1");
+    EXPECT_EQ(layer_error("{" + gemma3 + R"(, "num_hidden_layers": 4})", 4), "c: layer 4 is past num_hidden_layers 4");
+    EXPECT_EQ(layer_error("{" + gemma3 + "}", -1), "c: a layer index must not be negative, got -1");
+    EXPECT_EQ(layer_error(R"({"embedding_dimension": 8, "number_of_heads": 2})", 0),
+              "c: a layer index is read only with a Hugging Face config.json");
+    // EmbeddingGemma (and any encoder on these types) attends both ways.
+    EXPECT_EQ(layer_error("{" + gemma3 + R"(, "use_bidirectional_attention": true})", 0),
+              "c: bidirectional attention (use_bidirectional_attention, is_causal) is not supported: these layers are causal");
+    EXPECT_NE(config_error("{" + llama + R"(, "is_causal": false})"), "");
+    // A multimodal Gemma 3 config is read through its text_config.
+    const CachedAttentionConfig multimodal = layer(R"({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text",
+        "hidden_size": 2560, "sliding_window": 1024}, "vision_config": {"hidden_size": 1152}})", 0);
+    EXPECT_EQ(multimodal.embedding_dimension, 2560);
+    EXPECT_EQ(multimodal.sliding_window.value_or(0), 1024);
+    EXPECT_EQ(multimodal.layer.value_or(-1), 0);
+    // transformers 4 reads rope_scaling, 5 rope_parameters: both, with a scaling, are refused.
+    EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4}, "rope_scaling": {"type": "linear", "factor": 2}})"),
+              "config.json: both rope_parameters and a scaling rope_scaling are given (transformers 5 reads the first, 4 "
+              "the second); keep one");
     // Gemma 1: Llama's math with a head_dim of 256 by default.
     EXPECT_EQ(hf(R"({"model_type": "gemma", "hidden_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 1})").head_dimension, 256);
-    EXPECT_EQ(plain.rotary_dimension, 16);
-    // Phi-4-mini turns 3/4 of each head; a fraction must leave an even number of dims.
+    EXPECT_EQ(plain.rotary_dimension, 0);  // the whole head
+    // Phi-3 may turn a fraction of each head; it must leave an even number of dims.
     EXPECT_EQ(hf(R"({"model_type": "phi3", "partial_rotary_factor": 0.75, )" + small + "}").rotary_dimension, 12);
     EXPECT_EQ(config_error(R"({"model_type": "phi3", "partial_rotary_factor": 0.6, )" + small + "}"),
               "config.json: partial_rotary_factor 0.600000 of head_dim 16 must turn an even number of dims, got 9");
@@ -743,6 +771,8 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                                                 "attn_factor": 0.878}})"),
               "config.json (rope_scaling): attn_factor is read by vLLM and ignored by transformers; refused rather than "
               "guessed (state attention_factor instead)");
+    EXPECT_EQ(yarn(R"("factor": 4.0, "original_max_position_embeddings": 32768, "attn_factor": 1.0)").attention_factor,
+              qwen_yarn.attention_factor);  // vLLM's neutral value agrees
     const CachedAttentionConfig mistral = hf(R"({"model_type": "mistral", "attention_bias": true, )" + small + "}");
     EXPECT_FALSE(mistral.bias || mistral.output_bias);
     EXPECT_EQ(mistral.sliding_window.value_or(0), 16);

@@ -1,6 +1,7 @@
 #include "hf_rope.h"
 
 #include <cmath>
+#include <optional>
 
 #include "hattn/error.h"
 
@@ -20,8 +21,9 @@ RopeScaling yarn(const ConfigReader &c, const ConfigReader &p) {
     s.type = RopeScaling::Type::Yarn;
     // vLLM multiplies its own attn_factor into the attention factor; transformers ignores it
     // (DeepSeek-R1-0528-Qwen3-8B states 0.878, which cancels the 1.139 of factor 4 in vLLM only).
-    require(!p.has("attn_factor"), p.source() + ": attn_factor is read by vLLM and ignored by transformers; refused "
-                                                "rather than guessed (state attention_factor instead)");
+    require(p.get_number("attn_factor", 1.0) == 1.0,
+            p.source() + ": attn_factor is read by vLLM and ignored by transformers; refused rather than guessed (state "
+                         "attention_factor instead)");
     s.original_context = p.has("original_max_position_embeddings") ? p.get_number("original_max_position_embeddings")
                          : c.has("original_max_position_embeddings") ? c.get_number("original_max_position_embeddings")
                                                                       : c.get_number("max_position_embeddings");
@@ -49,32 +51,44 @@ HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
     HfRope rope{c.get_number("rope_theta", defaults.theta),
                 c.get_number("partial_rotary_factor", defaults.partial_rotary_factor),
                 {}};
-    const char *supported = defaults.scaling_allowed ? "(default, linear, llama3 and yarn)" : "(default only)";
-    for (const char *key : {"rope_parameters", "rope_scaling"}) {
-        if (!c.has(key)) continue;
+    const auto entry = [&](const char *key) {
         ConfigReader p = c.object(key);
-        if (!defaults.layer_type.empty() && p.has(defaults.layer_type)) p = p.object(defaults.layer_type);
-        rope.theta = p.get_number("rope_theta", rope.theta);
-        rope.partial_rotary_factor = p.get_number("partial_rotary_factor", rope.partial_rotary_factor);
-        const std::string type = p.get_string("rope_type", p.get_string("type", "default"));
-        if (type == "default") continue;
-        require(defaults.scaling_allowed && (type == "linear" || type == "llama3" || type == "yarn"),
-                p.source() + ": rope_type '" + type + "' is not supported " + supported);
-        if (type == "yarn") {
-            rope.scaling = yarn(c, p);
-            continue;
-        }
+        return !defaults.layer_type.empty() && p.has(defaults.layer_type) ? p.object(defaults.layer_type) : p;
+    };
+    const auto type_of = [](const ConfigReader &p) { return p.get_string("rope_type", p.get_string("type", "default")); };
+    // transformers 5 reads rope_parameters, 4 rope_scaling: where both are given and the second
+    // scales, the two would rotate differently.
+    std::optional<ConfigReader> p;
+    if (c.has("rope_parameters")) {
+        p = entry("rope_parameters");
+        require(!c.has("rope_scaling") || type_of(entry("rope_scaling")) == "default",
+                c.source() + ": both rope_parameters and a scaling rope_scaling are given (transformers 5 reads the "
+                             "first, 4 the second); keep one");
+    } else if (c.has("rope_scaling")) {
+        p = entry("rope_scaling");
+    }
+    const std::string type = p ? type_of(*p) : "default";
+    if (p) {
+        rope.theta = p->get_number("rope_theta", rope.theta);
+        rope.partial_rotary_factor = p->get_number("partial_rotary_factor", rope.partial_rotary_factor);
+    }
+    const char *supported = defaults.scaling_allowed ? "(default, linear, llama3 and yarn)" : "(default only)";
+    if (type == "yarn" && defaults.scaling_allowed) {
+        rope.scaling = yarn(c, *p);
+    } else if (type != "default") {
+        require(defaults.scaling_allowed && (type == "linear" || type == "llama3"),
+                p->source() + ": rope_type '" + type + "' is not supported " + supported);
         rope.scaling.type = type == "linear" ? RopeScaling::Type::Linear : RopeScaling::Type::Llama3;
-        rope.scaling.factor = p.get_number("factor");
-        require(rope.scaling.factor > 0, p.source() + ": factor must be positive");
+        rope.scaling.factor = p->get_number("factor");
+        require(rope.scaling.factor > 0, p->source() + ": factor must be positive");
         if (rope.scaling.type == RopeScaling::Type::Llama3) {
-            rope.scaling.low_freq_factor = p.get_number("low_freq_factor");
-            rope.scaling.high_freq_factor = p.get_number("high_freq_factor");
-            rope.scaling.original_context = p.get_number("original_max_position_embeddings");
+            rope.scaling.low_freq_factor = p->get_number("low_freq_factor");
+            rope.scaling.high_freq_factor = p->get_number("high_freq_factor");
+            rope.scaling.original_context = p->get_number("original_max_position_embeddings");
             require(rope.scaling.low_freq_factor > 0 && rope.scaling.high_freq_factor > rope.scaling.low_freq_factor &&
                         rope.scaling.original_context > 0,
-                    p.source() + ": llama3 scaling needs 0 < low_freq_factor < high_freq_factor and a positive "
-                                 "original_max_position_embeddings");
+                    p->source() + ": llama3 scaling needs 0 < low_freq_factor < high_freq_factor and a positive "
+                                  "original_max_position_embeddings");
         }
     }
     require(rope.theta > 0, c.source() + ": rope_theta must be positive");

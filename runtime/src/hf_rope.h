@@ -25,9 +25,9 @@ struct HfRopeDefaults {
 };
 
 // `rope_theta` and `partial_rotary_factor` at the top level, or (transformers 5) inside
-// `rope_parameters`, and the scaling named there or in transformers 4's `rope_scaling`. A scaling
-// the layer does not implement (yarn, dynamic, longrope, ..., or any when !scaling_allowed) is
-// refused, naming the key.
+// `rope_parameters`, and the scaling named there or in transformers 4's `rope_scaling` (both
+// with a scaling: refused). A scaling the layer does not implement (dynamic, longrope, ..., or
+// any when !scaling_allowed) is refused, naming the key.
 HfRope hf_rope(const ConfigReader &config, const HfRopeDefaults &defaults);
 
 }  // namespace hattn::detail

@@ -53,7 +53,11 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
         // Else a register tile spans at most 4 vectors of D (more D loops outside the chunk), so
         // that each V load feeds several rows: rows x 4 vectors with 16 accumulators, not 2 x 8.
         if (const int vectors = vectors_tiling(D, vec, 4)) {
-            tile(a.head_dim == D, std::max(1, std::min(8, tiles.accumulators / vectors)), vectors, vec);
+            // Rows a power of two, so that groups of 2, 4 and 8 heads fill whole tiles (3 vectors
+            // of D = 96 left 5 rows of 16 accumulators).
+            int rows = 1;
+            while (rows * 2 <= std::min(8, tiles.accumulators / vectors)) rows *= 2;
+            tile(a.head_dim == D, rows, vectors, vec);
         }
     }
     a.chunk_out.split(a.hg, ro, ri, 4, TailStrategy::GuardWithIf)

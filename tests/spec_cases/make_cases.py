@@ -289,7 +289,8 @@ def write_all(out_dir):
                     'rope_parameters': {'rope_type': 'yarn', 'rope_theta': 10000.0, 'factor': 8.0, 'mscale': 0.707,
                                         'mscale_all_dim': 1.0, 'beta_fast': 16, 'beta_slow': 2,
                                         'truncate': False}}, 1, 20, biases=()),
-        # Phi-4-mini's partial rotary (3/4 of each head) and Phi-3's window of 2047, here 5.
+        # Phi-3's partial rotary (3/4 of each head, as Phi-4-mini states beside its refused longrope)
+        # and its window of 2047, here 5.
         llama_case(out_dir, 'phi3_fused_qkv_partial_rotary_window_5', 34,
                    {'model_type': 'phi3', 'hidden_size': 96, 'num_attention_heads': 4, 'num_key_value_heads': 2,
                     'rope_theta': 10000.0, 'partial_rotary_factor': 0.75, 'sliding_window': 5,

@@ -99,6 +99,13 @@ RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, i
 GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base)
     : table_(std::make_shared<const RopeTable>(rotary_dim, base, 0)) {}
 
+double rope_amplitude(const RopeScaling &scaling) {
+    return scaling.type == RopeScaling::Type::Yarn ? scaling.attention_factor : 1.0;
+}
+
+GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base, const RopeScaling &scaling)
+    : GrowingRopeTable(rope_frequencies(rotary_dim, base, scaling), rope_amplitude(scaling)) {}
+
 GrowingRopeTable::GrowingRopeTable(std::vector<double> frequencies, double amplitude)
     : table_(std::make_shared<const RopeTable>(std::move(frequencies), 0, amplitude)) {}
 

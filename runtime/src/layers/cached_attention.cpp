@@ -24,10 +24,28 @@ Tensor rows_of(const Tensor &matrix, int64_t begin, int64_t count) {
 
 }  // namespace
 
-CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c, std::optional<int64_t> layer) {
-    if (!c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"))) {
-        return detail::hugging_face_attention_config(c, layer);
-    }
+namespace {
+
+// A multimodal model's config.json (Gemma 3) keeps its text model's keys in text_config.
+bool is_multimodal(const ConfigReader &c) {
+    return !c.has("embedding_dimension") && !c.has("hidden_size") && c.has("text_config");
+}
+
+bool is_hugging_face(const ConfigReader &c) {
+    return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
+}
+
+}  // namespace
+
+CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c, int64_t layer) {
+    if (is_multimodal(c)) return from(c.object("text_config"), layer);
+    require(is_hugging_face(c), c.source() + ": a layer index is read only with a Hugging Face config.json");
+    return detail::hugging_face_attention_config(c, layer);
+}
+
+CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
+    if (is_multimodal(c)) return from(c.object("text_config"));
+    if (is_hugging_face(c)) return detail::hugging_face_attention_config(c, std::nullopt);
     const std::string src = c.source();
     CachedAttentionConfig cfg;
     cfg.embedding_dimension = c.get_int("embedding_dimension");
@@ -74,8 +92,25 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c, std::op
     return cfg;
 }
 
+namespace {
+
+CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weights) {
+    const std::optional<int64_t> layer = weights.layer_index();
+    return layer && is_hugging_face(config) ? CachedAttentionConfig::from(config, *layer)
+                                            : CachedAttentionConfig::from(config);
+}
+
+}  // namespace
+
+CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weights)
+    : CachedAttention(config_for(config, weights), weights) {}
+
 CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weights &w)
     : config_(config) {
+    const std::optional<int64_t> weights_layer = w.layer_index();
+    require(!config.layer || !weights_layer || *config.layer == *weights_layer,
+            "cached_attention: the config was read for layer " + std::to_string(config.layer.value_or(0)) +
+                ", the weights' prefix '" + w.prefix() + "' names layer " + std::to_string(weights_layer.value_or(0)));
     const int64_t E = config.embedding_dimension, D = config.head_dimension;
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
     require(!config.sliding_window || *config.sliding_window > 0,
@@ -119,11 +154,7 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     }
     require(!config.attention_scale || *config.attention_scale > 0,
             "cached_attention: attention_scale must be positive, got " + std::to_string(config.attention_scale.value_or(0)));
-    if (config.rope_base) {
-        const int64_t rotary = config.rotary_dimension ? config.rotary_dimension : D;
-        rope_.emplace(rope_frequencies(rotary, *config.rope_base, config.rope_scaling),
-                      config.rope_scaling.attention_factor);
-    }
+    if (config.rope_base) rope_.emplace(config.rotary_dimension ? config.rotary_dimension : D, *config.rope_base, config.rope_scaling);
 }
 
 KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {

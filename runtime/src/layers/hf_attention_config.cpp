@@ -19,7 +19,10 @@ using Span = CachedAttentionConfig::QkNorm::Span;
 // OLMo 1, Gemma 2) is not listed, so it is refused by name.
 struct ModelType {
     const char *name;
-    enum class Biases { ByAttentionBias, None, Qwen2 } biases = Biases::ByAttentionBias;
+    // Which projections have biases: all four as attention_bias says, none, or q, k and v only
+    // (Qwen2; Qwen2-MoE as its qkv_bias says).
+    enum class Biases { ByAttentionBias, None, QkvOnly } biases = Biases::ByAttentionBias;
+    bool qkv_bias_key = false;
     std::optional<int64_t> head_dim;  // the config class's default, where it is not hidden_size / heads
     std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE
     double norm_eps = 1e-6;           // rms_norm_eps's default
@@ -42,8 +45,8 @@ const std::vector<ModelType> &model_types() {
         type("llama", [](ModelType &) {}),
         type("mistral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
         type("mixtral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
-        type("qwen2", [](ModelType &t) { t.biases = B::Qwen2, t.qwen_windows = true; }),
-        type("qwen2_moe", [](ModelType &t) { t.biases = B::Qwen2, t.qwen_windows = true; }),
+        type("qwen2", [](ModelType &t) { t.biases = B::QkvOnly, t.qwen_windows = true; }),
+        type("qwen2_moe", [](ModelType &t) { t.biases = B::QkvOnly, t.qkv_bias_key = true, t.qwen_windows = true; }),
         type("qwen3", [](ModelType &t) { t.head_dim = 128, t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
         type("qwen3_moe", [](ModelType &t) { t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
@@ -56,8 +59,8 @@ const std::vector<ModelType> &model_types() {
 
 const ModelType &model_type_of(const ConfigReader &c) {
     const std::string type = c.get_string("model_type", "");
-    require(type != "gemma3", c.source() + ": model_type 'gemma3' is the multimodal model: give its text_config "
-                                           "(model_type gemma3_text) as the config");
+    require(type != "gemma3", c.source() + ": model_type 'gemma3' is the multimodal model, read through its "
+                                           "text_config (model_type gemma3_text), which this config lacks");
     std::string known;
     for (const ModelType &t : model_types()) {
         if (type == t.name) return t;
@@ -98,8 +101,8 @@ void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfi
     switch (t.biases) {
     case ModelType::Biases::ByAttentionBias: cfg.bias = cfg.output_bias = c.get_bool("attention_bias", false); break;
     case ModelType::Biases::None: cfg.bias = cfg.output_bias = false; break;
-    case ModelType::Biases::Qwen2:  // q, k and v (Qwen2-MoE: as qkv_bias says), never the output
-        cfg.bias = std::string(t.name) == "qwen2" || c.get_bool("qkv_bias", true);
+    case ModelType::Biases::QkvOnly:
+        cfg.bias = !t.qkv_bias_key || c.get_bool("qkv_bias", true);
         cfg.output_bias = false;
         break;
     }
@@ -112,7 +115,8 @@ bool gemma3_layer_slides(const ConfigReader &c, std::optional<int64_t> layer) {
     require(layer.has_value(), src + ": gemma3_text layers differ by index (sliding or full attention): give the "
                                      "layer's index (weights opened with the prefix model.layers.N., or "
                                      "CachedAttentionConfig::from(config, N))");
-    require(*layer >= 0 && *layer < c.get_int("num_hidden_layers", *layer + 1),
+    require(*layer >= 0, src + ": a layer index must not be negative, got " + str(*layer));
+    require(*layer < c.get_int("num_hidden_layers", *layer + 1),
             src + ": layer " + str(*layer) + " is past num_hidden_layers " + str(c.get_int("num_hidden_layers", 0)));
     if (const auto types = c.get_optional_string_list("layer_types")) {
         require(*layer < static_cast<int64_t>(types->size()),
@@ -136,21 +140,21 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> ge
         if (*gemma3_slides && !nested) {
             cfg.rope_base = c.get_number("rope_local_base_freq", 10000.0);
             require(*cfg.rope_base > 0, src + ": rope_local_base_freq must be positive");
-            cfg.rotary_dimension = cfg.head_dimension;
             return;
         }
     }
     const std::string layer_type = !gemma3_slides ? "" : *gemma3_slides ? "sliding_attention" : "full_attention";
     const HfRope rope = hf_rope(c, {t.gemma3 ? 1e6 : 10000.0, 1.0, true, layer_type});
-    // Phi-3 (Phi-4-mini: 0.75) turns the first int(head_dim x factor) dims; the other models'
-    // attention rotates whole heads (transformers fails on a fraction there).
+    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini's 0.75 comes with longrope,
+    // refused above); the other models' attention rotates whole heads (transformers fails on a
+    // fraction there).
     require(t.phi3 || rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) +
                                                              " is not supported for " + t.name + " (whole-head RoPE only)");
     const auto rotary = static_cast<int64_t>(double(cfg.head_dimension) * rope.partial_rotary_factor);
     require(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1 && rotary >= 2 && rotary % 2 == 0,
             src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " of head_dim " +
                 str(cfg.head_dimension) + " must turn an even number of dims, got " + str(rotary));
-    cfg.rotary_dimension = rotary;
+    cfg.rotary_dimension = rotary == cfg.head_dimension ? 0 : rotary;  // 0: the whole head
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
 }
@@ -175,8 +179,13 @@ void read_window(const ConfigReader &c, const ModelType &t, bool gemma3_slides, 
 
 CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::optional<int64_t> layer) {
     const ModelType &t = model_type_of(c);
+    // EmbeddingGemma and other encoders built on these types attend both ways.
+    require(!c.get_bool("use_bidirectional_attention", false) && c.get_bool("is_causal", true),
+            c.source() + ": bidirectional attention (use_bidirectional_attention, is_causal) is not supported: these "
+                         "layers are causal");
     CachedAttentionConfig cfg;
     cfg.names = t.phi3 ? Names::HuggingFaceFusedQkv : Names::HuggingFace;
+    cfg.layer = layer;
     read_shape(c, t, cfg);
     read_biases(c, t, cfg);
     const std::optional<bool> gemma3_slides = t.gemma3 ? std::optional<bool>(gemma3_layer_slides(c, layer)) : std::nullopt;

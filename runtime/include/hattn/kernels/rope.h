@@ -28,6 +28,9 @@ struct RopeScaling {
     double attention_factor = 1.0;                          // Yarn: the table's amplitude
 };
 
+// The amplitude a table of this scaling has: YaRN's attention_factor, else 1.
+double rope_amplitude(const RopeScaling &scaling);
+
 // The rotation frequency of each pair i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled.
 std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling = {});
 
@@ -66,6 +69,8 @@ private:
 class GrowingRopeTable {
 public:
     GrowingRopeTable(int64_t rotary_dim, double base);
+    // rope_frequencies(rotary_dim, base, scaling), with YaRN's attention factor as the amplitude.
+    GrowingRopeTable(int64_t rotary_dim, double base, const RopeScaling &scaling);
     explicit GrowingRopeTable(std::vector<double> frequencies, double amplitude = 1.0);
     GrowingRopeTable(const GrowingRopeTable &other);
     GrowingRopeTable &operator=(const GrowingRopeTable &other);

@@ -35,34 +35,39 @@ struct CachedAttentionConfig {
     // itself included. (A call with a mask of its own runs only while no sequence is longer.)
     std::optional<int64_t> sliding_window;
     // Hugging Face configs only: an RMSNorm of the projected queries and keys before RoPE, with
-    // weights q_norm.weight and k_norm.weight, over each head's D (Qwen3) or over all of a token's
-    // heads at once, H·D and Hkv·D (OLMo 2).
+    // weights q_norm.weight and k_norm.weight, over each head's D (Qwen3, Gemma 3) or over all of
+    // a token's heads at once, H·D and Hkv·D (OLMo 2).
     struct QkNorm {
         enum class Span { EachHead, AllHeads };
         Span span = Span::EachHead;
         double eps = 1e-6;
-        bool weight_plus_one = false;  // Gemma 3: scaled by 1 + w (its checkpoints store w - 1)
+        bool weight_plus_one = false;  // Gemma 3: the norm scales by 1 + w, w as stored
     };
     std::optional<QkNorm> qk_norm;
     // The scores' scale; none: 1 / sqrt(D). Gemma 3: query_pre_attn_scalar^-1/2.
     std::optional<double> attention_scale;
+    // Which layer of its model this is, where a config was read for one (Gemma 3's layers differ
+    // by index); a layer built from weights whose prefix names another index is refused.
+    std::optional<int64_t> layer;
     Names names = Names::Seed;
 
     // The seed's constructor keys, defaults and validation; errors name the key and values. A
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
-    // config.json, read
-    // for the model types whose attention is this layer's math (llama, mistral, mixtral, qwen2,
-    // qwen2_moe, qwen3, qwen3_moe, olmo2, phi3, gemma, gemma3_text; others are refused by name,
-    // since a look-alike such as Granite, OLMo 1 or Gemma 2 changes it): hidden_size,
-    // num_attention_heads, num_key_value_heads, head_dim, rope_theta (always RoPE; linear, llama3 or
-    // yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma: attention_bias;
-    // Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's,
-    // OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor. Gemma 3's
-    // layers differ by index (`layer`): sliding ones (layer_types, or sliding_window_pattern) see
+    // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
+    // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
+    // olmo2, phi3, gemma, gemma3_text; others are refused by name, since a look-alike such as
+    // Granite, OLMo 1 or Gemma 2 changes it): hidden_size, num_attention_heads,
+    // num_key_value_heads, head_dim, rope_theta (always RoPE; linear, llama3 or yarn scaling),
+    // biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma: attention_bias; Mistral,
+    // Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
+    // Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor. Gemma 3's layers differ by
+    // index (the second form): sliding ones (layer_types, or sliding_window_pattern) see
     // sliding_window keys and rotate by rope_local_base_freq; scores are scaled by
     // query_pre_attn_scalar. What such a model may still do that this layer does not (other RoPE
-    // scalings, Qwen's per-layer sliding windows, soft-capping) is refused, naming the key.
-    static CachedAttentionConfig from(const ConfigReader &config, std::optional<int64_t> layer = std::nullopt);
+    // scalings, Qwen's per-layer sliding windows, soft-capping, bidirectional attention) is
+    // refused, naming the key.
+    static CachedAttentionConfig from(const ConfigReader &config);
+    static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
 };
 
 class CachedAttention {
@@ -70,8 +75,7 @@ public:
     // Weights under the names config.names says; `weights` may carry a prefix ("model.layers.3.self_attn.").
     CachedAttention(const CachedAttentionConfig &config, const Weights &weights);
     // A Hugging Face layer's index comes from the weights' prefix ("model.layers.N.self_attn.").
-    CachedAttention(const ConfigReader &config, const Weights &weights)
-        : CachedAttention(CachedAttentionConfig::from(config, weights.layer_index()), weights) {}
+    CachedAttention(const ConfigReader &config, const Weights &weights);
 
     const CachedAttentionConfig &config() const { return config_; }
 
