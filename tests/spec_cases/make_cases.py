@@ -307,6 +307,12 @@ def write_all(out_dir):
                     'head_dim': 16, 'query_pre_attn_scalar': 20, 'sliding_window': 4, 'rope_theta': 100.0,
                     'rope_scaling': {'rope_type': 'linear', 'factor': 8.0}, 'rms_norm_eps': 1e-6}, 1, 12,
                    biases=(), qk_norm='head', layer=5),
+        # Cohere (Command R): RoPE on dims (2i, 2i + 1) in place, which the layer computes on the
+        # de-interleaved head (the same scores); its biases per attention_bias.
+        llama_case(out_dir, 'cohere_interleaved_rope', 37,
+                   {'model_type': 'cohere', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 8000000.0, 'attention_bias': True, 'use_qk_norm': False, 'logit_scale': 0.0625},
+                   2, 11, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

@@ -57,6 +57,19 @@ def rope_interleaved(x, positions, base):
     return rope_rotate_half(np.concatenate([x[..., 0::2], x[..., 1::2]], axis=-1), positions, base)
 
 
+def rope_pairs_in_place(x, positions, frequencies):
+    """Cohere's RoPE (transformers' CohereRotaryEmbedding and rotate_half): pair i is dims (2i, 2i+1),
+    turned by pos * frequencies[i] where it lies: x_2i' = x_2i cos - x_2i+1 sin,
+    x_2i+1' = x_2i+1 cos + x_2i sin."""
+    angle = np.asarray(positions, np.float64)[:, None] * frequencies
+    cos, sin = np.cos(angle), np.sin(angle)
+    out = np.array(x, dtype=np.float64)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = odd * cos + even * sin
+    return out
+
+
 def attention(q, k, v, scale, causal, mask=None):
     """§1 softmax(q k^T * scale) v. q [B, H, Sq, D]; k, v [B, Hkv, Sk, D], query head h reads KV head
     h / (H/Hkv). mask [B, 1, Sq, Sk], True = masked; causal masks key j > query position j (Sq == Sk).
@@ -180,7 +193,8 @@ def llama_attention(config, w, x):
     keys p - W < j <= p. Qwen3 and OLMo 2 RMSNorm q and k before RoPE (q_norm, k_norm; eps
     rms_norm_eps), Qwen3 over each head, OLMo 2 over all of a token's heads at once. Phi-3 stacks
     q, k and v in qkv_proj (no biases), slides like Mistral, and turns only the first
-    int(head_dim * partial_rotary_factor) dims of each head."""
+    int(head_dim * partial_rotary_factor) dims of each head. Cohere pairs dims (2i, 2i+1) in place
+    and has its four biases per attention_bias."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     model = config['model_type']
@@ -213,8 +227,10 @@ def llama_attention(config, w, x):
 
     positions = np.arange(x.shape[1])
     amplitude = yarn_attention_factor(config)  # cos and sin scaled: q and k are
-    q = rope_rotate_half(project('q_proj', heads), positions, None, rotary_dim, frequencies)
-    k = rope_rotate_half(project('k_proj', kv_heads), positions, None, rotary_dim, frequencies)
+    rotate = rope_rotate_half if model != 'cohere' else \
+        lambda x, p, base, rd, f: rope_pairs_in_place(x, p, f)
+    q = rotate(project('q_proj', heads), positions, None, rotary_dim, frequencies)
+    k = rotate(project('k_proj', kv_heads), positions, None, rotary_dim, frequencies)
     q[..., :rotary_dim] *= amplitude
     k[..., :rotary_dim] *= amplitude
     window = config.get('sliding_window') if mistral else None

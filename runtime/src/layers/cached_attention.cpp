@@ -252,10 +252,10 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     if (rope_) {
         const auto table = rope_->covering(*std::max_element(lengths.begin(), lengths.end()));
         Tensor rotated = detail::scratch_tensor(q.shape());
-        apply_rope(q.view(), *table, start, rotated.view());
+        apply_rope(q.view(), *table, start, rotated.view(), config_.rope_layout);
         q = std::move(rotated);
         k_rotated = detail::scratch_tensor(k.shape());
-        apply_rope(k.view(), *table, start, k_rotated.view());
+        apply_rope(k.view(), *table, start, k_rotated.view(), config_.rope_layout);
     }
     const Tensor &keys = rope_ ? k_rotated : k;
     ConstTensorView key_store, value_store;

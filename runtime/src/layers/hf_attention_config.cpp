@@ -30,6 +30,7 @@ struct ModelType {
     bool qwen_windows = false;        // use_sliding_window: some layers slide (refused)
     bool phi3 = false;                // q, k and v fused in qkv_proj; partial rotary
     bool gemma3 = false;              // sliding and full layers by index; its own scale, norms, RoPE
+    bool cohere = false;              // RoPE pairs (2i, 2i + 1); use_qk_norm (per-head LayerNorms) refused
 };
 
 // The table, each entry naming what it changes.
@@ -53,6 +54,7 @@ const std::vector<ModelType> &model_types() {
         type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = true; }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
         type("gemma3_text", [](ModelType &t) { t.head_dim = 256, t.qk_norm = Span::EachHead, t.gemma3 = true; }),
+        type("cohere", [](ModelType &t) { t.cohere = true; }),
     };
     return types;
 }
@@ -195,6 +197,11 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         const double eps = c.get_number("rms_norm_eps", t.norm_eps);
         require(eps > 0, c.source() + ": rms_norm_eps must be positive, got " + str(eps));
         cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, eps, t.gemma3};
+    }
+    if (t.cohere) {
+        cfg.rope_layout = RopeLayout::Interleaved;
+        require(!c.get_bool("use_qk_norm", false), c.source() + ": use_qk_norm is not supported for cohere (its "
+                                                                "per-head LayerNorms)");
     }
     if (t.gemma3) {
         // Scores scaled by query_pre_attn_scalar^-1/2 (Gemma 3 27B: 168 against a head_dim of 128).

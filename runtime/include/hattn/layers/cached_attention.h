@@ -31,6 +31,10 @@ struct CachedAttentionConfig {
     // partial_rotary_factor); 0: the whole head.
     int64_t rotary_dimension = 0;
     RopeScaling rope_scaling;         // Hugging Face configs only (the seed has none)
+    // Which dims RoPE pairs: (i, i + D/2), or (2i, 2i + 1) as Cohere's rotate_half does. The
+    // interleaved rotation leaves each head's dims de-interleaved (evens, then odds) in q and in the
+    // cached keys: the same scores and outputs, but a cache filled from elsewhere must match it.
+    RopeLayout rope_layout = RopeLayout::NeoX;
     // Hugging Face configs only (Mistral 7B v0.1's 4096): a query sees at most this many keys,
     // itself included. (A call with a mask of its own runs only while no sequence is longer.)
     std::optional<int64_t> sliding_window;
@@ -55,12 +59,13 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo2, phi3, gemma, gemma3_text; others are refused by name, since a look-alike such as
-    // Granite, OLMo 1 or Gemma 2 changes it): hidden_size, num_attention_heads,
+    // olmo2, phi3, gemma, gemma3_text, cohere; others are refused by name, since a look-alike such
+    // as Granite, OLMo 1 or Gemma 2 changes it): hidden_size, num_attention_heads,
     // num_key_value_heads, head_dim, rope_theta (always RoPE; linear, llama3 or yarn scaling),
     // biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma: attention_bias; Mistral,
     // Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
-    // Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor. Gemma 3's layers differ by
+    // Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor, Cohere's interleaved RoPE
+    // (its use_qk_norm LayerNorms are refused). Gemma 3's layers differ by
     // index (the second form): sliding ones (layer_types, or sliding_window_pattern) see
     // sliding_window keys and rotate by rope_local_base_freq; scores are scaled by
     // query_pre_attn_scalar. What such a model may still do that this layer does not (other RoPE
