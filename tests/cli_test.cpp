@@ -103,6 +103,27 @@ TEST_F(Cli, InspectListsTensors) {
     EXPECT_NE(n.out.find("<f4 [1, 3, 8]"), std::string::npos) << n.out;
 }
 
+// A model's config.json: how each layer reads it, consecutive equal layers on one line (Gemma 3:
+// every sixth layer full, the others sliding), before any weights are loaded.
+TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
+    const std::string gemma3 = tmp.file("config.json");
+    std::ofstream(gemma3) << R"({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+        "num_hidden_layers": 7, "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "sliding_window": 1024}})";
+    const CliResult r = hattn("inspect " + gemma3);
+    EXPECT_EQ(r.status, 0) << r.err;
+    const std::string sliding = "E=2560 H=8 Hkv=4 D=256; RoPE theta 10000; QK-norm per head by 1 + w eps 1e-06; scale 0.0625; "
+                                "window 1024; biases none";
+    EXPECT_EQ(r.out, gemma3 + ": cached_attention, 7 layers\n  layers 0-4: " + sliding +
+                         "\n  layer 5: E=2560 H=8 Hkv=4 D=256; RoPE theta 1e+06, linear x8; QK-norm per head by 1 + w eps "
+                         "1e-06; scale 0.0625; every key; biases none\n  layer 6: " + sliding + "\n");
+    // A refused config prints nothing but its one line.
+    const std::string gemma2 = tmp.file("gemma2.json");
+    std::ofstream(gemma2) << R"({"model_type": "gemma2", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})";
+    const CliResult refused = hattn("inspect " + gemma2);
+    expect_one_line_naming(refused, "model_type 'gemma2' is not supported by cached_attention");
+    EXPECT_EQ(refused.out, "");
+}
+
 TEST_F(Cli, UnknownKindIsNamed) {
     std::string config = good_config();
     config.replace(config.find("cached_attention"), 16, "flash_magic");

@@ -1,9 +1,11 @@
-// hattn inspect FILE: validate a safetensors or npy file and list its tensors.
+// hattn inspect FILE: validate a safetensors or npy file and list its tensors, or describe what the
+// cached_attention layer reads from a model's config.json.
 #include <fstream>
 #include <iostream>
 
 #include "args.h"
 #include "commands.h"
+#include "describe_config.h"
 #include "hattn/error.h"
 #include "hattn/npy.h"
 #include "hattn/safetensors.h"
@@ -33,6 +35,10 @@ int inspect_command(const std::vector<std::string> &argv) {
 
     // The name says what the file should be, so that a damaged one is judged by the right rules (a
     // broken .npy is not reported as a broken safetensors file); other names go by the content.
+    if (ends_with(path, ".json")) {
+        describe_attention_config(path);
+        return 0;
+    }
     const bool npy = ends_with(path, ".npy") || (!ends_with(path, ".safetensors") && has_npy_magic(path));
     if (npy) {
         const NpyArray a = read_npy(path);

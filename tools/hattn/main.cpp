@@ -13,7 +13,7 @@ const char *usage =
     "       hattn run --kind KIND --config CONFIG.json --weights W.safetensors --input X.npy\n"
     "                 --output OUT.npy [--context C.npy] [--mask M.npy] [--prefix model.layers.3.self_attn.] [...]\n"
     "       hattn bench prefill|decode|layer ...\n"
-    "       hattn inspect FILE\n"
+    "       hattn inspect FILE (.safetensors, .npy, or a model's config.json)\n"
     "       hattn info\n";
 
 }  // namespace

@@ -1,0 +1,81 @@
+#include "describe_config.h"
+
+#include <iostream>
+#include <sstream>
+
+#include "hattn/config.h"
+#include "hattn/layers/cached_attention.h"
+
+namespace hattn::cli {
+
+namespace {
+
+std::string scaling_text(const RopeScaling &s) {
+    std::ostringstream out;
+    switch (s.type) {
+    case RopeScaling::Type::None: return "";
+    case RopeScaling::Type::Linear: out << ", linear x" << s.factor; break;
+    case RopeScaling::Type::Llama3:
+        out << ", llama3 x" << s.factor << " from " << s.original_context << " positions";
+        break;
+    case RopeScaling::Type::Yarn:
+        out << ", yarn x" << s.factor << " from " << s.original_context << " positions (amplitude "
+            << s.attention_factor << ")";
+        break;
+    }
+    return out.str();
+}
+
+// One line: what a layer of this config computes.
+std::string describe(const CachedAttentionConfig &c) {
+    using Names = CachedAttentionConfig::Names;
+    std::ostringstream out;
+    out << "E=" << c.embedding_dimension << " H=" << c.heads << " Hkv=" << c.kv_heads << " D=" << c.head_dimension;
+    if (c.rope_base) {
+        out << "; RoPE theta " << *c.rope_base << scaling_text(c.rope_scaling);
+        if (c.rotary_dimension) out << " over " << c.rotary_dimension << " dims";
+        if (c.rope_layout == RopeLayout::Interleaved) out << ", interleaved pairs";
+    } else {
+        out << "; no RoPE";
+    }
+    if (c.qk_norm) {
+        out << "; QK-norm " << (c.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead ? "per head" : "over all heads")
+            << (c.qk_norm->weight_plus_one ? " by 1 + w" : "") << " eps " << c.qk_norm->eps;
+    }
+    if (c.attention_scale) out << "; scale " << *c.attention_scale;
+    out << "; " << (c.sliding_window ? "window " + std::to_string(*c.sliding_window) : std::string("every key"));
+    out << "; biases " << (c.bias ? (c.output_bias ? "q, k, v, o" : "q, k, v") : (c.output_bias ? "o" : "none"));
+    if (c.names == Names::HuggingFaceFusedQkv) out << "; weights qkv_proj, o_proj";
+    return out.str();
+}
+
+}  // namespace
+
+void describe_attention_config(const std::string &path) {
+    const ConfigReader config = ConfigReader::from_file(path);
+    const bool multimodal = !config.has("hidden_size") && !config.has("embedding_dimension") && config.has("text_config");
+    const ConfigReader text = multimodal ? config.object("text_config") : config;
+    if (text.has("embedding_dimension") || !text.has("num_hidden_layers")) {
+        std::cout << path << ": cached_attention: " << describe(CachedAttentionConfig::from(config)) << "\n";
+        return;
+    }
+    // Every layer is read before anything is printed: a refused config prints only its error.
+    const int64_t layers = text.get_int("num_hidden_layers");
+    std::ostringstream out;
+    out << path << ": cached_attention, " << layers << " layers\n";
+    // Consecutive layers that read the same are one line.
+    int64_t first = 0;
+    std::string current;
+    for (int64_t layer = 0; layer <= layers; layer++) {
+        const std::string line = layer < layers ? describe(CachedAttentionConfig::from(config, layer)) : "";
+        if (layer > 0 && line != current) {
+            out << "  layer" << (layer - 1 > first ? "s " + std::to_string(first) + "-" : " ") << (layer - 1) << ": "
+                << current << "\n";
+            first = layer;
+        }
+        current = line;
+    }
+    std::cout << out.str();
+}
+
+}  // namespace hattn::cli
