@@ -617,11 +617,11 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"granite", "cohere2", "olmo", "olmo3", "qwen3_next", "gemma2", "llama4_text", "phi"}) {
+    for (const char *type : {"granite", "exaone4", "olmo", "olmo3", "qwen3_next", "gemma2", "llama4_text", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2, phi3, gemma, gemma3_text, cohere)");
+                      "qwen3_moe, olmo2, phi3, gemma, gemma3_text, cohere, cohere2)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "sliding_window": -1})"),
@@ -731,6 +731,14 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(plain.rope_layout, RopeLayout::NeoX);
     EXPECT_EQ(config_error(R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4, "use_qk_norm": true})"),
               "config.json: use_qk_norm is not supported for cohere (its per-head LayerNorms)");
+    // Cohere2 (Command R7B): every fourth layer full and without RoPE, the others sliding with it.
+    const std::string cohere2 = R"({"model_type": "cohere2", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 50000.0})";
+    const CachedAttentionConfig sliding_cohere = layer(cohere2, 2), full_cohere = layer(cohere2, 3);
+    EXPECT_EQ(sliding_cohere.sliding_window.value_or(0), 4096);
+    EXPECT_EQ(sliding_cohere.rope_base.value_or(0), 50000.0);
+    EXPECT_EQ(sliding_cohere.rope_layout, RopeLayout::Interleaved);
+    EXPECT_FALSE(full_cohere.sliding_window.has_value());
+    EXPECT_FALSE(full_cohere.rope_base.has_value());
     // Gemma 1: Llama's math with a head_dim of 256 by default.
     EXPECT_EQ(hf(R"({"model_type": "gemma", "hidden_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 1})").head_dimension, 256);
     EXPECT_EQ(plain.rotary_dimension, 0);  // the whole head

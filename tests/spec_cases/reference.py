@@ -283,6 +283,34 @@ def gemma3_attention(config, w, x, layer):
     return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
 
 
+def cohere2_attention(config, w, x, layer):
+    """§1 as Cohere2 (Command R7B) layer `layer` computes it: layer_types (else every
+    sliding_window_pattern-th layer, default 4, is full) says whether it slides over sliding_window
+    keys (default 4096) with Cohere's RoPE (pairs (2i, 2i+1) in place, rope_theta), or attends to
+    every key with no RoPE at all; biases per attention_bias; scores by head_dim^-1/2."""
+    heads = config['num_attention_heads']
+    kv_heads = config.get('num_key_value_heads') or heads
+    head_dim = config['hidden_size'] // heads
+    if config.get('layer_types'):
+        sliding = config['layer_types'][layer] == 'sliding_attention'
+    else:
+        sliding = (layer + 1) % config.get('sliding_window_pattern', 4) != 0
+    biased = config.get('attention_bias', False)
+
+    def project(name, n_heads):
+        return split_heads(linear(x, w[name + '.weight'], w[name + '.bias'] if biased else None), n_heads)
+
+    q, k = project('q_proj', heads), project('k_proj', kv_heads)
+    mask = None
+    if sliding:
+        positions = np.arange(x.shape[1])
+        f = config.get('rope_theta', 10000.0) ** (-2.0 * np.arange(head_dim // 2) / head_dim)
+        q, k = rope_pairs_in_place(q, positions, f), rope_pairs_in_place(k, positions, f)
+        mask = (positions[None, :] <= positions[:, None] - config.get('sliding_window', 4096))[None, None]
+    o = attention(q, k, project('v_proj', kv_heads), head_dim ** -0.5, causal=True, mask=mask)
+    return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
+
+
 # §2 CCA and CCGQA
 
 def bitlinear(x, weight):
@@ -513,6 +541,8 @@ def run_case(folder):
         w = {name[len(prefix):]: t for name, t in w.items() if name.startswith(prefix)}
     if kind == 'cached_attention' and config.get('model_type') == 'gemma3_text':
         return gemma3_attention(config, w, x, case['layer'])
+    if kind == 'cached_attention' and config.get('model_type') == 'cohere2':
+        return cohere2_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
         return llama_attention(config, w, x)
     if kind == 'cached_attention':

@@ -29,8 +29,12 @@ struct ModelType {
     bool slides = false;              // a stated sliding_window applies to every layer
     bool qwen_windows = false;        // use_sliding_window: some layers slide (refused)
     bool phi3 = false;                // q, k and v fused in qkv_proj; partial rotary
-    bool gemma3 = false;              // sliding and full layers by index; its own scale, norms, RoPE
+    bool gemma3 = false;              // its own scale, norms, local RoPE and class defaults
     bool cohere = false;              // RoPE pairs (2i, 2i + 1); use_qk_norm (per-head LayerNorms) refused
+    // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
+    // layer_types says which); 0: all alike.
+    int64_t sliding_pattern = 0;
+    bool full_layers_without_rope = false;  // Cohere2: only its sliding layers rotate
 };
 
 // The table, each entry naming what it changes.
@@ -53,8 +57,11 @@ const std::vector<ModelType> &model_types() {
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
         type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = true; }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
-        type("gemma3_text", [](ModelType &t) { t.head_dim = 256, t.qk_norm = Span::EachHead, t.gemma3 = true; }),
+        type("gemma3_text", [](ModelType &t) {
+            t.head_dim = 256, t.qk_norm = Span::EachHead, t.gemma3 = true, t.sliding_pattern = 6;
+        }),
         type("cohere", [](ModelType &t) { t.cohere = true; }),
+        type("cohere2", [](ModelType &t) { t.cohere = true, t.sliding_pattern = 4, t.full_layers_without_rope = true; }),
     };
     return types;
 }
@@ -110,11 +117,11 @@ void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfi
     }
 }
 
-// Gemma 3: whether layer `layer` is a sliding one (layer_types, else every sliding_window_pattern-th
-// layer is full).
-bool gemma3_layer_slides(const ConfigReader &c, std::optional<int64_t> layer) {
+// Whether layer `layer` of a model whose layers differ slides (layer_types, else every
+// sliding_window_pattern-th layer is full).
+bool layer_slides(const ConfigReader &c, const ModelType &t, std::optional<int64_t> layer) {
     const std::string src = c.source();
-    require(layer.has_value(), src + ": gemma3_text layers differ by index (sliding or full attention): give the "
+    require(layer.has_value(), src + ": " + t.name + " layers differ by index (sliding or full attention): give the "
                                      "layer's index (weights opened with the prefix model.layers.N., or "
                                      "CachedAttentionConfig::from(config, N))");
     require(*layer >= 0, src + ": a layer index must not be negative, got " + str(*layer));
@@ -128,24 +135,25 @@ bool gemma3_layer_slides(const ConfigReader &c, std::optional<int64_t> layer) {
                 src + ": layer_types[" + str(*layer) + "] '" + type + "' is not supported (sliding_attention, full_attention)");
         return type == "sliding_attention";
     }
-    const int64_t pattern = c.get_int("sliding_window_pattern", 6);
+    const int64_t pattern = c.get_int("sliding_window_pattern", t.sliding_pattern);
     require(pattern > 0, src + ": sliding_window_pattern must be positive, got " + str(pattern));
     return (*layer + 1) % pattern != 0;
 }
 
-void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> gemma3_slides, CachedAttentionConfig &cfg) {
+void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> slides, CachedAttentionConfig &cfg) {
     const std::string src = c.source();
-    if (gemma3_slides) {
+    if (slides && !*slides && t.full_layers_without_rope) return;
+    if (slides && t.gemma3) {
         // transformers 5 nests rope_parameters by layer type; 4 gives the sliding layers an unscaled
         // RoPE of rope_local_base_freq, and rope_theta and rope_scaling to the full ones.
         const bool nested = c.has("rope_parameters") && c.object("rope_parameters").has("sliding_attention");
-        if (*gemma3_slides && !nested) {
+        if (*slides && !nested) {
             cfg.rope_base = c.get_number("rope_local_base_freq", 10000.0);
             require(*cfg.rope_base > 0, src + ": rope_local_base_freq must be positive");
             return;
         }
     }
-    const std::string layer_type = !gemma3_slides ? "" : *gemma3_slides ? "sliding_attention" : "full_attention";
+    const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
     const HfRope rope = hf_rope(c, {t.gemma3 ? 1e6 : 10000.0, 1.0, true, layer_type});
     // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini's 0.75 comes with longrope,
     // refused above); the other models' attention rotates whole heads (transformers fails on a
@@ -161,7 +169,7 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> ge
     cfg.rope_scaling = rope.scaling;
 }
 
-void read_window(const ConfigReader &c, const ModelType &t, bool gemma3_slides, CachedAttentionConfig &cfg) {
+void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, CachedAttentionConfig &cfg) {
     const std::string src = c.source();
     // Qwen slides only with use_sliding_window (a missing sliding_window then means 4096), and
     // then, by model type and transformers version, its layers from max_window_layers on or all of
@@ -171,7 +179,7 @@ void read_window(const ConfigReader &c, const ModelType &t, bool gemma3_slides, 
                 " (which layers slide depends on the layer's index and the transformers version)");
     std::optional<int64_t> window;
     if (t.slides) window = c.get_optional_int("sliding_window");
-    if (gemma3_slides) window = c.get_int("sliding_window", 4096);
+    if (layer_slides) window = c.get_int("sliding_window", 4096);
     if (!window) return;
     require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
     cfg.sliding_window = *window;
@@ -190,9 +198,10 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     cfg.layer = layer;
     read_shape(c, t, cfg);
     read_biases(c, t, cfg);
-    const std::optional<bool> gemma3_slides = t.gemma3 ? std::optional<bool>(gemma3_layer_slides(c, layer)) : std::nullopt;
-    read_rope(c, t, gemma3_slides, cfg);
-    read_window(c, t, gemma3_slides.value_or(false), cfg);
+    const std::optional<bool> slides =
+        t.sliding_pattern ? std::optional<bool>(layer_slides(c, t, layer)) : std::nullopt;
+    read_rope(c, t, slides, cfg);
+    read_window(c, t, slides.value_or(false), cfg);
     if (t.qk_norm) {
         const double eps = c.get_number("rms_norm_eps", t.norm_eps);
         require(eps > 0, c.source() + ": rms_norm_eps must be positive, got " + str(eps));

@@ -59,16 +59,17 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo2, phi3, gemma, gemma3_text, cohere; others are refused by name, since a look-alike such
-    // as Granite, OLMo 1 or Gemma 2 changes it): hidden_size, num_attention_heads,
-    // num_key_value_heads, head_dim, rope_theta (always RoPE; linear, llama3 or yarn scaling),
+    // olmo2, phi3, gemma, gemma3_text, cohere, cohere2; others are refused by name, since a
+    // look-alike such as Granite, OLMo 1 or Gemma 2 changes it): hidden_size, num_attention_heads,
+    // num_key_value_heads, head_dim, rope_theta (RoPE everywhere but Cohere2's full layers; linear,
+    // llama3 or yarn scaling),
     // biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma: attention_bias; Mistral,
     // Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
     // Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor, Cohere's interleaved RoPE
-    // (its use_qk_norm LayerNorms are refused). Gemma 3's layers differ by
-    // index (the second form): sliding ones (layer_types, or sliding_window_pattern) see
-    // sliding_window keys and rotate by rope_local_base_freq; scores are scaled by
-    // query_pre_attn_scalar. What such a model may still do that this layer does not (other RoPE
+    // (its use_qk_norm LayerNorms are refused). Gemma 3's and Cohere2's layers differ by index (the
+    // second form): sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys;
+    // Gemma 3's rotate by rope_local_base_freq and scale scores by query_pre_attn_scalar, Cohere2's
+    // full layers have no RoPE. What such a model may still do that this layer does not (other RoPE
     // scalings, Qwen's per-layer sliding windows, soft-capping, bidirectional attention) is
     // refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
