@@ -62,9 +62,8 @@ struct CachedAttentionConfig {
     // olmo2, phi3, gemma, gemma3_text, cohere, cohere2; others are refused by name, since a
     // look-alike such as Granite, OLMo 1 or Gemma 2 changes it): hidden_size, num_attention_heads,
     // num_key_value_heads, head_dim, rope_theta (RoPE everywhere but Cohere2's full layers; linear,
-    // llama3 or yarn scaling),
-    // biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma: attention_bias; Mistral,
-    // Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
+    // llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma:
+    // attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
     // Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor, Cohere's interleaved RoPE
     // (its use_qk_norm LayerNorms are refused). Gemma 3's and Cohere2's layers differ by index (the
     // second form): sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys;
