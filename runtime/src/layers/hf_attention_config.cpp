@@ -15,10 +15,10 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that scales, rotates or clips otherwise (Granite, Cohere,
-// OLMo 1, Gemma 2) is not listed, so it is refused by name.
+// look-alike with the same weight names that scales, rotates or clips otherwise (Granite, OLMo 1,
+// Gemma 2) is not listed, so it is refused by name.
 struct ModelType {
-    const char *name;
+    const char *name = "";
     // Which projections have biases: all four as attention_bias says, none, or q, k and v only
     // (Qwen2; Qwen2-MoE as its qkv_bias says).
     enum class Biases { ByAttentionBias, None, QkvOnly } biases = Biases::ByAttentionBias;
@@ -156,8 +156,8 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
     const HfRope rope = hf_rope(c, {t.gemma3 ? 1e6 : 10000.0, 1.0, true, layer_type});
     // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini's 0.75 comes with longrope,
-    // refused above); the other models' attention rotates whole heads (transformers fails on a
-    // fraction there).
+    // which hf_rope refuses); the other models' attention rotates whole heads (transformers fails
+    // on a fraction there).
     require(t.phi3 || rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) +
                                                              " is not supported for " + t.name + " (whole-head RoPE only)");
     const auto rotary = static_cast<int64_t>(double(cfg.head_dimension) * rope.partial_rotary_factor);
@@ -209,8 +209,8 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     }
     if (t.cohere) {
         cfg.rope_layout = RopeLayout::Interleaved;
-        require(!c.get_bool("use_qk_norm", false), c.source() + ": use_qk_norm is not supported for cohere (its "
-                                                                "per-head LayerNorms)");
+        require(!c.get_bool("use_qk_norm", false),
+                c.source() + ": use_qk_norm is not supported for " + t.name + " (its per-head LayerNorms)");
     }
     if (t.gemma3) {
         // Scores scaled by query_pre_attn_scalar^-1/2 (Gemma 3 27B: 168 against a head_dim of 128).
