@@ -176,4 +176,9 @@ std::optional<std::vector<std::string>> ConfigReader::get_optional_string_list(c
     return optional(json().value, source(), key, &KeyValue::as_string_list);
 }
 
+ConfigReader text_model_config(const ConfigReader &config) {
+    const bool multimodal = !config.has("hidden_size") && !config.has("embedding_dimension") && config.has("text_config");
+    return multimodal ? config.object("text_config") : config;
+}
+
 }  // namespace hattn

@@ -127,11 +127,7 @@ LayerCase load_case_dir(const std::string &dir) {
 LayerCase load_case_files(const LayerFiles &files) {
     const KindInfo &kind = require_kind(files.kind, "--kind");
     ConfigReader config = ConfigReader::from_file(files.config);
-    // A multimodal model's config.json (Gemma 3) keeps its text model's keys in text_config.
-    if (kind.checkpoint_hidden_key && !config.has(kind.hidden_key) && !config.has(kind.checkpoint_hidden_key) &&
-        config.has("text_config")) {
-        config = config.object("text_config");
-    }
+    if (kind.checkpoint_hidden_key) config = text_model_config(config);  // a multimodal model's text part
     // A cross-attention call is one that brings a context.
     const bool cross = !files.context.empty();
     return load_inputs(kind, std::move(config), 0, 0, cross, 1e-4, files);

@@ -53,8 +53,7 @@ std::string describe(const CachedAttentionConfig &c) {
 
 void describe_attention_config(const std::string &path) {
     const ConfigReader config = ConfigReader::from_file(path);
-    const bool multimodal = !config.has("hidden_size") && !config.has("embedding_dimension") && config.has("text_config");
-    const ConfigReader text = multimodal ? config.object("text_config") : config;
+    const ConfigReader text = text_model_config(config);
     if (text.has("embedding_dimension") || !text.has("num_hidden_layers")) {
         std::cout << path << ": cached_attention: " << describe(CachedAttentionConfig::from(config)) << "\n";
         return;

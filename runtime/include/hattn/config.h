@@ -62,4 +62,8 @@ private:
     std::string path_;  // keys from the file's top level to this object, dot-separated
 };
 
+// A multimodal Hugging Face config.json (Gemma 3's) keeps its text model's keys in text_config:
+// that object where the config states no hidden size of its own, else the config itself.
+ConfigReader text_model_config(const ConfigReader &config);
+
 }  // namespace hattn

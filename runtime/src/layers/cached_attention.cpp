@@ -22,29 +22,26 @@ Tensor rows_of(const Tensor &matrix, int64_t begin, int64_t count) {
     return part;
 }
 
-}  // namespace
-
-namespace {
-
-// A multimodal model's config.json (Gemma 3) keeps its text model's keys in text_config.
-bool is_multimodal(const ConfigReader &c) {
-    return !c.has("embedding_dimension") && !c.has("hidden_size") && c.has("text_config");
-}
-
 bool is_hugging_face(const ConfigReader &c) {
     return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
 }
 
+CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weights) {
+    const std::optional<int64_t> layer = weights.layer_index();
+    return layer && is_hugging_face(config) ? CachedAttentionConfig::from(config, *layer)
+                                            : CachedAttentionConfig::from(config);
+}
+
 }  // namespace
 
-CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c, int64_t layer) {
-    if (is_multimodal(c)) return from(c.object("text_config"), layer);
+CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config, int64_t layer) {
+    const ConfigReader c = text_model_config(config);
     require(is_hugging_face(c), c.source() + ": a layer index is read only with a Hugging Face config.json");
     return detail::hugging_face_attention_config(c, layer);
 }
 
-CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
-    if (is_multimodal(c)) return from(c.object("text_config"));
+CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config) {
+    const ConfigReader c = text_model_config(config);
     if (is_hugging_face(c)) return detail::hugging_face_attention_config(c, std::nullopt);
     const std::string src = c.source();
     CachedAttentionConfig cfg;
@@ -91,16 +88,6 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &c) {
     }
     return cfg;
 }
-
-namespace {
-
-CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weights) {
-    const std::optional<int64_t> layer = weights.layer_index();
-    return layer && is_hugging_face(config) ? CachedAttentionConfig::from(config, *layer)
-                                            : CachedAttentionConfig::from(config);
-}
-
-}  // namespace
 
 CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weights)
     : CachedAttention(config_for(config, weights), weights) {}

@@ -23,7 +23,11 @@ struct ModelType {
     // (Qwen2; Qwen2-MoE as its qkv_bias says).
     enum class Biases { ByAttentionBias, None, QkvOnly } biases = Biases::ByAttentionBias;
     bool qkv_bias_key = false;
-    std::optional<int64_t> head_dim;  // the config class's default, where it is not hidden_size / heads
+    // The config class's defaults, where a config may leave them out (Gemma 3's text configs inside
+    // multimodal checkpoints do): heads (none: required), KV heads (none: the heads), head_dim
+    // (none: hidden_size / heads), rope_theta.
+    std::optional<int64_t> heads, kv_heads, head_dim;
+    double rope_theta = 10000.0;
     std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE
     double norm_eps = 1e-6;           // rms_norm_eps's default
     bool slides = false;              // a stated sliding_window applies to every layer
@@ -58,7 +62,8 @@ const std::vector<ModelType> &model_types() {
         type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = true; }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
         type("gemma3_text", [](ModelType &t) {
-            t.head_dim = 256, t.qk_norm = Span::EachHead, t.gemma3 = true, t.sliding_pattern = 6;
+            t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.rope_theta = 1e6;
+            t.qk_norm = Span::EachHead, t.gemma3 = true, t.sliding_pattern = 6;
         }),
         type("cohere", [](ModelType &t) { t.cohere = true; }),
         type("cohere2", [](ModelType &t) { t.cohere = true, t.sliding_pattern = 4, t.full_layers_without_rope = true; }),
@@ -84,11 +89,10 @@ std::string str(int64_t v) { return std::to_string(v); }
 void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig &cfg) {
     const std::string src = c.source();
     cfg.embedding_dimension = c.get_int("hidden_size");
-    // Gemma 3's text configs inside multimodal checkpoints leave its class defaults out.
-    cfg.heads = t.gemma3 ? c.get_int("num_attention_heads", 8) : c.get_int("num_attention_heads");
+    cfg.heads = t.heads ? c.get_int("num_attention_heads", *t.heads) : c.get_int("num_attention_heads");
     require(cfg.embedding_dimension > 0, src + ": hidden_size must be positive, got " + str(cfg.embedding_dimension));
     require(cfg.heads > 0, src + ": num_attention_heads must be positive, got " + str(cfg.heads));
-    cfg.kv_heads = c.get_int("num_key_value_heads", t.gemma3 ? 4 : cfg.heads);
+    cfg.kv_heads = c.get_int("num_key_value_heads", t.kv_heads.value_or(cfg.heads));
     require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
             src + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_key_value_heads (" +
                 str(cfg.kv_heads) + ")");
@@ -154,7 +158,7 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
         }
     }
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
-    const HfRope rope = hf_rope(c, {t.gemma3 ? 1e6 : 10000.0, 1.0, true, layer_type});
+    const HfRope rope = hf_rope(c, {t.rope_theta, 1.0, true, layer_type});
     // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini's 0.75 comes with longrope,
     // which hf_rope refuses); the other models' attention rotates whole heads (transformers fails
     // on a fraction there).
