@@ -128,7 +128,7 @@ macro(_hattn_x86_autoscheduled FAMILY SCHEDULER)
 endmacro()
 
 # hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [GPU_PARAMS k=v ...] [GPU_ROWS_PARAMS k=v ...]
-#              [X86_TARGETS t ...] [ARM_VARIANTS v ...] [ASM_CHECKS where regex ...])
+#              [X86_TARGETS t ...] [ARM_VARIANTS v ...] [ASM_CHECKS where regex ...] [NO_MULLAPUDI])
 #   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
 #   GPU_ROWS_PARAMS  params of a second GPU schedule per API (family <api>_rows), which
 #                 `--schedule rows` runs instead: kept while the two are compared on a GPU
@@ -138,8 +138,9 @@ endmacro()
 #   ASM_CHECKS    pairs of (x86 | arm_<variant>) and a regex its assembly must match; x86 checks
 #                 compile the first X86 target once more, single-target, to read its assembly.
 #                 Default: `fmla v*.4s` in arm_plain. The CUDA PTX is always checked for sm_80.
+#   NO_MULLAPUDI  no x86_mullapudi variant, for a generator Mullapudi2016 fails on
 function(hattn_kernel NAME)
-    cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS"
+    cmake_parse_arguments(ARG "NO_MULLAPUDI" "GENERATOR" "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS"
                           ${ARGN})
     if (NOT ARG_GENERATOR)
         set(ARG_GENERATOR ${NAME})
@@ -167,7 +168,9 @@ function(hattn_kernel NAME)
         list(APPEND libs ${lib})
 
         _hattn_x86_autoscheduled(x86_auto Halide::Adams2019)
-        _hattn_x86_autoscheduled(x86_mullapudi Halide::Mullapudi2016)
+        if (NOT ARG_NO_MULLAPUDI)
+            _hattn_x86_autoscheduled(x86_mullapudi Halide::Mullapudi2016)
+        endif ()
         hattn_tuned_autoscheduler(${NAME} tuned)
         if (tuned)
             _hattn_x86_autoscheduled(x86_tuned ${tuned})

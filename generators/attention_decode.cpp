@@ -27,6 +27,12 @@ void AttentionDecode::generate() {
     in.capacity = k_cache.dim(1).extent();
     in.max_chunks = (k_cache.dim(1).extent() + a.C - 1) / a.C;
     in.scale = scale;
+    in.sink = [this](Expr g_index, Expr kv_head) {
+        // Clamped: schedules may compute whole tiles of heads past the last (autoscheduled ones
+        // do), and callers without sinks pass a 1 x 1 buffer.
+        return sinks(clamp(g_index, 0, sinks.dim(0).extent() - 1), clamp(kv_head, 0, sinks.dim(1).extent() - 1));
+    };
+    in.has_sink = has_sinks;
     in.causal = Halide::Internal::const_false();
     a.define(in, ChunkedAttention::Merge::Partials, attended);
     out(d, hg, h, b) = attended(d, hg, h, 0, b);
@@ -40,6 +46,8 @@ void AttentionDecode::schedule() {
     v_cache.set_estimates({{0, 128}, {0, 4096}, {0, 8}, {0, 1}});
     kv_len.set_estimates({{0, 1}});
     scale.set_estimate(0.088f);
+    sinks.set_estimates({{0, 4}, {0, 8}});
+    has_sinks.set_estimate(false);
     out.set_estimates({{0, 128}, {0, 4}, {0, 8}, {0, 1}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());

@@ -19,6 +19,10 @@ public:
     Input<Buffer<float>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
     Input<float> scale{"scale"};
+    // Attention sinks (gpt-oss): the sink of query head hk * g + hg at (hg, hk), read where
+    // has_sinks (any buffer otherwise).
+    Input<Buffer<float>> sinks{"sinks", 2};  // (g, Hkv)
+    Input<bool> has_sinks{"has_sinks"};
     Output<Buffer<float>> out{"out", 4};  // (D, g, Hkv, B)
 
     std::unique_ptr<ChunkedAttention> attention;

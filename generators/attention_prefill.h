@@ -24,6 +24,10 @@ public:
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
     Input<float> scale{"scale"};
     Input<bool> causal{"causal"};
+    // Attention sinks (gpt-oss): the sink of query head hk * g + hg at (hg, hk), read where
+    // has_sinks (any buffer otherwise).
+    Input<Buffer<float>> sinks{"sinks", 2};  // (g, Hkv)
+    Input<bool> has_sinks{"has_sinks"};
     // Added by configure() in the masked variant, after the inputs above: (Sk, Sq, 1, B), uint8.
     Input<Buffer<uint8_t>> *mask = nullptr;
     Output<Buffer<float>> out{"out", 5};  // (D, g, Hkv, Sq, B)

@@ -142,11 +142,24 @@ struct PrefillCase {
     std::vector<int32_t> kv_len;
     bool causal, masked;
     int64_t sampled_rows = 64;  // per sequence; long cases check a sample
+    bool sinks = false;
 };
 
 std::ostream &operator<<(std::ostream &os, const PrefillCase &c) { return os << c.name; }
 
 // Runs the kernel on seeded data and returns its error against the reference.
+// gpt-oss-like sinks for H heads: most near the scores' scale, so that they share the weight; one
+// far above every score (the outputs all but vanish) and one far below (no effect).
+std::vector<float> test_sinks(int64_t H, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> near(-2.0f, 3.0f);
+    std::vector<float> sinks(H);
+    for (float &s : sinks) s = near(rng);
+    if (H > 2) sinks[H - 1] = 40.0f;
+    if (H > 3) sinks[1] = -60.0f;
+    return sinks;
+}
+
 double prefill_error(const PrefillCase &c, uint32_t seed) {
     int64_t capacity = 0;
     for (int32_t len : c.kv_len) capacity = std::max<int64_t>(capacity, len);
@@ -176,12 +189,15 @@ double prefill_error(const PrefillCase &c, uint32_t seed) {
     const MaskView mask{mask_bytes.data(), {c.B, 1, c.Sq, mask_keys}};
     const float scale = 1.0f / std::sqrt(float(c.D));
     Tensor out({c.B, c.Sq, c.H, c.D});
+    const std::vector<float> sinks = test_sinks(c.H, seed + 4);
+    const ConstTensorView sinks_view(sinks.data(), {c.H});
     attention_prefill(q.view(), k.view(), v.view(), c.kv_len, scale, c.causal,
-                      c.masked ? &mask : nullptr, out.view());
+                      c.masked ? &mask : nullptr, out.view(), c.sinks ? &sinks_view : nullptr);
 
     const auto rows = testing::sample_rows(c.B, c.Sq, c.sampled_rows, seed, must);
     const auto ref = reference::attention(q, k, v, c.kv_len, scale, c.causal,
-                                          c.masked ? &mask_bytes : nullptr, mask_keys, rows);
+                                          c.masked ? &mask_bytes : nullptr, mask_keys, rows,
+                                          c.sinks ? &sinks : nullptr);
     return testing::relative_l2(testing::gather_rows(out, rows), ref);
 }
 
@@ -203,7 +219,10 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{"masked_full", 2, 11, 4, 2, 16, {23, 23}, false, true},
         PrefillCase{"masked_causal", 1, 20, 2, 2, 32, {20}, true, true},
         PrefillCase{"sk4096_few_queries", 1, 64, 2, 1, 64, {4096}, true, false},
-        PrefillCase{"s4096_causal_sampled", 1, 4096, 2, 1, 64, {4096}, true, false, 12}),
+        PrefillCase{"s4096_causal_sampled", 1, 4096, 2, 1, 64, {4096}, true, false, 12},
+        PrefillCase{"sinks_gqa_causal", 2, 21, 8, 2, 64, {21, 50}, true, false, 64, true},
+        PrefillCase{"sinks_masked", 2, 11, 4, 2, 16, {23, 23}, false, true, 64, true},
+        PrefillCase{"sinks_long_keys", 1, 40, 6, 3, 32, {2100}, true, false, 64, true}),
     [](const auto &info) { return info.param.name; });
 
 TEST(AttentionPrefillErrors, CausalNeedsTheQueriesInTheCache) {
@@ -226,7 +245,8 @@ TEST(AttentionPrefillErrors, HeadsMustDivide) {
 
 // ---------------------------------------------------------------- decode
 
-double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_len, uint32_t seed) {
+double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_len, uint32_t seed,
+                    bool with_sinks = false) {
     const int64_t B = kv_len.size();
     int64_t capacity = 1;
     for (int32_t len : kv_len) capacity = std::max<int64_t>(capacity, len + 2);
@@ -235,12 +255,15 @@ double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_l
     const Tensor v = testing::random_tensor({B, Hkv, capacity, D}, seed + 2);
     const float scale = 1.0f / std::sqrt(float(D));
     Tensor out({B, 1, H, D});
+    const std::vector<float> sinks = test_sinks(H, seed + 3);
+    const ConstTensorView sinks_view(sinks.data(), {H});
     attention_decode(ConstTensorView(q.data(), {B, H, D}), k.view(), v.view(),
-                     kv_len, scale, TensorView(out.data(), {B, H, D}));
+                     kv_len, scale, TensorView(out.data(), {B, H, D}), with_sinks ? &sinks_view : nullptr);
     std::vector<reference::QueryRow> rows;
     for (int64_t b = 0; b < B; b++) rows.push_back({b, 0});
     // A decode query is the newest token: causal against kv_len keys equals seeing them all.
-    return testing::relative_l2(out, reference::attention(q, k, v, kv_len, scale, false, nullptr, 0, rows));
+    return testing::relative_l2(out, reference::attention(q, k, v, kv_len, scale, false, nullptr, 0, rows,
+                                                          with_sinks ? &sinks : nullptr));
 }
 
 TEST(AttentionDecode, GqaRaggedBatch) { EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 11), 1e-5); }
@@ -254,6 +277,36 @@ TEST(AttentionDecode, GqaWideHeadDimGroupsOf4And2) {
 // One key past a chunk of 512 (ARM) and of 1024 (x86): the last chunk holds a single key.
 TEST(AttentionDecode, MqaOddHeadDim) { EXPECT_LE(decode_error(6, 1, 24, {33, 513, 1025}, 13), 1e-5); }
 TEST(AttentionDecode, EmptyCacheGivesZeros) { EXPECT_LE(decode_error(2, 2, 8, {0}, 14), 1e-12); }
+TEST(AttentionDecode, SinksTakeWeightFromTheKeys) {
+    EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 18, true), 1e-5);
+    EXPECT_LE(decode_error(4, 4, 128, {2100}, 19, true), 1e-5);
+    EXPECT_LE(decode_error(4, 1, 24, {0, 33}, 20, true), 1e-5);  // an empty cache still gives zeros
+}
+
+// The sinks' effect is large enough for the comparison above to see: without them the same
+// outputs miss the reference that has them by far more than the tolerance.
+TEST(AttentionSinks, LeavingThemOutIsSeen) {
+    const Tensor q = testing::random_tensor({1, 1, 4, 32}, 40);
+    const Tensor k = testing::random_tensor({1, 2, 64, 32}, 41), v = testing::random_tensor({1, 2, 64, 32}, 42);
+    const std::vector<float> sinks = test_sinks(4, 43);
+    Tensor out({1, 1, 4, 32});
+    attention_decode(ConstTensorView(q.data(), {1, 4, 32}), k.view(), v.view(), {64}, 0.2f,
+                     TensorView(out.data(), {1, 4, 32}));
+    const auto with_sinks = reference::attention(q, k, v, {64}, 0.2, false, nullptr, 0, {{0, 0}}, &sinks);
+    EXPECT_GT(testing::relative_l2(out, with_sinks), 0.1);
+}
+
+TEST(AttentionSinks, OneSinkPerQueryHead) {
+    Tensor q({1, 2, 4, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8}), out({1, 2, 4, 8});
+    const std::vector<float> sinks(2);
+    const ConstTensorView wrong(sinks.data(), {2});
+    try {
+        attention_prefill(q.view(), k.view(), v.view(), {4}, 1.0f, true, nullptr, out.view(), &wrong);
+        FAIL() << "two sinks for four heads were accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("sinks must be [H] = [4]"), std::string::npos) << e.what();
+    }
+}
 
 // ---------------------------------------------------------------- forced-variant checks
 
@@ -265,16 +318,31 @@ const bool checks_registered =
         "rope_interleaved",
         {[] { return rope_error({2, 5, 3, 40}, 32, {0, 9}, 29, RopeLayout::Interleaved); }, 1e-6,
          [] { return rope_error({1, 2048, 32, 128}, 128, {0}, 30, RopeLayout::Interleaved); }}) &&
+    // Prefill with and without sinks (their own start of each row's softmax state).
     testing::register_kernel_check(
         "attention_prefill",
-        {[] { return prefill_error({"check", 2, 19, 4, 2, 24, {19, 30}, true, false}, 22); }, 1e-5,
-         [] { return prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, true, false, 8}, 26); }}) &&
+        {[] {
+             return std::max(prefill_error({"check", 2, 19, 4, 2, 24, {19, 30}, true, false}, 22),
+                             prefill_error({"sinks", 2, 19, 4, 2, 24, {19, 30}, true, false, 64, true}, 36));
+         },
+         1e-5,
+         [] {
+             return std::max(prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, true, false, 8}, 26),
+                             prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, true, false, 8, true}, 37));
+         }}) &&
     testing::register_kernel_check(
         "attention_prefill_masked",
-        {[] { return prefill_error({"check", 1, 15, 2, 1, 16, {21}, false, true}, 23); }, 1e-5,
-         [] { return prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8}, 27); }}) &&
+        {[] {
+             return std::max(prefill_error({"check", 1, 15, 2, 1, 16, {21}, false, true}, 23),
+                             prefill_error({"sinks", 1, 15, 4, 1, 16, {21}, false, true, 64, true}, 38));
+         },
+         1e-5,
+         [] {
+             return std::max(prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8}, 27),
+                             prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8, true}, 39));
+         }}) &&
     // D = 40 runs the generic head dim; 64 and 128 the one-key-row QK of the x86 sub-targets; 96
-    // and 256 (Phi-3, Gemma) their PV tiles, a KV head serving one query head and four.
+    // and 256 (Phi-3, Gemma) their PV tiles, a KV head serving one query head and four; then sinks.
     testing::register_kernel_check("attention_decode",
                                    {[] {
                                         return std::max({decode_error(4, 2, 40, {77, 1030}, 24),
@@ -282,7 +350,8 @@ const bool checks_registered =
                                                          decode_error(8, 4, 128, {300}, 32),
                                                          decode_error(4, 4, 96, {300}, 33),
                                                          decode_error(8, 2, 96, {130}, 34),
-                                                         decode_error(2, 2, 256, {200}, 35)});
+                                                         decode_error(2, 2, 256, {200}, 35),
+                                                         decode_error(8, 2, 64, {0, 1030}, 44, true)});
                                     },
                                     1e-5,
                                     [] { return decode_error(32, 8, 128, {4096}, 28); }});

@@ -17,6 +17,11 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     const Expr len = in.kv_len(b);
     const Expr position = len - in.query_len + query;    // the query's absolute position
     const Expr key = c * C + j;
+    // A row's softmax state starts empty, or with its head's sink seen as a key of value zero.
+    const Expr no_sink = Halide::Internal::const_false();
+    const Expr has_sink = in.sink ? in.has_sink : no_sink;
+    const Expr start_max = in.sink ? select(has_sink, in.sink(hg, hk), masked_score) : Expr(masked_score);
+    const Expr start_sum = select(has_sink, 1.0f, 0.0f);
 
     q_tile(d, qi, hg, qt, hk, b) = in.q(d, hg, hk, i_clamped, b) * in.scale;
     // Keys past the sequence are masked out below; clamping their index keeps the loads (and
@@ -85,7 +90,7 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         channel_chunk.where(channel_chunk.y * C < visible_keys);
         const RVar ch = channel_chunk.x, rcc = channel_chunk.y;
         auto state = [&](Expr channel) { return running_rows(channel, qi, hg, qt, hk, b); };
-        running_rows(x, qi, hg, qt, hk, b) = select(x == max_channel, masked_score, 0.0f);
+        running_rows(x, qi, hg, qt, hk, b) = select(x == max_channel, start_max, x == sum_channel, start_sum, 0.0f);
         const Expr m_c = chunk_max(qi, hg, rcc, qt, hk, b), l_c = chunk_sum(qi, hg, rcc, qt, hk, b);
         const Expr m_old = state(max_channel);
         const Expr has_keys = l_c > 0.0f;
@@ -109,7 +114,7 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         // Online softmax at chunk granularity: (O, M, L) are rescaled to each new maximum.
         const Expr m_c = chunk_max(qi, hg, rc, qt, hk, b), l_c = chunk_sum(qi, hg, rc, qt, hk, b);
         const Expr o_c = chunk_out(d, qi, hg, rc, qt, hk, b);
-        running(d, qi, hg, qt, hk, b) = Tuple(0.0f, masked_score, 0.0f);
+        running(d, qi, hg, qt, hk, b) = Tuple(0.0f, start_max, start_sum);
         const FuncRef r = running(d, qi, hg, qt, hk, b);
         // Of the old and the chunk's maximum, the smaller is rescaled by exp(smaller - larger) and
         // the larger by 1: one exp per element, where exp(old - new) and exp(m_c - new) took two.
@@ -132,13 +137,13 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
 
     const Expr has_keys = part(D + 1, qi, hg, rc, qt, hk, b) > 0.0f;
 
-    merged_max(qi, hg, qt, hk, b) = masked_score;
+    merged_max(qi, hg, qt, hk, b) = start_max;
     merged_max(qi, hg, qt, hk, b) = max(merged_max(qi, hg, qt, hk, b),
                                         select(has_keys, part(D, qi, hg, rc, qt, hk, b), masked_score));
     weight(qi, hg, c, qt, hk, b) =
         select(part(D + 1, qi, hg, c, qt, hk, b) > 0.0f,
                exp(part(D, qi, hg, c, qt, hk, b) - merged_max(qi, hg, qt, hk, b)), 0.0f);
-    merged_sum(qi, hg, qt, hk, b) = 0.0f;
+    merged_sum(qi, hg, qt, hk, b) = select(has_sink, exp(max(start_max - merged_max(qi, hg, qt, hk, b), -87.0f)), 0.0f);
     merged_sum(qi, hg, qt, hk, b) +=
         weight(qi, hg, rc, qt, hk, b) * part(D + 1, qi, hg, rc, qt, hk, b);
     merged_out(d, qi, hg, qt, hk, b) = 0.0f;

@@ -18,7 +18,13 @@
 // by a finite sentinel, masked probabilities are select(masked, 0, ...), and a row with no visible
 // key is recognised by its sum being 0 (the row's maximum contributes exp(0) = 1 when any key is
 // visible) and outputs zeros.
+//
+// A sink is a key of value zero whose score is the head's learned sink: a row's softmax state
+// starts as if it had seen that key (maximum = sink, sum = 1, output 0) instead of empty. A row
+// with no visible key then outputs 0 / 1 = 0, as without a sink.
 #pragma once
+
+#include <functional>
 
 #include "Halide.h"
 
@@ -37,6 +43,12 @@ struct ChunkedAttentionInputs {
     Halide::Expr scale;
     Halide::Expr causal;   // bool
     Halide::Func masked;   // masked(j, i, b) -> bool, or undefined for no mask
+    // Attention sinks (gpt-oss): sink(hg, hk), a learned score of query head hk * g + hg that joins
+    // its softmax's denominator as a key whose value is zero; read where has_sink is true.
+    // An Expr, not a Func: a Func more would renumber the pipeline the committed tuned schedule
+    // (schedules/autotuned) addresses by position.
+    std::function<Halide::Expr(Halide::Expr hg, Halide::Expr hk)> sink;
+    Halide::Expr has_sink;
 };
 
 class ChunkedAttention {

@@ -1,5 +1,7 @@
 // Written by scripts/tune attention_decode: the best of 24 samples (3 batches),
 // 11.392 ms at the estimate shapes with 2 threads on the tuning machine.
+// Indices renumbered by hand when the sinks input's wrapper (sinks_im) joined the pipeline;
+// tuned_scheduler.cpp checks every index against the pipeline's Func names.
 #ifndef attention_decode_SCHEDULE_H
 #define attention_decode_SCHEDULE_H
 
@@ -20,12 +22,12 @@ inline void apply_schedule_attention_decode(
     using ::Halide::RVar;
     using ::Halide::TailStrategy;
     using ::Halide::Var;
-    Func out = pipeline.get_func(24);
-    Func attended = pipeline.get_func(23);
-    Func merged_sum = pipeline.get_func(22);
-    Func merged_out = pipeline.get_func(21);
-    Func weight = pipeline.get_func(20);
-    Func merged_max = pipeline.get_func(19);
+    Func out = pipeline.get_func(25);
+    Func attended = pipeline.get_func(24);
+    Func merged_sum = pipeline.get_func(23);
+    Func merged_out = pipeline.get_func(22);
+    Func weight = pipeline.get_func(21);
+    Func merged_max = pipeline.get_func(20);
     Func part = pipeline.get_func(18);
     Func chunk_sum = pipeline.get_func(17);
     Func chunk_out = pipeline.get_func(16);

@@ -1,5 +1,7 @@
 // Written by scripts/tune attention_prefill: the best of 8 samples (2 batches) whose
 // outputs matched the hand-written schedule's; 522.166 ms at the estimate shapes with 2 threads on the tuning machine.
+// Indices renumbered by hand when the sinks input's wrapper (sinks_im) joined the pipeline;
+// tuned_scheduler.cpp checks every index against the pipeline's Func names.
 #ifndef attention_prefill_SCHEDULE_H
 #define attention_prefill_SCHEDULE_H
 
@@ -20,8 +22,8 @@ inline void apply_schedule_attention_prefill(
     using ::Halide::RVar;
     using ::Halide::TailStrategy;
     using ::Halide::Var;
-    Func out = pipeline.get_func(19);
-    Func running = pipeline.get_func(18);
+    Func out = pipeline.get_func(20);
+    Func running = pipeline.get_func(19);
     Func chunk_sum = pipeline.get_func(17);
     Func chunk_out = pipeline.get_func(16);
     Func pv = pipeline.get_func(15);

@@ -39,15 +39,17 @@ inline std::vector<double> rope(const Tensor &x, int64_t rotary_dim, double base
 
 // Attention of the query rows `rows` (pairs b, i) of q [B, Sq, H, D] against k, v
 // [B, Hkv, capacity, D] with kv_len[b] visible keys; query i sits at position kv_len[b] - Sq + i.
-// mask is [B, 1, Sq, mask_keys] bytes (True = masked) or null. Returns, per row in order, H x D
-// values; a row with no visible key is zeros.
+// mask is [B, 1, Sq, mask_keys] bytes (True = masked) or null; sinks [H] or null, head h's sink a
+// further score in its softmax whose value is zero. Returns, per row in order, H x D values; a row
+// with no visible key is zeros.
 struct QueryRow {
     int64_t b, i;
 };
 inline std::vector<double> attention(const Tensor &q, const Tensor &k, const Tensor &v,
                                      const std::vector<int32_t> &kv_len, double scale, bool causal,
                                      const std::vector<uint8_t> *mask, int64_t mask_keys,
-                                     const std::vector<QueryRow> &rows) {
+                                     const std::vector<QueryRow> &rows,
+                                     const std::vector<float> *sinks = nullptr) {
     const int64_t Sq = q.dim(1), H = q.dim(2), D = q.dim(3);
     const int64_t Hkv = k.dim(1), capacity = k.dim(2), group = H / Hkv;
     std::vector<double> out;
@@ -71,6 +73,10 @@ inline std::vector<double> attention(const Tensor &q, const Tensor &k, const Ten
             if (!scores.empty()) {
                 double m = scores[0], sum = 0;
                 for (double s : scores) m = std::max(m, s);
+                if (sinks) {
+                    m = std::max(m, double((*sinks)[h]));
+                    sum += std::exp(double((*sinks)[h]) - m);
+                }
                 for (size_t n = 0; n < scores.size(); n++) {
                     const double p = std::exp(scores[n] - m);
                     sum += p;

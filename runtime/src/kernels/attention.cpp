@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "hattn/tensor.h"
+
 #include "halide_call.h"
 #include "hattn/error.h"
 #include "kernel_variants.h"
@@ -40,26 +42,51 @@ void check_cache(const ConstTensorView &q, const ConstTensorView &k_cache, const
     }
 }
 
+// Where a call has no sinks the kernels read none, but take a buffer: one value, resident so that
+// a call on a GPU copies nothing for it.
+const float *no_sinks() {
+    thread_local Tensor unread = [] {
+        Tensor t({1});
+        t.keep_on_device(Residency::ReadOnly);
+        return t;
+    }();
+    return unread.data();
+}
+
+// The sinks [H] as [Hkv, g], which Halide sees as (hg, hk), checked against the queries' H; or a
+// 1 x 1 stand-in.
+ConstTensorView sinks_by_kv_head(const ConstTensorView &q, int64_t kv_heads, const ConstTensorView *sinks) {
+    if (!sinks) return ConstTensorView(no_sinks(), {1, 1});
+    const int64_t H = q.dim(q.rank() - 2);
+    require(sinks->shape == Shape{H} && sinks->is_contiguous() && sinks->data != nullptr,
+            "attention: sinks must be [H] = [" + std::to_string(H) + "] (one per query head), got " +
+                shape_to_string(sinks->shape));
+    return ConstTensorView(sinks->data, {kv_heads, H / kv_heads});
+}
+
 // The Halide buffers of one attention call: queries and output with heads split as (hk, hg), the
-// cache storage as it is, and the KV lengths.
+// cache storage as it is, the KV lengths, and the sinks as (hg, hk).
 struct AttentionBuffers {
-    Halide::Runtime::Buffer<float> q, out, k, v;
+    Halide::Runtime::Buffer<float> q, out, k, v, sinks;
     Halide::Runtime::Buffer<int32_t> len;
+    bool has_sinks;
 
     AttentionBuffers(const ConstTensorView &queries, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
-                     const std::vector<int32_t> &kv_len, const TensorView &output)
+                     const std::vector<int32_t> &kv_len, const TensorView &output, const ConstTensorView *head_sinks)
         : q(detail::halide_buffer(split_heads(queries, k_cache.dim(1), "queries"))),
           out(detail::halide_buffer(split_heads(output, k_cache.dim(1), "output"))),
           k(detail::halide_buffer(k_cache)),
           v(detail::halide_buffer(v_cache)),
-          len(const_cast<int32_t *>(kv_len.data()), static_cast<int>(kv_len.size())) {}
+          sinks(detail::halide_buffer(sinks_by_kv_head(queries, k_cache.dim(1), head_sinks))),
+          len(const_cast<int32_t *>(kv_len.data()), static_cast<int>(kv_len.size())),
+          has_sinks(head_sinks != nullptr) {}
 };
 
 }  // namespace
 
 void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                        const std::vector<int32_t> &kv_len, float scale, bool causal,
-                       const MaskView *mask, const TensorView &out) {
+                       const MaskView *mask, const TensorView &out, const ConstTensorView *sinks) {
     require(q.rank() == 4, "attention: queries must be [B, Sq, H, D], got " + shape_to_string(q.shape));
     require(out.shape == q.shape, "attention: output " + shape_to_string(out.shape) +
                                       " differs from queries " + shape_to_string(q.shape));
@@ -67,11 +94,11 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     check_cache(q, k_cache, v_cache, kv_len, causal ? Sq : 0, "attention");
     if (q.size() == 0) return;
 
-    AttentionBuffers b(q, k_cache, v_cache, kv_len, out);
+    AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks);
     if (!mask) {
         detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(), b.q.raw_buffer(),
                             b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale, causal,
-                            b.out.raw_buffer());
+                            b.sinks.raw_buffer(), b.has_sinks, b.out.raw_buffer());
         return;
     }
     const int64_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
@@ -89,19 +116,21 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(),
                         b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale,
-                        causal, mask_b.raw_buffer(), b.out.raw_buffer());
+                        causal, b.sinks.raw_buffer(), b.has_sinks, mask_b.raw_buffer(), b.out.raw_buffer());
 }
 
 void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
-                      const std::vector<int32_t> &kv_len, float scale, const TensorView &out) {
+                      const std::vector<int32_t> &kv_len, float scale, const TensorView &out,
+                      const ConstTensorView *sinks) {
     require(q.rank() == 3, "attention decode: queries must be [B, H, D], got " + shape_to_string(q.shape));
     require(out.shape == q.shape, "attention decode: output " + shape_to_string(out.shape) +
                                       " differs from queries " + shape_to_string(q.shape));
     check_cache(q, k_cache, v_cache, kv_len, 0, "attention decode");
     if (q.size() == 0) return;
-    AttentionBuffers b(q, k_cache, v_cache, kv_len, out);
+    AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks);
     detail::call_kernel("attention_decode", detail::attention_decode_kernel(), b.q.raw_buffer(),
-                        b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale, b.out.raw_buffer());
+                        b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale, b.sinks.raw_buffer(),
+                        b.has_sinks, b.out.raw_buffer());
 }
 
 }  // namespace hattn

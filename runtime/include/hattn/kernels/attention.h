@@ -18,12 +18,16 @@ struct MaskView {
 // kv_len[b] tokens of the cache storage k_cache, v_cache [B, Hkv, capacity, D] (read in place).
 // The queries are the last Sq of those tokens; `causal` hides keys after a query's position.
 // Query head h reads KV head h / (H / Hkv). A query with no visible key outputs zeros.
+//
+// `sinks` (gpt-oss's attention sinks), when given, is [H]: head h's softmax also counts a key of
+// score sinks[h] and value zero, which takes weight from the real keys and adds nothing.
 void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                        const std::vector<int32_t> &kv_len, float scale, bool causal,
-                       const MaskView *mask, const TensorView &out);
+                       const MaskView *mask, const TensorView &out, const ConstTensorView *sinks = nullptr);
 
 // One query per sequence: q and out are [B, H, D]; the key range is split across threads.
 void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
-                      const std::vector<int32_t> &kv_len, float scale, const TensorView &out);
+                      const std::vector<int32_t> &kv_len, float scale, const TensorView &out,
+                      const ConstTensorView *sinks = nullptr);
 
 }  // namespace hattn
