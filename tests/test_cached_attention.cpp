@@ -590,6 +590,56 @@ TEST(CachedAttentionHuggingFace, Olmo2NormsAllHeadsOfQueriesAndKeys) { check_qk_
 
 // On a GPU the windows are crops of the resident cache (device crops, or copies where OpenCL
 // cannot crop at that offset).
+// gpt-oss: layer 0 slides over 3 keys, layer 1 sees every key; both have biases and sinks. A
+// prompt of 5 tokens, then 4 decode steps (past the window: the windowed decode path).
+void check_gpt_oss_layers() {
+    TestLayer seed({64, 4, 2, 16, true, 10000.0});
+    Tensor sinks = testing::random_tensor({4}, 140);
+    for (int64_t h = 0; h < 4; h++) sinks.data()[h] *= 1.5f;
+    std::map<std::string, Tensor> tensors;
+    for (const char *layer : {"0", "1"}) {
+        const std::string from = "model.layers.0.self_attn.", to = std::string("model.layers.") + layer + ".self_attn.";
+        for (const auto &[name, tensor] : hugging_face_tensors(seed, false)) tensors.emplace(to + name.substr(from.size()), tensor);
+        tensors.emplace(to + "sinks", sinks);
+    }
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), tensors);
+    const ConfigReader config = testing::config_of({{"model_type", "gpt_oss"}, {"hidden_size", 64},
+                                                    {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                                    {"head_dim", 16}, {"rope_theta", 10000.0}, {"sliding_window", 3},
+                                                    {"num_hidden_layers", 2}});
+    const Tensor x = testing::random_tensor({2, 9, 64}, 141);
+    for (auto [layer, window] : {std::pair{0, 3}, {1, 0}}) {
+        const CachedAttention gpt_oss(config, Weights::open(dir.file("model.safetensors"),
+                                                            "model.layers." + std::to_string(layer) + ".self_attn."));
+        EXPECT_EQ(gpt_oss.config().sliding_window.value_or(0), window) << "layer " << layer;
+        KVCache cache = gpt_oss.make_cache(2, 9);
+        Tensor out({2, 9, 64});
+        const auto place = [&](const Tensor &part, int64_t begin) {
+            for (int64_t b = 0; b < 2; b++)
+                std::copy_n(part.data() + b * part.dim(1) * 64, part.dim(1) * 64, out.data() + (b * 9 + begin) * 64);
+        };
+        place(gpt_oss.self_attention(x.tokens(0, 5), &cache), 0);
+        for (int64_t s = 5; s < 9; s++) place(gpt_oss.decode_step(x.tokens(s, s + 1), cache), s);
+        seed.ref.sinks = sinks;
+        seed.ref.window = window ? std::optional<int64_t>(window) : std::nullopt;
+        EXPECT_LE(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-5) << "layer " << layer;
+        // Without the sinks the reference differs: the check can fail.
+        seed.ref.sinks.reset();
+        EXPECT_GT(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-2) << "layer " << layer;
+        // The same layer's weights without sinks are refused by name.
+        tensors.erase("model.layers." + std::to_string(layer) + ".self_attn.sinks");
+    }
+    write_safetensors(dir.file("no_sinks.safetensors"), tensors);
+    try {
+        CachedAttention(config, Weights::open(dir.file("no_sinks.safetensors"), "model.layers.0.self_attn."));
+        FAIL() << "a gpt-oss layer without sinks was built";
+    } catch (const Error &e) {
+        testing::expect_contains(e.what(), "model.layers.0.self_attn.sinks");
+    }
+}
+TEST(CachedAttentionHuggingFace, GptOssLayersAddSinksAndAlternateWindows) { check_gpt_oss_layers(); }
+
 class CachedOnGpu : public testing::OnEachGpu {};
 TEST_P(CachedOnGpu, ASlidingWindowHidesKeysPastIt) {
     const testing::OnDevice on(GetParam());
@@ -600,6 +650,10 @@ TEST_P(CachedOnGpu, QkNormMatchesTheReference) {
     check_qk_norm("qwen3");
     check_qk_norm("olmo2");
     check_gemma3_layers();
+}
+TEST_P(CachedOnGpu, GptOssSinksMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_gpt_oss_layers();
 }
 HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
 
@@ -621,7 +675,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2, phi3, gemma, gemma3_text, cohere, cohere2)");
+                      "qwen3_moe, olmo2, phi3, gemma, gemma3_text, cohere, cohere2, gpt_oss)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "sliding_window": -1})"),

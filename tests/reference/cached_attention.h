@@ -2,6 +2,7 @@
 // runtime: projections, QK-norm, RoPE, attention over [prior cache ; new tokens], output projection.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -21,6 +22,9 @@ struct CachedAttentionWeights {
     std::optional<Tensor> q_norm, k_norm;
     double norm_eps = 1e-6;
     std::optional<double> scale;  // the scores' scale; none: 1 / sqrt(D)
+    // gpt-oss: head h's softmax also counts a key of score sinks[h] and value zero.
+    std::optional<Tensor> sinks;
+    std::optional<int64_t> window;  // a query sees at most this many keys, itself included
 };
 
 namespace detail {
@@ -76,16 +80,17 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
             for (int64_t h = 0; h < H; h++) {
                 const double *qh = &q[((b * S + s) * H + h) * D];
                 std::vector<double> scores(prior + s + 1);
-                double m = -1e300;
-                for (int64_t t = 0; t <= prior + s && t < T; t++) {
+                double m = w.sinks ? double(w.sinks->data()[h]) : -1e300;
+                const int64_t first = w.window ? std::max<int64_t>(0, prior + s + 1 - *w.window) : 0;
+                for (int64_t t = first; t <= prior + s && t < T; t++) {
                     double dot = 0;
                     for (int64_t d = 0; d < D; d++) dot += qh[d] * key(b, t, h / g)[d];
                     scores[t] = dot * w.scale.value_or(1.0 / std::sqrt(double(D)));
                     m = std::max(m, scores[t]);
                 }
-                double sum = 0;
+                double sum = w.sinks ? std::exp(double(w.sinks->data()[h]) - m) : 0.0;
                 double *out = &attended[((b * S + s) * H + h) * D];
-                for (int64_t t = 0; t <= prior + s; t++) {
+                for (int64_t t = first; t <= prior + s; t++) {
                     const double p = std::exp(scores[t] - m);
                     sum += p;
                     for (int64_t d = 0; d < D; d++) out[d] += p * value(b, t, h / g)[d];

@@ -88,10 +88,10 @@ def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, m
                       dtype=dtype)
 
 
-def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None, layer=None):
+def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None, layer=None, sinks=False):
     """§1 under a Hugging Face Llama-family config.json and names; `biases` lists the projections
     that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3) or 'all' (OLMo 2): norm weights of
-    a head's width or all heads'."""
+    a head's width or all heads'. sinks: gpt-oss's [H] weight `sinks`."""
     rng = np.random.default_rng(seed)
     gemma3 = config['model_type'] == 'gemma3_text'  # whose class defaults configs may leave out
     e, heads = config['hidden_size'], config.get('num_attention_heads', 8 if gemma3 else None)
@@ -103,6 +103,8 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
         for norm, n_heads in (('q_norm', heads), ('k_norm', kv_heads)):
             width = head_dim if qk_norm == 'head' else n_heads * head_dim
             weights[norm + '.weight'] = noise(rng, width, mean=1.0)
+    if sinks:  # about the scores' scale, so that they take a visible share of the weight
+        weights['sinks'] = noise(rng, heads, scale=1.5)
     if config['model_type'] == 'phi3':  # q, k and v stacked in one projection
         weights['qkv_proj.weight'] = np.concatenate([weights.pop(name + '.weight') for name in ('q_proj', 'k_proj', 'v_proj')])
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
@@ -322,6 +324,16 @@ def write_all(out_dir):
                     'rope_theta': 50000.0, 'sliding_window': 3, 'attention_bias': True,
                     'layer_types': ['sliding_attention', 'sliding_attention', 'sliding_attention', 'full_attention']},
                    1, 10, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=3),
+        # gpt-oss: sinks; layer 0 slides (4 keys), layer 1 is full; YaRN untruncated, its ramp
+        # (pairs 0 to 2.02 of 8 over an original context of 64) and amplitude visible at 12 tokens.
+        *[llama_case(out_dir, f'gpt_oss_{kind}_layer_{layer}_sinks', 40 + layer,
+                     {'model_type': 'gpt_oss', 'hidden_size': 48, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                      'head_dim': 16, 'sliding_window': 4, 'num_hidden_layers': 2, 'attention_bias': True,
+                      'rope_theta': 10000.0,
+                      'rope_scaling': {'rope_type': 'yarn', 'factor': 32.0, 'beta_fast': 32.0, 'beta_slow': 1.0,
+                                       'truncate': False, 'original_max_position_embeddings': 64}},
+                     2, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=layer, sinks=True)
+          for layer, kind in ((0, 'sliding'), (1, 'full'))],
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

@@ -311,6 +311,47 @@ def cohere2_attention(config, w, x, layer):
     return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
 
 
+def gpt_oss_attention(config, w, x, layer):
+    """§1 as gpt-oss's layer `layer` computes it (transformers' GptOssAttention, eager): layer_types
+    (else layers alternate, the first sliding) says whether it slides over sliding_window keys
+    (default 128); every layer rotates halves by rope_theta (default 150000) scaled as rope_scaling
+    says (YaRN, untruncated, in the released configs); four biases per attention_bias (default
+    true); scores by head_dim^-1/2. Each head's rows of scores get its sink (weight `sinks` [H])
+    appended as one more column, the softmax runs over them all, and the sink's column is dropped
+    before the values are weighted. Class defaults: 64 heads, 8 KV heads, head_dim 64."""
+    heads = config.get('num_attention_heads', 64)
+    kv_heads = config.get('num_key_value_heads', 8)
+    head_dim = config.get('head_dim', 64)
+    if config.get('layer_types'):
+        sliding = config['layer_types'][layer] == 'sliding_attention'
+    else:
+        sliding = layer % 2 == 0
+    rope_config = dict(config, rope_theta=config.get('rope_theta', 150000.0))
+    frequencies = llama_rope_frequencies(rope_config, head_dim)
+    amplitude = yarn_attention_factor(rope_config)
+    biased = config.get('attention_bias', True)
+
+    def project(name, n_heads):
+        return split_heads(linear(x, w[name + '.weight'], w[name + '.bias'] if biased else None), n_heads)
+
+    positions = np.arange(x.shape[1])
+    q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies) * amplitude
+    k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies) * amplitude
+    v = project('v_proj', kv_heads)
+    k, v = np.repeat(k, heads // kv_heads, axis=1), np.repeat(v, heads // kv_heads, axis=1)
+    scores = np.einsum('bhqd,bhkd->bhqk', q, k) * head_dim ** -0.5
+    hidden = positions[None, :] > positions[:, None]
+    if sliding:
+        hidden |= positions[None, :] <= positions[:, None] - config.get('sliding_window', 128)
+    scores = np.where(hidden, -np.inf, scores)
+    sinks = np.broadcast_to(w['sinks'].astype(np.float64).reshape(1, heads, 1, 1), scores.shape[:-1] + (1,))
+    combined = np.concatenate([scores, sinks], axis=-1)
+    probs = np.exp(combined - combined.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    o = np.einsum('bhqk,bhkd->bhqd', probs[..., :-1], v)
+    return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
+
+
 # §2 CCA and CCGQA
 
 def bitlinear(x, weight):
@@ -543,6 +584,8 @@ def run_case(folder):
         return gemma3_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and config.get('model_type') == 'cohere2':
         return cohere2_attention(config, w, x, case['layer'])
+    if kind == 'cached_attention' and config.get('model_type') == 'gpt_oss':
+        return gpt_oss_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
         return llama_attention(config, w, x)
     if kind == 'cached_attention':

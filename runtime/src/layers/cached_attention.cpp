@@ -139,6 +139,10 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         query_norm_ = norm_weight("q_norm.weight", each_head ? D : q_width);
         key_norm_ = norm_weight("k_norm.weight", each_head ? D : kv_width);
     }
+    if (config.sinks) {
+        sinks_ = w.get("sinks", {config.heads});
+        sinks_->keep_on_device(Residency::ReadOnly);
+    }
     require(!config.attention_scale || *config.attention_scale > 0,
             "cached_attention: attention_scale must be positive, got " + std::to_string(config.attention_scale.value_or(0)));
     if (config.rope_base) rope_.emplace(config.rotary_dimension ? config.rotary_dimension : D, *config.rope_base, config.rope_scaling);
@@ -150,6 +154,10 @@ KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
 
 float CachedAttention::scale() const {
     return static_cast<float>(config_.attention_scale.value_or(1.0 / std::sqrt(double(config_.head_dimension))));
+}
+
+std::optional<ConstTensorView> CachedAttention::sinks() const {
+    return sinks_ ? std::optional<ConstTensorView>(sinks_->view()) : std::nullopt;
 }
 
 void CachedAttention::check_input(const Tensor &x, const char *what) const {
@@ -261,14 +269,16 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
 
     Tensor attended = detail::scratch_tensor(q.shape());
     const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    const std::optional<ConstTensorView> head_sinks = sinks();
     if (config_.sliding_window && longest > *config_.sliding_window) {
         attend_in_windows(q, key_store, value_store, start, lengths, attended);
     } else if (S == 1 && !mask) {
         const Shape heads{B, config_.heads, D};
         attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
-                         TensorView(attended.data(), heads));
+                         TensorView(attended.data(), heads), head_sinks ? &*head_sinks : nullptr);
     } else {
-        attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view());
+        attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view(),
+                          head_sinks ? &*head_sinks : nullptr);
     }
     Tensor y = output(attended);
     if (cache) cache->commit(S);
@@ -281,6 +291,7 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
     const int64_t window = *config_.sliding_window, S = q.dim(1), H = config_.heads, D = config_.head_dimension;
     // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes.
     constexpr int64_t block = 256;
+    const std::optional<ConstTensorView> head_sinks = sinks();
     for (int64_t b = 0; b < q.dim(0); b++) {
         for (int64_t p0 = start[b]; p0 < lengths[b]; p0 += block) {
             const int64_t p1 = std::min<int64_t>(p0 + block, lengths[b]), first = std::max<int64_t>(0, p0 - window + 1);
@@ -292,7 +303,8 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
             if (S == 1) {  // a decode step: the split-KV kernel, over just its window
                 const Shape heads{q.dim(0), H, D};
                 attention_decode(ConstTensorView(q.data(), heads).crop(0, b, b + 1), rows(keys), rows(values), visible,
-                                 scale(), TensorView(attended.data(), heads).crop(0, b, b + 1));
+                                 scale(), TensorView(attended.data(), heads).crop(0, b, b + 1),
+                                 head_sinks ? &*head_sinks : nullptr);
                 continue;
             }
             // Query p sees keys p - window < j <= p: the mask hides those before its window.
@@ -302,7 +314,7 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
             }
             const MaskView mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
             attention_prefill(tokens(q.view()), rows(keys), rows(values), visible, scale(), true, &mask,
-                              tokens(attended.view()));
+                              tokens(attended.view()), head_sinks ? &*head_sinks : nullptr);
         }
     }
 }
@@ -340,8 +352,9 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads, query_norm_);
     Tensor attended = detail::scratch_tensor(q.shape());
+    const std::optional<ConstTensorView> head_sinks = sinks();
     attention_prefill(q.view(), kv.keys(), kv.values(), kv.lengths(), scale(), false, mask,
-                      attended.view());
+                      attended.view(), head_sinks ? &*head_sinks : nullptr);
     return output(attended);
 }
 

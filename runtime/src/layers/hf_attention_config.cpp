@@ -23,6 +23,7 @@ struct ModelType {
     // (Qwen2; Qwen2-MoE as its qkv_bias says).
     enum class Biases { ByAttentionBias, None, QkvOnly } biases = Biases::ByAttentionBias;
     bool qkv_bias_key = false;
+    bool attention_bias = false;  // attention_bias's default
     // The config class's defaults, where a config may leave them out (Gemma 3's text configs inside
     // multimodal checkpoints do): heads (none: required), KV heads (none: the heads), head_dim
     // (none: hidden_size / heads), rope_theta.
@@ -38,7 +39,9 @@ struct ModelType {
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
+    int64_t sliding_window = 4096;          // sliding_window's default where layers differ
     bool full_layers_without_rope = false;  // Cohere2: only its sliding layers rotate
+    bool sinks = false;                     // gpt-oss: a learned sink per query head
 };
 
 // The table, each entry naming what it changes.
@@ -67,6 +70,12 @@ const std::vector<ModelType> &model_types() {
         }),
         type("cohere", [](ModelType &t) { t.cohere = true; }),
         type("cohere2", [](ModelType &t) { t.cohere = true, t.sliding_pattern = 4, t.full_layers_without_rope = true; }),
+        // Sliding and full layers alternate, the first sliding; every layer rotates (YaRN in the
+        // released configs) and has biases and sinks.
+        type("gpt_oss", [](ModelType &t) {
+            t.heads = 64, t.kv_heads = 8, t.head_dim = 64, t.rope_theta = 150000.0, t.attention_bias = true;
+            t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true;
+        }),
     };
     return types;
 }
@@ -112,7 +121,7 @@ void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig
 
 void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfig &cfg) {
     switch (t.biases) {
-    case ModelType::Biases::ByAttentionBias: cfg.bias = cfg.output_bias = c.get_bool("attention_bias", false); break;
+    case ModelType::Biases::ByAttentionBias: cfg.bias = cfg.output_bias = c.get_bool("attention_bias", t.attention_bias); break;
     case ModelType::Biases::None: cfg.bias = cfg.output_bias = false; break;
     case ModelType::Biases::QkvOnly:
         cfg.bias = !t.qkv_bias_key || c.get_bool("qkv_bias", true);
@@ -183,7 +192,7 @@ void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, C
                 " (which layers slide depends on the layer's index and the transformers version)");
     std::optional<int64_t> window;
     if (t.slides) window = c.get_optional_int("sliding_window");
-    if (layer_slides) window = c.get_int("sliding_window", 4096);
+    if (layer_slides) window = c.get_int("sliding_window", t.sliding_window);
     if (!window) return;
     require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
     cfg.sliding_window = *window;
@@ -206,6 +215,7 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         t.sliding_pattern ? std::optional<bool>(layer_slides(c, t, layer)) : std::nullopt;
     read_rope(c, t, slides, cfg);
     read_window(c, t, slides.value_or(false), cfg);
+    cfg.sinks = t.sinks;
     if (t.qk_norm) {
         const double eps = c.get_number("rms_norm_eps", t.norm_eps);
         require(eps > 0, c.source() + ": rms_norm_eps must be positive, got " + str(eps));

@@ -50,6 +50,9 @@ struct CachedAttentionConfig {
     std::optional<QkNorm> qk_norm;
     // The scores' scale; none: 1 / sqrt(D). Gemma 3: query_pre_attn_scalar^-1/2.
     std::optional<double> attention_scale;
+    // Hugging Face configs only (gpt-oss): each query head's softmax also counts a learned sink, a
+    // key of score sinks[h] and value zero (weight `sinks` [H]).
+    bool sinks = false;
     // Which layer of its model this is, where a config was read for one (Gemma 3's layers differ
     // by index); a layer built from weights whose prefix names another index is refused.
     std::optional<int64_t> layer;
@@ -59,7 +62,7 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo2, phi3, gemma, gemma3_text, cohere, cohere2; others are refused by name, since a
+    // olmo2, phi3, gemma, gemma3_text, cohere, cohere2, gpt_oss; others are refused by name, since a
     // look-alike such as Granite, OLMo 1 or Gemma 2 changes it): hidden_size, num_attention_heads,
     // num_key_value_heads, head_dim, rope_theta (RoPE everywhere but Cohere2's full layers; linear,
     // llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma:
@@ -68,9 +71,9 @@ struct CachedAttentionConfig {
     // (its use_qk_norm LayerNorms are refused). Gemma 3's and Cohere2's layers differ by index (the
     // second form): sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys;
     // Gemma 3's rotate by rope_local_base_freq and scale scores by query_pre_attn_scalar, Cohere2's
-    // full layers have no RoPE. What such a model may still do that this layer does not (other RoPE
-    // scalings, Qwen's per-layer sliding windows, soft-capping, bidirectional attention) is
-    // refused, naming the key.
+    // full layers have no RoPE. gpt-oss's layers alternate (sliding first) and add sinks. What such a
+    // model may still do that this layer does not (other RoPE scalings, Qwen's per-layer sliding
+    // windows, soft-capping, bidirectional attention) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
 };
@@ -128,10 +131,12 @@ private:
     Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
     void check_input(const Tensor &x, const char *what) const;
     float scale() const;
+    std::optional<ConstTensorView> sinks() const;  // as the kernels take them
 
     CachedAttentionConfig config_;
     Linear query_, key_, value_, output_;
     std::optional<Tensor> query_norm_, key_norm_;  // QK-norm weights: [D], or [H·D] and [Hkv·D]
+    std::optional<Tensor> sinks_;                  // [H], where config.sinks
     std::optional<GrowingRopeTable> rope_;
 };
 
