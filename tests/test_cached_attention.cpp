@@ -469,6 +469,21 @@ TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_
 
 // Qwen3 norms each head of q and k, OLMo 2 all of a token's heads at once (RMSNorm, before RoPE):
 // 4 tokens prefilled, 5 decoded, against the float64 reference of the 9 at once.
+// The outputs [B, S, E] of x's first `prompt` tokens through self_attention into a cache, then of
+// the rest one decode step at a time.
+Tensor prompt_then_decode(const CachedAttention &layer, const Tensor &x, int64_t prompt) {
+    const int64_t B = x.dim(0), S = x.dim(1), E = x.dim(2);
+    KVCache cache = layer.make_cache(B, S);
+    Tensor out({B, S, E});
+    const auto place = [&](const Tensor &part, int64_t begin) {
+        for (int64_t b = 0; b < B; b++)
+            std::copy_n(part.data() + b * part.dim(1) * E, part.dim(1) * E, out.data() + (b * S + begin) * E);
+    };
+    place(layer.self_attention(x.tokens(0, prompt), &cache), 0);
+    for (int64_t s = prompt; s < S; s++) place(layer.decode_step(x.tokens(s, s + 1), cache), s);
+    return out;
+}
+
 void check_qk_norm(const std::string &model_type) {
     const bool each_head = model_type == "qwen3";
     TestLayer seed({64, 4, 2, 16, false, 1e6});
@@ -492,14 +507,7 @@ void check_qk_norm(const std::string &model_type) {
                                 Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
     ASSERT_TRUE(layer.config().qk_norm.has_value());
     const Tensor x = testing::random_tensor({2, 9, 64}, 122);
-    KVCache cache = layer.make_cache(2, 9);
-    Tensor out({2, 9, 64});
-    const auto place = [&](const Tensor &part, int64_t begin) {
-        for (int64_t b = 0; b < 2; b++)
-            std::copy_n(part.data() + b * part.dim(1) * 64, part.dim(1) * 64, out.data() + (b * 9 + begin) * 64);
-    };
-    place(layer.self_attention(x.tokens(0, 4), &cache), 0);
-    for (int64_t s = 4; s < 9; s++) place(layer.decode_step(x.tokens(s, s + 1), cache), s);
+    const Tensor out = prompt_then_decode(layer, x, 4);
     EXPECT_LE(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-5);
     // Without the norm the output differs: the check can fail.
     seed.ref.q_norm.reset();
@@ -613,14 +621,7 @@ void check_gpt_oss_layers() {
         const CachedAttention gpt_oss(config, Weights::open(dir.file("model.safetensors"),
                                                             "model.layers." + std::to_string(layer) + ".self_attn."));
         EXPECT_EQ(gpt_oss.config().sliding_window.value_or(0), window) << "layer " << layer;
-        KVCache cache = gpt_oss.make_cache(2, 9);
-        Tensor out({2, 9, 64});
-        const auto place = [&](const Tensor &part, int64_t begin) {
-            for (int64_t b = 0; b < 2; b++)
-                std::copy_n(part.data() + b * part.dim(1) * 64, part.dim(1) * 64, out.data() + (b * 9 + begin) * 64);
-        };
-        place(gpt_oss.self_attention(x.tokens(0, 5), &cache), 0);
-        for (int64_t s = 5; s < 9; s++) place(gpt_oss.decode_step(x.tokens(s, s + 1), cache), s);
+        const Tensor out = prompt_then_decode(gpt_oss, x, 5);
         seed.ref.sinks = sinks;
         seed.ref.window = window ? std::optional<int64_t>(window) : std::nullopt;
         EXPECT_LE(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-5) << "layer " << layer;

@@ -242,6 +242,14 @@ def llama_attention(config, w, x):
     return linear(merge_heads(o), w['o_proj.weight'], bias('o_proj'))
 
 
+def layer_slides(config, layer, pattern):
+    """Whether layer `layer` of a model whose layers differ slides: as layer_types says, else all
+    but every sliding_window_pattern-th (default `pattern`) do."""
+    if config.get('layer_types'):
+        return config['layer_types'][layer] == 'sliding_attention'
+    return (layer + 1) % config.get('sliding_window_pattern', pattern) != 0
+
+
 def gemma3_attention(config, w, x, layer):
     """§1 as Gemma 3's layer `layer` computes it (transformers 4's Gemma3Attention): layer_types
     (else every sliding_window_pattern-th layer, default 6, is full) says whether it slides over
@@ -253,10 +261,7 @@ def gemma3_attention(config, w, x, layer):
     heads = config.get('num_attention_heads', 8)
     kv_heads = config.get('num_key_value_heads', 4)
     head_dim = config.get('head_dim', 256)
-    if config.get('layer_types'):
-        sliding = config['layer_types'][layer] == 'sliding_attention'
-    else:
-        sliding = (layer + 1) % config.get('sliding_window_pattern', 6) != 0
+    sliding = layer_slides(config, layer, 6)
     if sliding:
         base = config.get('rope_local_base_freq', 10000.0)
         frequencies = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
@@ -291,10 +296,7 @@ def cohere2_attention(config, w, x, layer):
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     head_dim = config['hidden_size'] // heads
-    if config.get('layer_types'):
-        sliding = config['layer_types'][layer] == 'sliding_attention'
-    else:
-        sliding = (layer + 1) % config.get('sliding_window_pattern', 4) != 0
+    sliding = layer_slides(config, layer, 4)
     biased = config.get('attention_bias', False)
 
     def project(name, n_heads):
@@ -322,10 +324,7 @@ def gpt_oss_attention(config, w, x, layer):
     heads = config.get('num_attention_heads', 64)
     kv_heads = config.get('num_key_value_heads', 8)
     head_dim = config.get('head_dim', 64)
-    if config.get('layer_types'):
-        sliding = config['layer_types'][layer] == 'sliding_attention'
-    else:
-        sliding = layer % 2 == 0
+    sliding = layer_slides(config, layer, 2)
     rope_config = dict(config, rope_theta=config.get('rope_theta', 150000.0))
     frequencies = llama_rope_frequencies(rope_config, head_dim)
     amplitude = yarn_attention_factor(rope_config)
