@@ -115,8 +115,10 @@ int bench_command(const std::vector<std::string> &argv) {
         const bench::AttentionShape s = attention_shape(args, what == "decode");
         const bench::Workload w = what == "prefill" ? bench::prefill_workload(s) : bench::decode_workload(s);
         const double ms = bench::median_ms(w.run, reps);
+        // The family that ran: --schedule names one that a kernel may lack (then its hand-written
+        // schedule runs; Mullapudi2016 has no attention variant).
         r.update({{"ms", ms}, {"batch", s.batch}, {"heads", s.heads}, {"kv_heads", s.kv_heads},
-                  {"head_dim", s.head_dim}});
+                  {"head_dim", s.head_dim}, {"variant", last_variant_run(what == "prefill" ? "attention_prefill" : "attention_decode")}});
         if (what == "prefill") {
             r.update({{"seq", s.seq}, {"causal", s.causal}, {"gflops", w.flops / ms / 1e6}});
         } else {
