@@ -71,6 +71,7 @@ std::unique_ptr<CachedAttention> random_cached_attention(const LayerShape &s) {
     c.head_dimension = s.hidden / s.heads;
     c.bias = true;
     c.rope_base = 10000.0;
+    if (s.window) c.sliding_window = s.window;
     const int64_t E = c.embedding_dimension, q = c.heads * c.head_dimension, kv = c.kv_heads * c.head_dimension;
     const float a = 1.0f / std::sqrt(float(E));
     std::map<std::string, Tensor> w{
@@ -366,7 +367,7 @@ Workload layer_run(const LayerShape &s, std::unique_ptr<Layer> layer,
         rewind(*st->cache);
     });
     w.tokens = double(s.batch);
-    w.bytes = kv_bytes_per_token(s) * s.batch * s.kv_len;
+    w.bytes = kv_bytes_per_token(s) * s.batch * (s.window ? std::min(s.kv_len, s.window) : s.kv_len);
     return w;
 }
 
@@ -435,10 +436,12 @@ double kv_bytes_per_token(const LayerShape &s) {
 }
 
 Workload layer_workload(const LayerShape &s) {
+    require(!s.window || s.layer == "mha" || s.layer == "gqa", "bench layer: --window is for mha and gqa layers");
     if (is_latent(s.layer)) return latent_layer_workload(s);
     if (s.layer == "dsa") return dsa_layer_workload(s);
     require(s.layer == "mha" || s.layer == "gqa",
             "bench layer: unknown layer '" + s.layer + "' (mha, gqa, cca, ccgqa, dsa)");
+    require(!s.window || s.window > 0, "bench layer: --window must be positive");
     return cached_layer_workload(s);
 }
 

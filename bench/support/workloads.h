@@ -48,6 +48,7 @@ struct LayerShape {
     int64_t hidden = 2048, heads = 16, batch = 1, seq = 2048;
     bool decode = false;
     int64_t kv_len = 0;  // decode: tokens already in the cache
+    int64_t window = 0;  // mha | gqa: a sliding window of this many keys (0: none)
 };
 
 // Throws Error (exit 2 in the CLI) for a layer that is not built yet.

@@ -70,7 +70,7 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
     }
     if (what == "decode") valued.insert("--kv-len");
     if (what == "layer") {
-        valued.insert({"--layer", "--hidden", "--seq", "--kv-len"});
+        valued.insert({"--layer", "--hidden", "--seq", "--kv-len", "--window"});
         switches.insert("--decode");
     }
     Args args("bench " + what, rest, valued, switches);
@@ -131,6 +131,7 @@ int bench_command(const std::vector<std::string> &argv) {
         s.heads = positive(args, "--heads", s.heads);
         s.batch = positive(args, "--batch", s.batch);
         s.decode = args.has("--decode");
+        s.window = args.has("--window") ? positive(args, "--window", 1) : 0;
         if (s.decode) {
             s.kv_len = positive(args, "--kv-len", s.kv_len);
         } else {
@@ -139,6 +140,7 @@ int bench_command(const std::vector<std::string> &argv) {
         const bench::Workload w = bench::layer_workload(s);
         const double ms = bench::median_ms(w.run, reps);
         r.update({{"layer", s.layer}, {"hidden", s.hidden}, {"heads", s.heads}, {"batch", s.batch}, {"ms", ms}});
+        if (s.window) r["window"] = s.window;
         if (s.decode) {
             r.update({{"kv_len", s.kv_len}, {"ms_per_token", ms},
                       {"kv_bytes_per_token", bench::kv_bytes_per_token(s)}});
