@@ -245,8 +245,9 @@ TEST(AttentionPrefillErrors, HeadsMustDivide) {
 
 // ---------------------------------------------------------------- decode
 
+// With first_key, sequence b's query sees its keys first_key[b] .. kv_len[b] - 1 (a sliding window).
 double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_len, uint32_t seed,
-                    bool with_sinks = false) {
+                    bool with_sinks = false, const std::vector<int32_t> *first_key = nullptr) {
     const int64_t B = kv_len.size();
     int64_t capacity = 1;
     for (int32_t len : kv_len) capacity = std::max<int64_t>(capacity, len + 2);
@@ -258,12 +259,15 @@ double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_l
     const std::vector<float> sinks = test_sinks(H, seed + 3);
     const ConstTensorView sinks_view(sinks.data(), {H});
     attention_decode(ConstTensorView(q.data(), {B, H, D}), k.view(), v.view(),
-                     kv_len, scale, TensorView(out.data(), {B, H, D}), with_sinks ? &sinks_view : nullptr);
+                     kv_len, scale, TensorView(out.data(), {B, H, D}), with_sinks ? &sinks_view : nullptr, first_key);
     std::vector<reference::QueryRow> rows;
     for (int64_t b = 0; b < B; b++) rows.push_back({b, 0});
+    // The keys before each first key are masked in the reference.
+    std::vector<uint8_t> hidden(B * capacity, 0);
+    for (int64_t b = 0; first_key && b < B; b++) std::fill_n(hidden.begin() + b * capacity, (*first_key)[b], 1);
     // A decode query is the newest token: causal against kv_len keys equals seeing them all.
-    return testing::relative_l2(out, reference::attention(q, k, v, kv_len, scale, false, nullptr, 0, rows,
-                                                          with_sinks ? &sinks : nullptr));
+    return testing::relative_l2(out, reference::attention(q, k, v, kv_len, scale, false, first_key ? &hidden : nullptr,
+                                                          capacity, rows, with_sinks ? &sinks : nullptr));
 }
 
 TEST(AttentionDecode, GqaRaggedBatch) { EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 11), 1e-5); }
@@ -281,6 +285,22 @@ TEST(AttentionDecode, SinksTakeWeightFromTheKeys) {
     EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 18, true), 1e-5);
     EXPECT_LE(decode_error(4, 4, 128, {2100}, 19, true), 1e-5);
     EXPECT_LE(decode_error(4, 1, 24, {0, 33}, 20, true), 1e-5);  // an empty cache still gives zeros
+}
+
+// Each sequence's own window in one call: starts inside the first chunk, past it, at the last key
+// and at the end (no key: zeros, or the sink alone, which also gives zeros).
+TEST(AttentionDecode, EachSequenceFromItsFirstKey) {
+    const std::vector<int32_t> first{3, 1100, 699, 1500, 0};
+    EXPECT_LE(decode_error(8, 2, 64, {130, 1500, 700, 1500, 40}, 21, false, &first), 1e-5);
+    EXPECT_LE(decode_error(8, 2, 64, {130, 1500, 700, 1500, 40}, 22, true, &first), 1e-5);
+    EXPECT_LE(decode_error(4, 4, 128, {130, 1500, 700, 1500, 40}, 23, false, &first), 1e-5);
+}
+
+TEST(AttentionDecode, AFirstKeyPastTheLengthIsRefused) {
+    Tensor q({2, 2, 8}), k({2, 2, 8, 8}), v({2, 2, 8, 8}), out({2, 2, 8});
+    const std::vector<int32_t> past{0, 5}, short_list{0};
+    EXPECT_THROW(attention_decode(q.view(), k.view(), v.view(), {4, 4}, 1.0f, out.view(), nullptr, &past), Error);
+    EXPECT_THROW(attention_decode(q.view(), k.view(), v.view(), {4, 4}, 1.0f, out.view(), nullptr, &short_list), Error);
 }
 
 // The sinks' effect is large enough for the comparison above to see: without them the same
@@ -351,7 +371,11 @@ const bool checks_registered =
                                                          decode_error(4, 4, 96, {300}, 33),
                                                          decode_error(8, 2, 96, {130}, 34),
                                                          decode_error(2, 2, 256, {200}, 35),
-                                                         decode_error(8, 2, 64, {0, 1030}, 44, true)});
+                                                         decode_error(8, 2, 64, {0, 1030}, 44, true),
+                                                         [] {
+                                                             const std::vector<int32_t> first{700, 2, 1};
+                                                             return decode_error(8, 2, 64, {1030, 9, 1}, 45, true, &first);
+                                                         }()});
                                     },
                                     1e-5,
                                     [] { return decode_error(32, 8, 128, {4096}, 28); }});

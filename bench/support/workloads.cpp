@@ -131,8 +131,9 @@ Workload decode_workload(const AttentionShape &s) {
     };
     auto st = std::make_shared<State>();
     st->q = random({s.batch, s.heads, s.head_dim}, 1);
-    st->k = random({s.batch, Hkv, s.kv_len, s.head_dim}, 2);
-    st->v = random({s.batch, Hkv, s.kv_len, s.head_dim}, 3);
+    const int64_t capacity = std::max(s.capacity, s.kv_len);
+    st->k = random({s.batch, Hkv, capacity, s.head_dim}, 2);
+    st->v = random({s.batch, Hkv, capacity, s.head_dim}, 3);
     st->out = Tensor({s.batch, s.heads, s.head_dim});
     keep_on_device(*st);
     st->len.assign(s.batch, static_cast<int32_t>(s.kv_len));

@@ -22,6 +22,7 @@ struct AttentionShape {
     int64_t batch = 1, heads = 16, kv_heads = 0, head_dim = 64;
     int64_t seq = 2048;     // prefill: queries = keys
     int64_t kv_len = 8192;  // decode
+    int64_t capacity = 0;   // decode: the cache's room, at least kv_len (0: kv_len)
     bool causal = false;
 };
 

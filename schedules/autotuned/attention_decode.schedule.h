@@ -1,6 +1,6 @@
 // Written by scripts/tune attention_decode: the best of 24 samples (3 batches),
 // 11.392 ms at the estimate shapes with 2 threads on the tuning machine.
-// Indices renumbered by hand when the sinks input's wrapper (sinks_im) joined the pipeline;
+// Indices renumbered by hand when the wrappers of the sinks and kv_start inputs joined the pipeline;
 // tuned_scheduler.cpp checks every index against the pipeline's Func names.
 #ifndef attention_decode_SCHEDULE_H
 #define attention_decode_SCHEDULE_H
@@ -22,27 +22,27 @@ inline void apply_schedule_attention_decode(
     using ::Halide::RVar;
     using ::Halide::TailStrategy;
     using ::Halide::Var;
-    Func out = pipeline.get_func(25);
-    Func attended = pipeline.get_func(24);
-    Func merged_sum = pipeline.get_func(23);
-    Func merged_out = pipeline.get_func(22);
-    Func weight = pipeline.get_func(21);
-    Func merged_max = pipeline.get_func(20);
-    Func part = pipeline.get_func(18);
-    Func chunk_sum = pipeline.get_func(17);
-    Func chunk_out = pipeline.get_func(16);
-    Func pv = pipeline.get_func(15);
-    Func v_panel = pipeline.get_func(14);
-    Func f2 = pipeline.get_func(13);
-    Func prob = pipeline.get_func(11);
-    Func chunk_max = pipeline.get_func(10);
-    Func score = pipeline.get_func(9);
-    Func qk = pipeline.get_func(8);
-    Func q_tile = pipeline.get_func(7);
-    Func f0 = pipeline.get_func(6);
-    Func k_panel = pipeline.get_func(4);
-    Func f1 = pipeline.get_func(3);
-    Func f3 = pipeline.get_func(1);
+    Func out = pipeline.get_func(26);
+    Func attended = pipeline.get_func(25);
+    Func merged_sum = pipeline.get_func(24);
+    Func merged_out = pipeline.get_func(23);
+    Func weight = pipeline.get_func(22);
+    Func merged_max = pipeline.get_func(21);
+    Func part = pipeline.get_func(19);
+    Func chunk_sum = pipeline.get_func(18);
+    Func chunk_out = pipeline.get_func(17);
+    Func pv = pipeline.get_func(16);
+    Func v_panel = pipeline.get_func(15);
+    Func f2 = pipeline.get_func(14);
+    Func prob = pipeline.get_func(12);
+    Func chunk_max = pipeline.get_func(11);
+    Func score = pipeline.get_func(10);
+    Func qk = pipeline.get_func(9);
+    Func q_tile = pipeline.get_func(8);
+    Func f0 = pipeline.get_func(7);
+    Func k_panel = pipeline.get_func(5);
+    Func f1 = pipeline.get_func(4);
+    Func f3 = pipeline.get_func(2);
     Var b(merged_sum.get_schedule().dims()[4].var);
     Var c(weight.get_schedule().dims()[2].var);
     Var ci("ci");

@@ -32,6 +32,8 @@ bench::AttentionShape attention_shape(const Args &args, bool decode) {
     s.batch = positive(args, "--batch", s.batch);
     if (decode) {
         s.kv_len = positive(args, "--kv-len", s.kv_len);
+        s.capacity = positive(args, "--capacity", s.kv_len);
+        require(s.capacity >= s.kv_len, "bench decode: --capacity must hold the --kv-len tokens");
     } else {
         s.seq = positive(args, "--seq", s.seq);
     }
@@ -68,7 +70,7 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
         valued.insert("--seq");
         switches.insert("--causal");
     }
-    if (what == "decode") valued.insert("--kv-len");
+    if (what == "decode") valued.insert({"--kv-len", "--capacity"});
     if (what == "layer") {
         valued.insert({"--layer", "--hidden", "--seq", "--kv-len", "--window"});
         switches.insert("--decode");
@@ -122,7 +124,7 @@ int bench_command(const std::vector<std::string> &argv) {
         if (what == "prefill") {
             r.update({{"seq", s.seq}, {"causal", s.causal}, {"gflops", w.flops / ms / 1e6}});
         } else {
-            r.update({{"kv_len", s.kv_len}, {"gbs", w.bytes / ms / 1e6}});
+            r.update({{"kv_len", s.kv_len}, {"capacity", s.capacity}, {"gbs", w.bytes / ms / 1e6}});
         }
     } else {
         bench::LayerShape s;

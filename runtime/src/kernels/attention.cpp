@@ -121,16 +121,31 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
 
 void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                       const std::vector<int32_t> &kv_len, float scale, const TensorView &out,
-                      const ConstTensorView *sinks) {
+                      const ConstTensorView *sinks, const std::vector<int32_t> *first_key) {
     require(q.rank() == 3, "attention decode: queries must be [B, H, D], got " + shape_to_string(q.shape));
     require(out.shape == q.shape, "attention decode: output " + shape_to_string(out.shape) +
                                       " differs from queries " + shape_to_string(q.shape));
     check_cache(q, k_cache, v_cache, kv_len, 0, "attention decode");
+    std::vector<int32_t> start(kv_len.size(), 0);
+    if (first_key) {
+        require(first_key->size() == kv_len.size(), "attention decode: one first key per sequence, got " +
+                                                        std::to_string(first_key->size()) + " for " +
+                                                        std::to_string(kv_len.size()) + " sequences");
+        for (size_t b = 0; b < kv_len.size(); b++) {
+            require((*first_key)[b] >= 0 && (*first_key)[b] <= kv_len[b],
+                    "attention decode: first key " + std::to_string((*first_key)[b]) + " of sequence " +
+                        std::to_string(b) + " outside 0.." + std::to_string(kv_len[b]));
+        }
+        start = *first_key;
+    }
     if (q.size() == 0) return;
+    int32_t longest = 0;
+    for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - start[s]);
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks);
+    Halide::Runtime::Buffer<int32_t> start_b(start.data(), static_cast<int>(start.size()));
     detail::call_kernel("attention_decode", detail::attention_decode_kernel(), b.q.raw_buffer(),
-                        b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale, b.sinks.raw_buffer(),
-                        b.has_sinks, b.out.raw_buffer());
+                        b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), start_b.raw_buffer(), longest,
+                        scale, b.sinks.raw_buffer(), b.has_sinks, b.out.raw_buffer());
 }
 
 }  // namespace hattn

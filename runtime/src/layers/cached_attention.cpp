@@ -289,9 +289,17 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
                                         const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
                                         Tensor &attended) const {
     const int64_t window = *config_.sliding_window, S = q.dim(1), H = config_.heads, D = config_.head_dimension;
+    const std::optional<ConstTensorView> head_sinks = sinks();
+    if (S == 1) {  // decode steps: one split-KV call, each sequence over just its window
+        std::vector<int32_t> first(lengths.size());
+        for (size_t b = 0; b < lengths.size(); b++) first[b] = std::max<int32_t>(0, lengths[b] - static_cast<int32_t>(window));
+        const Shape heads{q.dim(0), H, D};
+        attention_decode(ConstTensorView(q.data(), heads), keys, values, lengths, scale(), TensorView(attended.data(), heads),
+                         head_sinks ? &*head_sinks : nullptr, &first);
+        return;
+    }
     // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes.
     constexpr int64_t block = 256;
-    const std::optional<ConstTensorView> head_sinks = sinks();
     for (int64_t b = 0; b < q.dim(0); b++) {
         for (int64_t p0 = start[b]; p0 < lengths[b]; p0 += block) {
             const int64_t p1 = std::min<int64_t>(p0 + block, lengths[b]), first = std::max<int64_t>(0, p0 - window + 1);
@@ -300,13 +308,6 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
             const auto rows = [&](const ConstTensorView &store) { return store.crop(0, b, b + 1).crop(2, first, p1); };
             const std::vector<int32_t> visible{static_cast<int32_t>(p1 - first)};
             const auto tokens = [&](auto view) { return view.crop(0, b, b + 1).crop(1, p0 - start[b], p1 - start[b]); };
-            if (S == 1) {  // a decode step: the split-KV kernel, over just its window
-                const Shape heads{q.dim(0), H, D};
-                attention_decode(ConstTensorView(q.data(), heads).crop(0, b, b + 1), rows(keys), rows(values), visible,
-                                 scale(), TensorView(attended.data(), heads).crop(0, b, b + 1),
-                                 head_sinks ? &*head_sinks : nullptr);
-                continue;
-            }
             // Query p sees keys p - window < j <= p: the mask hides those before its window.
             std::vector<uint8_t> hidden((p1 - p0) * (p1 - first), 0);
             for (int64_t p = p0; p < p1; p++) {

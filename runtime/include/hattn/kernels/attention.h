@@ -26,8 +26,10 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
                        const MaskView *mask, const TensorView &out, const ConstTensorView *sinks = nullptr);
 
 // One query per sequence: q and out are [B, H, D]; the key range is split across threads.
+// `first_key`, when given, holds per sequence the first cached token its query sees (a sliding
+// window's start, 0 <= first_key[b] <= kv_len[b]); otherwise every query sees tokens from 0.
 void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                       const std::vector<int32_t> &kv_len, float scale, const TensorView &out,
-                      const ConstTensorView *sinks = nullptr);
+                      const ConstTensorView *sinks = nullptr, const std::vector<int32_t> *first_key = nullptr);
 
 }  // namespace hattn
