@@ -19,22 +19,18 @@ void AttentionDecode::generate() {
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;
     in.q(d, hg, h, i, b) = q(d, hg, h, b);
-    // The attention sees each sequence's keys from kv_start on, as keys 0 .. kv_len - kv_start - 1;
-    // the clamp keeps Halide's bounds inference (which cannot see kv_start's values) in the cache.
+    // The attention sees each sequence's keys from first_key on, as keys 0 .. kv_len - first_key - 1;
+    // the clamp keeps Halide's bounds inference (which cannot see first_key's values) in the cache.
     const Expr last_row = k_cache.dim(1).extent() - 1;
-    in.k(d, j, h, b) = k_cache(d, clamp(kv_start(b) + j, 0, last_row), h, b);
-    in.v(d, j, h, b) = v_cache(d, clamp(kv_start(b) + j, 0, last_row), h, b);
+    in.k(d, j, h, b) = k_cache(d, clamp(first_key(b) + j, 0, last_row), h, b);
+    in.v(d, j, h, b) = v_cache(d, clamp(first_key(b) + j, 0, last_row), h, b);
     in.head_dim = q.dim(0).extent();
     in.query_len = 1;
-    in.kv_len(b) = kv_len(b) - kv_start(b);
+    in.kv_len(b) = kv_len(b) - first_key(b);
     in.capacity = k_cache.dim(1).extent();
     in.max_chunks = (min(longest_visible, k_cache.dim(1).extent()) + a.C - 1) / a.C;
     in.scale = scale;
-    in.sink = [this](Expr g_index, Expr kv_head) {
-        // Clamped: schedules may compute whole tiles of heads past the last (autoscheduled ones
-        // do), and callers without sinks pass a 1 x 1 buffer.
-        return sinks(clamp(g_index, 0, sinks.dim(0).extent() - 1), clamp(kv_head, 0, sinks.dim(1).extent() - 1));
-    };
+    in.sink = clamped_sinks(sinks);
     in.has_sink = has_sinks;
     in.causal = Halide::Internal::const_false();
     a.define(in, ChunkedAttention::Merge::Partials, attended);
@@ -48,7 +44,7 @@ void AttentionDecode::schedule() {
     k_cache.set_estimates({{0, 128}, {0, 4096}, {0, 8}, {0, 1}});
     v_cache.set_estimates({{0, 128}, {0, 4096}, {0, 8}, {0, 1}});
     kv_len.set_estimates({{0, 1}});
-    kv_start.set_estimates({{0, 1}});
+    first_key.set_estimates({{0, 1}});
     longest_visible.set_estimate(4096);
     scale.set_estimate(0.088f);
     sinks.set_estimates({{0, 4}, {0, 8}});

@@ -1,5 +1,5 @@
 // Decode attention: one new query per sequence ([B, H, D], viewed as [B, Hkv, g, D]) against the
-// tokens kv_start[b] .. kv_len[b] - 1 in the cache storage ([B, Hkv, capacity, D], read in place);
+// tokens first_key[b] .. kv_len[b] - 1 in the cache storage ([B, Hkv, capacity, D], read in place);
 // ragged batches welcome, and each sequence's sliding window in the same call. The key range is
 // split into chunks that run in parallel, each giving a partial output and its max and sum, and a
 // merge combines them, so every core works even at B = 1. Output [B, H, D].
@@ -19,8 +19,8 @@ public:
     Input<Buffer<float>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<float>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
-    Input<Buffer<int32_t>> kv_start{"kv_start", 1};  // (B): the first key each query sees
-    // At least the longest kv_len[b] - kv_start[b]: the split-KV chunks end there, where the
+    Input<Buffer<int32_t>> first_key{"first_key", 1};  // (B): the first key each query sees
+    // At least the longest kv_len[b] - first_key[b]: the split-KV chunks end there, where the
     // capacity would make a long cache's cost that of its capacity rather than of its tokens.
     Input<int32_t> longest_visible{"longest_visible"};
     Input<float> scale{"scale"};

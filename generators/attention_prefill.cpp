@@ -26,11 +26,7 @@ void AttentionPrefill::generate() {
     in.capacity = k_cache.dim(1).extent();
     in.max_chunks = (k_cache.dim(1).extent() + a.C - 1) / a.C;
     in.scale = scale;
-    in.sink = [this](Expr g_index, Expr kv_head) {
-        // Clamped: schedules may compute whole tiles of heads past the last (autoscheduled ones
-        // do), and callers without sinks pass a 1 x 1 buffer.
-        return sinks(clamp(g_index, 0, sinks.dim(0).extent() - 1), clamp(kv_head, 0, sinks.dim(1).extent() - 1));
-    };
+    in.sink = clamped_sinks(sinks);
     in.has_sink = has_sinks;
     in.causal = causal;
     if (mask) in.masked(j, i, b) = (*mask)(min(j, mask->dim(0).extent() - 1), i, 0, b) != 0;
@@ -52,7 +48,7 @@ void AttentionPrefill::schedule() {
     kv_len.set_estimates({{0, 1}});
     scale.set_estimate(0.125f);
     causal.set_estimate(true);
-    sinks.set_estimates({{0, 2}, {0, 16}});
+    sinks.set_estimates({{0, 1}, {0, 16}});
     has_sinks.set_estimate(false);
     if (mask) mask->set_estimates({{0, 2048}, {0, 2048}, {0, 1}, {0, 1}});
     out.set_estimates({{0, 64}, {0, 1}, {0, 16}, {0, 2048}, {0, 1}});

@@ -17,11 +17,12 @@ RUNGEN_MAIN = '/usr/src/halide14/RunGenMain.cpp'
 TUNED_DIR = os.path.join(ROOT, 'schedules', 'autotuned')
 
 # Integer inputs that index other buffers need values inside the estimate shapes: RunGen's default
-# fill is random, which would index far outside the cache. The values are the estimates' lengths.
+# fill is random, which would index far outside the cache. The values are the estimates' lengths
+# (every key visible: first_key 0, the longest visible range the whole cache).
 BENCH_INPUTS = {
     'attention_prefill': ['kv_len=constant:2048:[1]'],
     'attention_prefill_masked': ['kv_len=constant:2048:[1]'],
-    'attention_decode': ['kv_len=constant:4096:[1]'],
+    'attention_decode': ['kv_len=constant:4096:[1]', 'first_key=constant:0:[1]', 'longest_visible=4096'],
 }
 
 

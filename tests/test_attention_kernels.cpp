@@ -11,6 +11,7 @@
 #include "hattn/kernels/rope.h"
 #include "reference/attention.h"
 #include "support/compare.h"
+#include "support/errors.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
 #include "support/rows.h"
@@ -296,11 +297,17 @@ TEST(AttentionDecode, EachSequenceFromItsFirstKey) {
     EXPECT_LE(decode_error(4, 4, 128, {130, 1500, 700, 1500, 40}, 23, false, &first), 1e-5);
 }
 
-TEST(AttentionDecode, AFirstKeyPastTheLengthIsRefused) {
-    Tensor q({2, 2, 8}), k({2, 2, 8, 8}), v({2, 2, 8, 8}), out({2, 2, 8});
-    const std::vector<int32_t> past{0, 5}, short_list{0};
-    EXPECT_THROW(attention_decode(q.view(), k.view(), v.view(), {4, 4}, 1.0f, out.view(), nullptr, &past), Error);
-    EXPECT_THROW(attention_decode(q.view(), k.view(), v.view(), {4, 4}, 1.0f, out.view(), nullptr, &short_list), Error);
+TEST(AttentionDecode, AFirstKeyOutsideTheSequenceIsRefused) {
+    Tensor q({2, 2, 8}), k({2, 2, 8, 8}), v({2, 2, 8, 8});
+    Tensor out({2, 2, 8}, std::vector<float>(32, 7.0f));
+    const auto error = [&](std::vector<int32_t> first_key) {
+        return testing::error_message(
+            [&] { attention_decode(q.view(), k.view(), v.view(), {4, 4}, 1.0f, out.view(), nullptr, &first_key); });
+    };
+    EXPECT_EQ(error({0, 5}), "attention decode: first key 5 of sequence 1 outside 0..4");
+    EXPECT_EQ(error({-1, 0}), "attention decode: first key -1 of sequence 0 outside 0..4");
+    EXPECT_EQ(error({0}), "attention decode: one first key per sequence, got 1 for 2 sequences");
+    EXPECT_EQ(out.values(), std::vector<float>(32, 7.0f));  // the output is untouched
 }
 
 // The sinks' effect is large enough for the comparison above to see: without them the same
@@ -316,16 +323,19 @@ TEST(AttentionSinks, LeavingThemOutIsSeen) {
     EXPECT_GT(testing::relative_l2(out, with_sinks), 0.1);
 }
 
-TEST(AttentionSinks, OneSinkPerQueryHead) {
+TEST(AttentionSinks, OneFiniteSinkPerQueryHead) {
     Tensor q({1, 2, 4, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8}), out({1, 2, 4, 8});
-    const std::vector<float> sinks(2);
-    const ConstTensorView wrong(sinks.data(), {2});
-    try {
-        attention_prefill(q.view(), k.view(), v.view(), {4}, 1.0f, true, nullptr, out.view(), &wrong);
-        FAIL() << "two sinks for four heads were accepted";
-    } catch (const Error &e) {
-        EXPECT_NE(std::string(e.what()).find("sinks must be [H] = [4]"), std::string::npos) << e.what();
-    }
+    const std::vector<float> two(2), infinite{0.0f, 1.0f, INFINITY, 0.0f};
+    const ConstTensorView wrong(two.data(), {2}), not_finite(infinite.data(), {4});
+    EXPECT_EQ(testing::error_message([&] {
+                  attention_prefill(q.view(), k.view(), v.view(), {4}, 1.0f, true, nullptr, out.view(), &wrong);
+              }),
+              "attention: sinks must be [H] = [4] (one per query head), got [2]");
+    Tensor q1({1, 4, 8}), out1({1, 4, 8});
+    EXPECT_EQ(testing::error_message([&] {
+                  attention_decode(q1.view(), k.view(), v.view(), {4}, 1.0f, out1.view(), &not_finite);
+              }),
+              "attention decode: sink 2 is not finite");
 }
 
 // ---------------------------------------------------------------- forced-variant checks
@@ -372,6 +382,7 @@ const bool checks_registered =
                                                          decode_error(8, 2, 96, {130}, 34),
                                                          decode_error(2, 2, 256, {200}, 35),
                                                          decode_error(8, 2, 64, {0, 1030}, 44, true),
+                                                         decode_error(4, 2, 32, {0, 0}, 46, true),  // no keys at all
                                                          [] {
                                                              const std::vector<int32_t> first{700, 2, 1};
                                                              return decode_error(8, 2, 64, {1030, 9, 1}, 45, true, &first);

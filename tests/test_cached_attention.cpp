@@ -467,8 +467,6 @@ void check_sliding_window() {
 
 TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_window(); }
 
-// Qwen3 norms each head of q and k, OLMo 2 all of a token's heads at once (RMSNorm, before RoPE):
-// 4 tokens prefilled, 5 decoded, against the float64 reference of the 9 at once.
 // The outputs [B, S, E] of x's first `prompt` tokens through self_attention into a cache, then of
 // the rest one decode step at a time.
 Tensor prompt_then_decode(const CachedAttention &layer, const Tensor &x, int64_t prompt) {
@@ -484,6 +482,8 @@ Tensor prompt_then_decode(const CachedAttention &layer, const Tensor &x, int64_t
     return out;
 }
 
+// Qwen3 norms each head of q and k, OLMo 2 all of a token's heads at once (RMSNorm, before RoPE):
+// 4 tokens prefilled, 5 decoded, against the float64 reference of the 9 at once.
 void check_qk_norm(const std::string &model_type) {
     const bool each_head = model_type == "qwen3";
     TestLayer seed({64, 4, 2, 16, false, 1e6});
@@ -596,8 +596,6 @@ void check_gemma3_layers() {
 TEST(CachedAttentionHuggingFace, Gemma3LayersRotateAndScaleAsTheirIndexSays) { check_gemma3_layers(); }
 TEST(CachedAttentionHuggingFace, Olmo2NormsAllHeadsOfQueriesAndKeys) { check_qk_norm("olmo2"); }
 
-// On a GPU the windows are crops of the resident cache (device crops, or copies where OpenCL
-// cannot crop at that offset).
 // gpt-oss: layer 0 slides over 3 keys, layer 1 sees every key; both have biases and sinks. A
 // prompt of 5 tokens, then 4 decode steps (past the window: the windowed decode path).
 void check_gpt_oss_layers() {
@@ -615,7 +613,8 @@ void check_gpt_oss_layers() {
     const ConfigReader config = testing::config_of({{"model_type", "gpt_oss"}, {"hidden_size", 64},
                                                     {"num_attention_heads", 4}, {"num_key_value_heads", 2},
                                                     {"head_dim", 16}, {"rope_theta", 10000.0}, {"sliding_window", 3},
-                                                    {"num_hidden_layers", 2}});
+                                                    {"num_hidden_layers", 2},
+                                                    {"rope_scaling", nlohmann::json{{"rope_type", "default"}}}});
     const Tensor x = testing::random_tensor({2, 9, 64}, 141);
     for (auto [layer, window] : {std::pair{0, 3}, {1, 0}}) {
         const CachedAttention gpt_oss(config, Weights::open(dir.file("model.safetensors"),
@@ -641,6 +640,8 @@ void check_gpt_oss_layers() {
 }
 TEST(CachedAttentionHuggingFace, GptOssLayersAddSinksAndAlternateWindows) { check_gpt_oss_layers(); }
 
+// On a GPU the windowed prefill reads crops of the resident cache (device crops, or copies where
+// OpenCL cannot crop at that offset).
 class CachedOnGpu : public testing::OnEachGpu {};
 TEST_P(CachedOnGpu, ASlidingWindowHidesKeysPastIt) {
     const testing::OnDevice on(GetParam());
@@ -679,6 +680,15 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                       "qwen3_moe, olmo2, phi3, gemma, gemma3_text, cohere, cohere2, gpt_oss)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
+    try {
+        CachedAttentionConfig::from(ConfigReader::parse(R"({"model_type": "gpt_oss", "hidden_size": 64, "rope_scaling": null})",
+                                                        "config.json"),
+                                    0);
+        ADD_FAILURE() << "a gpt_oss config without rope_scaling was read";
+    } catch (const Error &e) {
+        EXPECT_EQ(std::string(e.what()), "config.json: gpt_oss needs its rope_scaling stated (transformers takes a missing one "
+                                         "as YaRN x32 and transformers 4 a null one as none)");
+    }
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "sliding_window": -1})"),
               "config.json: sliding_window must be positive, got -1");
     EXPECT_EQ(config_error("{" + llama + R"(, "sliding_window": null, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}})"), "");

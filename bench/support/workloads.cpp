@@ -442,7 +442,6 @@ Workload layer_workload(const LayerShape &s) {
     if (s.layer == "dsa") return dsa_layer_workload(s);
     require(s.layer == "mha" || s.layer == "gqa",
             "bench layer: unknown layer '" + s.layer + "' (mha, gqa, cca, ccgqa, dsa)");
-    require(!s.window || s.window > 0, "bench layer: --window must be positive");
     return cached_layer_workload(s);
 }
 

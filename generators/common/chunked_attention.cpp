@@ -9,6 +9,12 @@ namespace {
 const float masked_score = -1e30f;
 }  // namespace
 
+std::function<Expr(Expr, Expr)> clamped_sinks(const ImageParam &sinks) {
+    return [sinks](Expr hg, Expr hk) {
+        return sinks(clamp(hg, 0, sinks.dim(0).extent() - 1), clamp(hk, 0, sinks.dim(1).extent() - 1));
+    };
+}
+
 void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Func out) {
     const Expr D = in.head_dim;
     head_dim = D;
@@ -122,7 +128,7 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         const Expr grows = has_keys && m_c > r[1];
         const Expr m_new = select(grows, m_c, r[1]);
         const Expr e = exp(min(r[1], m_c) - max(r[1], m_c));
-        const Expr rescale = select(grows, e, 1.0f);  // 0 the first time a key shows up
+        const Expr rescale = select(grows, e, 1.0f);  // without a sink, 0 the first time a key shows up
         const Expr w = select(has_keys, select(grows, 1.0f, e), 0.0f);
         running(d, qi, hg, qt, hk, b) = Tuple(r[0] * rescale + w * o_c, m_new, r[2] * rescale + w * l_c);
         const Expr total = running(d, i % T, hg, i / T, hk, b)[2];
@@ -143,7 +149,8 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     weight(qi, hg, c, qt, hk, b) =
         select(part(D + 1, qi, hg, c, qt, hk, b) > 0.0f,
                exp(part(D, qi, hg, c, qt, hk, b) - merged_max(qi, hg, qt, hk, b)), 0.0f);
-    merged_sum(qi, hg, qt, hk, b) = select(has_sink, exp(max(start_max - merged_max(qi, hg, qt, hk, b), -87.0f)), 0.0f);
+    // The sink's own weight (the same exp as the chunks' weights: its argument is at most 0).
+    merged_sum(qi, hg, qt, hk, b) = select(has_sink, exp(start_max - merged_max(qi, hg, qt, hk, b)), 0.0f);
     merged_sum(qi, hg, qt, hk, b) +=
         weight(qi, hg, rc, qt, hk, b) * part(D + 1, qi, hg, rc, qt, hk, b);
     merged_out(d, qi, hg, qt, hk, b) = 0.0f;

@@ -45,11 +45,16 @@ struct ChunkedAttentionInputs {
     Halide::Func masked;   // masked(j, i, b) -> bool, or undefined for no mask
     // Attention sinks (gpt-oss): sink(hg, hk), a learned score of query head hk * g + hg that joins
     // its softmax's denominator as a key whose value is zero; read where has_sink is true.
-    // An Expr, not a Func: a Func more would renumber the pipeline the committed tuned schedule
-    // (schedules/autotuned) addresses by position.
+    // An Expr of the input buffer, not a Func of its own: each Func renumbers the pipeline that
+    // the committed tuned schedules (schedules/autotuned) address by position.
     std::function<Halide::Expr(Halide::Expr hg, Halide::Expr hk)> sink;
     Halide::Expr has_sink;
 };
+
+// ChunkedAttentionInputs::sink from a (g, Hkv) buffer, its index clamped to the buffer: schedules
+// may compute whole tiles of heads past the last (the autoscheduled ones do), and callers without
+// sinks pass a 1 x 1 buffer.
+std::function<Halide::Expr(Halide::Expr, Halide::Expr)> clamped_sinks(const Halide::ImageParam &sinks);
 
 class ChunkedAttention {
 public:

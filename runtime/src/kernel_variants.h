@@ -28,7 +28,7 @@ using AttentionPrefillMaskedKernel = int (*)(halide_buffer_t *, halide_buffer_t 
                                              halide_buffer_t *, halide_buffer_t *, float, bool,
                                              halide_buffer_t *, bool, halide_buffer_t *, halide_buffer_t *);
 AttentionPrefillMaskedKernel attention_prefill_masked_kernel();
-// (q, k_cache, v_cache, kv_len, kv_start, longest_visible, scale, sinks, has_sinks, out)
+// (q, k_cache, v_cache, kv_len, first_key, longest_visible, scale, sinks, has_sinks, out)
 using AttentionDecodeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                       halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *, bool,
                                       halide_buffer_t *);

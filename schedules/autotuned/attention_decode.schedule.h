@@ -1,6 +1,7 @@
 // Written by scripts/tune attention_decode: the best of 24 samples (3 batches),
-// 11.392 ms at the estimate shapes with 2 threads on the tuning machine.
-// Indices renumbered by hand when the wrappers of the sinks and kv_start inputs joined the pipeline;
+// 11.392 ms at the estimate shapes with 2 threads on the tuning machine (before the sinks,
+// first_key and longest_visible inputs).
+// Indices renumbered by hand when the wrappers of the sinks and first_key inputs joined the pipeline;
 // tuned_scheduler.cpp checks every index against the pipeline's Func names.
 #ifndef attention_decode_SCHEDULE_H
 #define attention_decode_SCHEDULE_H

@@ -1,6 +1,7 @@
 #include "hattn/kernels/attention.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "hattn/tensor.h"
 
@@ -42,10 +43,10 @@ void check_cache(const ConstTensorView &q, const ConstTensorView &k_cache, const
     }
 }
 
-// Where a call has no sinks the kernels read none, but take a buffer: one value, resident so that
-// a call on a GPU copies nothing for it.
+// Where a call has no sinks the kernels read none, but take a buffer: one value, shared and
+// resident so that a call on a GPU copies nothing for it.
 const float *no_sinks() {
-    thread_local Tensor unread = [] {
+    static const Tensor unread = [] {
         Tensor t({1});
         t.keep_on_device(Residency::ReadOnly);
         return t;
@@ -53,15 +54,23 @@ const float *no_sinks() {
     return unread.data();
 }
 
-// The sinks [H] as [Hkv, g], which Halide sees as (hg, hk), checked against the queries' H; or a
-// 1 x 1 stand-in.
-ConstTensorView sinks_by_kv_head(const ConstTensorView &q, int64_t kv_heads, const ConstTensorView *sinks) {
-    if (!sinks) return ConstTensorView(no_sinks(), {1, 1});
+// Checks the sinks (if given) against the queries' H: [H], contiguous and finite (the kernels
+// assume no NaN or Inf).
+void check_sinks(const ConstTensorView &q, const ConstTensorView *sinks, const std::string &kernel) {
+    if (!sinks) return;
     const int64_t H = q.dim(q.rank() - 2);
     require(sinks->shape == Shape{H} && sinks->is_contiguous() && sinks->data != nullptr,
-            "attention: sinks must be [H] = [" + std::to_string(H) + "] (one per query head), got " +
+            kernel + ": sinks must be [H] = [" + std::to_string(H) + "] (one per query head), got " +
                 shape_to_string(sinks->shape));
-    return ConstTensorView(sinks->data, {kv_heads, H / kv_heads});
+    for (int64_t h = 0; h < H; h++) {
+        require(std::isfinite(sinks->data[h]), kernel + ": sink " + std::to_string(h) + " is not finite");
+    }
+}
+
+// The sinks [H] as [Hkv, g], which Halide sees as (hg, hk); or a 1 x 1 stand-in.
+ConstTensorView sinks_by_kv_head(const ConstTensorView &q, int64_t kv_heads, const ConstTensorView *sinks) {
+    if (!sinks) return ConstTensorView(no_sinks(), {1, 1});
+    return ConstTensorView(sinks->data, {kv_heads, q.dim(q.rank() - 2) / kv_heads});
 }
 
 // The Halide buffers of one attention call: queries and output with heads split as (hk, hg), the
@@ -92,6 +101,7 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
                                       " differs from queries " + shape_to_string(q.shape));
     const int64_t Sq = q.dim(1);
     check_cache(q, k_cache, v_cache, kv_len, causal ? Sq : 0, "attention");
+    check_sinks(q, sinks, "attention");
     if (q.size() == 0) return;
 
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks);
@@ -126,7 +136,8 @@ void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, 
     require(out.shape == q.shape, "attention decode: output " + shape_to_string(out.shape) +
                                       " differs from queries " + shape_to_string(q.shape));
     check_cache(q, k_cache, v_cache, kv_len, 0, "attention decode");
-    std::vector<int32_t> start(kv_len.size(), 0);
+    check_sinks(q, sinks, "attention decode");
+    std::vector<int32_t> first(kv_len.size(), 0);
     if (first_key) {
         require(first_key->size() == kv_len.size(), "attention decode: one first key per sequence, got " +
                                                         std::to_string(first_key->size()) + " for " +
@@ -136,15 +147,17 @@ void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, 
                     "attention decode: first key " + std::to_string((*first_key)[b]) + " of sequence " +
                         std::to_string(b) + " outside 0.." + std::to_string(kv_len[b]));
         }
-        start = *first_key;
+        first = *first_key;
     }
     if (q.size() == 0) return;
-    int32_t longest = 0;
-    for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - start[s]);
+    // At least 1: the split-KV stage has a chunk (then fully masked) where no query sees a key, as
+    // a GPU launch of zero blocks would fail.
+    int32_t longest = 1;
+    for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - first[s]);
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks);
-    Halide::Runtime::Buffer<int32_t> start_b(start.data(), static_cast<int>(start.size()));
+    Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
     detail::call_kernel("attention_decode", detail::attention_decode_kernel(), b.q.raw_buffer(),
-                        b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), start_b.raw_buffer(), longest,
+                        b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), first_b.raw_buffer(), longest,
                         scale, b.sinks.raw_buffer(), b.has_sinks, b.out.raw_buffer());
 }
 

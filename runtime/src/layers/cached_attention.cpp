@@ -26,6 +26,9 @@ bool is_hugging_face(const ConfigReader &c) {
     return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
 }
 
+// An optional view as the kernels take it: a pointer, null where there is none.
+const ConstTensorView *or_null(const std::optional<ConstTensorView> &view) { return view ? &*view : nullptr; }
+
 CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weights) {
     const std::optional<int64_t> layer = weights.layer_index();
     return layer && is_hugging_face(config) ? CachedAttentionConfig::from(config, *layer)
@@ -141,6 +144,7 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     }
     if (config.sinks) {
         sinks_ = w.get("sinks", {config.heads});
+        detail::require_finite("cached_attention: " + w.prefix() + "sinks", *sinks_);
         sinks_->keep_on_device(Residency::ReadOnly);
     }
     require(!config.attention_scale || *config.attention_scale > 0,
@@ -275,10 +279,10 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     } else if (S == 1 && !mask) {
         const Shape heads{B, config_.heads, D};
         attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
-                         TensorView(attended.data(), heads), head_sinks ? &*head_sinks : nullptr);
+                         TensorView(attended.data(), heads), or_null(head_sinks));
     } else {
         attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view(),
-                          head_sinks ? &*head_sinks : nullptr);
+                          or_null(head_sinks));
     }
     Tensor y = output(attended);
     if (cache) cache->commit(S);
@@ -291,11 +295,11 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
     const int64_t window = *config_.sliding_window, S = q.dim(1), H = config_.heads, D = config_.head_dimension;
     const std::optional<ConstTensorView> head_sinks = sinks();
     if (S == 1) {  // decode steps: one split-KV call, each sequence over just its window
-        std::vector<int32_t> first(lengths.size());
-        for (size_t b = 0; b < lengths.size(); b++) first[b] = std::max<int32_t>(0, lengths[b] - static_cast<int32_t>(window));
+        std::vector<int32_t> first_key(lengths.size());
+        for (size_t b = 0; b < lengths.size(); b++) first_key[b] = std::max<int32_t>(0, lengths[b] - static_cast<int32_t>(window));
         const Shape heads{q.dim(0), H, D};
         attention_decode(ConstTensorView(q.data(), heads), keys, values, lengths, scale(), TensorView(attended.data(), heads),
-                         head_sinks ? &*head_sinks : nullptr, &first);
+                         or_null(head_sinks), &first_key);
         return;
     }
     // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes.
@@ -315,7 +319,7 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
             }
             const MaskView mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
             attention_prefill(tokens(q.view()), rows(keys), rows(values), visible, scale(), true, &mask,
-                              tokens(attended.view()), head_sinks ? &*head_sinks : nullptr);
+                              tokens(attended.view()), or_null(head_sinks));
         }
     }
 }
@@ -355,7 +359,7 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     Tensor attended = detail::scratch_tensor(q.shape());
     const std::optional<ConstTensorView> head_sinks = sinks();
     attention_prefill(q.view(), kv.keys(), kv.values(), kv.lengths(), scale(), false, mask,
-                      attended.view(), head_sinks ? &*head_sinks : nullptr);
+                      attended.view(), or_null(head_sinks));
     return output(attended);
 }
 

@@ -42,6 +42,9 @@ struct ModelType {
     int64_t sliding_window = 4096;          // sliding_window's default where layers differ
     bool full_layers_without_rope = false;  // Cohere2: only its sliding layers rotate
     bool sinks = false;                     // gpt-oss: a learned sink per query head
+    // gpt-oss: transformers' class default is YaRN where rope_scaling is missing, and 4.x reads a
+    // null one as none; this reader cannot tell the two apart, so the config must state it.
+    bool rope_scaling_stated = false;
 };
 
 // The table, each entry naming what it changes.
@@ -74,7 +77,7 @@ const std::vector<ModelType> &model_types() {
         // released configs) and has biases and sinks.
         type("gpt_oss", [](ModelType &t) {
             t.heads = 64, t.kv_heads = 8, t.head_dim = 64, t.rope_theta = 150000.0, t.attention_bias = true;
-            t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true;
+            t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true, t.rope_scaling_stated = true;
         }),
     };
     return types;
@@ -166,6 +169,9 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
             return;
         }
     }
+    require(!t.rope_scaling_stated || c.has("rope_scaling") || c.has("rope_parameters"),
+            src + ": " + t.name + " needs its rope_scaling stated (transformers takes a missing one as YaRN x32 and "
+                                  "transformers 4 a null one as none)");
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
     const HfRope rope = hf_rope(c, {t.rope_theta, 1.0, true, layer_type});
     // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini's 0.75 comes with longrope,
