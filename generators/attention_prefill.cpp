@@ -24,7 +24,7 @@ void AttentionPrefill::generate() {
     in.query_len = q.dim(3).extent();
     in.kv_len(b) = kv_len(b);
     in.capacity = k_cache.dim(1).extent();
-    in.max_chunks = (k_cache.dim(1).extent() + a.C - 1) / a.C;
+    in.max_chunks = (min(longest_visible, k_cache.dim(1).extent()) + a.C - 1) / a.C;
     in.scale = scale;
     in.sink = clamped_sinks(sinks);
     in.has_sink = has_sinks;
@@ -46,6 +46,7 @@ void AttentionPrefill::schedule() {
     k_cache.set_estimates({{0, 64}, {0, 2048}, {0, 16}, {0, 1}});
     v_cache.set_estimates({{0, 64}, {0, 2048}, {0, 16}, {0, 1}});
     kv_len.set_estimates({{0, 1}});
+    longest_visible.set_estimate(2048);
     scale.set_estimate(0.125f);
     causal.set_estimate(true);
     sinks.set_estimates({{0, 1}, {0, 16}});

@@ -22,6 +22,9 @@ public:
     Input<Buffer<float>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<float>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
+    // At least the longest kv_len[b]: the chunk loops end there rather than at the capacity, which
+    // the autoscheduled schedules' chunk stages (computed outside the merge's loop) would pay for.
+    Input<int32_t> longest_visible{"longest_visible"};
     Input<float> scale{"scale"};
     Input<bool> causal{"causal"};
     // Attention sinks (gpt-oss): the sink of query head hk * g + hg at (hg, hk), read where

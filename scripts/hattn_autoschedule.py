@@ -20,8 +20,8 @@ TUNED_DIR = os.path.join(ROOT, 'schedules', 'autotuned')
 # fill is random, which would index far outside the cache. The values are the estimates' lengths
 # (every key visible: first_key 0, the longest visible range the whole cache).
 BENCH_INPUTS = {
-    'attention_prefill': ['kv_len=constant:2048:[1]'],
-    'attention_prefill_masked': ['kv_len=constant:2048:[1]'],
+    'attention_prefill': ['kv_len=constant:2048:[1]', 'longest_visible=2048'],
+    'attention_prefill_masked': ['kv_len=constant:2048:[1]', 'longest_visible=2048'],
     'attention_decode': ['kv_len=constant:4096:[1]', 'first_key=constant:0:[1]', 'longest_visible=4096'],
 }
 

@@ -1,6 +1,7 @@
 // Which compiled variant of each kernel runs: the one place that names the generated functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 struct halide_buffer_t;
@@ -18,14 +19,14 @@ using RopeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t
 RopeKernel rope_kernel();
 RopeKernel rope_interleaved_kernel();
 
-// (q, k_cache, v_cache, kv_len, scale, causal, sinks, has_sinks, out)
+// (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, out)
 using AttentionPrefillKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                                       halide_buffer_t *, float, bool, halide_buffer_t *, bool,
+                                       halide_buffer_t *, int32_t, float, bool, halide_buffer_t *, bool,
                                        halide_buffer_t *);
 AttentionPrefillKernel attention_prefill_kernel();
-// (q, k_cache, v_cache, kv_len, scale, causal, sinks, has_sinks, mask, out)
+// (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, mask, out)
 using AttentionPrefillMaskedKernel = int (*)(halide_buffer_t *, halide_buffer_t *,
-                                             halide_buffer_t *, halide_buffer_t *, float, bool,
+                                             halide_buffer_t *, halide_buffer_t *, int32_t, float, bool,
                                              halide_buffer_t *, bool, halide_buffer_t *, halide_buffer_t *);
 AttentionPrefillMaskedKernel attention_prefill_masked_kernel();
 // (q, k_cache, v_cache, kv_len, first_key, longest_visible, scale, sinks, has_sinks, out)

@@ -105,13 +105,14 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     if (q.size() == 0) return;
 
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks);
+    const int32_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
+    const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
         detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(), b.q.raw_buffer(),
-                            b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale, causal,
+                            b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest, scale, causal,
                             b.sinks.raw_buffer(), b.has_sinks, b.out.raw_buffer());
         return;
     }
-    const int64_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
     require(mask->shape.size() == 4 && mask->shape[0] == q.dim(0) && mask->shape[1] == 1 &&
                 mask->shape[2] == Sq && mask->shape[3] >= max_len,
             "attention: mask " + shape_to_string(mask->shape) + " must be [" +
@@ -125,8 +126,8 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     require(mask->data != nullptr, "attention mask " + shape_to_string(mask->shape) + " has no data");
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(),
-                        b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), scale,
-                        causal, b.sinks.raw_buffer(), b.has_sinks, mask_b.raw_buffer(), b.out.raw_buffer());
+                        b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
+                        scale, causal, b.sinks.raw_buffer(), b.has_sinks, mask_b.raw_buffer(), b.out.raw_buffer());
 }
 
 void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
