@@ -28,7 +28,7 @@ void AttentionDecode::generate() {
     in.query_len = 1;
     in.kv_len(b) = kv_len(b) - first_key(b);
     in.capacity = k_cache.dim(1).extent();
-    in.max_chunks = (min(longest_visible, k_cache.dim(1).extent()) + a.C - 1) / a.C;
+    in.longest_kv_len = longest_visible;
     in.scale = scale;
     in.sink = clamped_sinks(sinks);
     in.has_sink = has_sinks;

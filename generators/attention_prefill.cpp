@@ -24,7 +24,7 @@ void AttentionPrefill::generate() {
     in.query_len = q.dim(3).extent();
     in.kv_len(b) = kv_len(b);
     in.capacity = k_cache.dim(1).extent();
-    in.max_chunks = (min(longest_visible, k_cache.dim(1).extent()) + a.C - 1) / a.C;
+    in.longest_kv_len = longest_visible;
     in.scale = scale;
     in.sink = clamped_sinks(sinks);
     in.has_sink = has_sinks;

@@ -24,10 +24,10 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     const Expr position = len - in.query_len + query;    // the query's absolute position
     const Expr key = c * C + j;
     // A row's softmax state starts empty, or with its head's sink seen as a key of value zero.
-    const Expr no_sink = Halide::Internal::const_false();
-    const Expr has_sink = in.sink ? in.has_sink : no_sink;
-    const Expr start_max = in.sink ? select(has_sink, in.sink(hg, hk), masked_score) : Expr(masked_score);
+    const Expr has_sink = in.has_sink;
+    const Expr start_max = select(has_sink, in.sink(hg, hk), masked_score);
     const Expr start_sum = select(has_sink, 1.0f, 0.0f);
+    const Expr max_chunks = (min(in.longest_kv_len, in.capacity) + C - 1) / C;
 
     q_tile(d, qi, hg, qt, hk, b) = in.q(d, hg, hk, i_clamped, b) * in.scale;
     // Keys past the sequence are masked out below; clamping their index keeps the loads (and
@@ -86,13 +86,13 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     pv(d, qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b) * v_panel(d, rj, c, hk, b);
     chunk_out(d, qi, hg, c, qt, hk, b) = pv(d, qi, hg, c, qt, hk, b);
 
-    rc = RDom(0, in.max_chunks, "rc");
+    rc = RDom(0, max_chunks, "rc");
     rc.where(rc * C < visible_keys);
 
     if (merge == Merge::RunningRows) {
         // The same merge as Running below, with one state per row (see the header for channels).
         const Expr sum_channel = D + 1, max_channel = D + 2;
-        channel_chunk = RDom(0, D + 3, 0, in.max_chunks, "channel_chunk");
+        channel_chunk = RDom(0, D + 3, 0, max_chunks, "channel_chunk");
         channel_chunk.where(channel_chunk.y * C < visible_keys);
         const RVar ch = channel_chunk.x, rcc = channel_chunk.y;
         auto state = [&](Expr channel) { return running_rows(channel, qi, hg, qt, hk, b); };

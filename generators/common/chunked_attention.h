@@ -39,12 +39,15 @@ struct ChunkedAttentionInputs {
     Halide::Expr query_len;  // Sq
     Halide::Func kv_len;   // kv_len(b): visible keys of sequence b; its queries are the last Sq
     Halide::Expr capacity; // the cache's token capacity, an upper bound of kv_len
-    Halide::Expr max_chunks;  // an upper bound on ceil(kv_len / C) over the batch
+    // At least the longest kv_len of the batch: the chunk loops end there (else the capacity would
+    // bound them, and schedules that compute chunks outside the merge's loop would pay for it).
+    Halide::Expr longest_kv_len;
     Halide::Expr scale;
     Halide::Expr causal;   // bool
     Halide::Func masked;   // masked(j, i, b) -> bool, or undefined for no mask
     // Attention sinks (gpt-oss): sink(hg, hk), a learned score of query head hk * g + hg that joins
-    // its softmax's denominator as a key whose value is zero; read where has_sink is true.
+    // its softmax's denominator as a key whose value is zero; read where has_sink is true. Both are
+    // required (clamped_sinks below gives sink).
     // An Expr of the input buffer, not a Func of its own: each Func renumbers the pipeline that
     // the committed tuned schedules (schedules/autotuned) address by position.
     std::function<Halide::Expr(Halide::Expr hg, Halide::Expr hk)> sink;

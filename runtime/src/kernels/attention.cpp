@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "hattn/tensor.h"
-
 #include "halide_call.h"
 #include "hattn/error.h"
 #include "kernel_variants.h"

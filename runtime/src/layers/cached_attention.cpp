@@ -274,12 +274,18 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     Tensor attended = detail::scratch_tensor(q.shape());
     const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
     const std::optional<ConstTensorView> head_sinks = sinks();
-    if (config_.sliding_window && longest > *config_.sliding_window) {
-        attend_in_windows(q, key_store, value_store, start, lengths, attended);
-    } else if (S == 1 && !mask) {
+    if (S == 1 && !mask) {  // decode steps: one split-KV call, each sequence over its window if any
+        std::vector<int32_t> first_key(B, 0);
+        if (config_.sliding_window) {
+            for (int64_t b = 0; b < B; b++) {
+                first_key[b] = std::max<int32_t>(0, lengths[b] - static_cast<int32_t>(*config_.sliding_window));
+            }
+        }
         const Shape heads{B, config_.heads, D};
         attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
-                         TensorView(attended.data(), heads), or_null(head_sinks));
+                         TensorView(attended.data(), heads), or_null(head_sinks), &first_key);
+    } else if (config_.sliding_window && longest > *config_.sliding_window) {
+        attend_in_windows(q, key_store, value_store, start, lengths, attended);
     } else {
         attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view(),
                           or_null(head_sinks));
@@ -292,16 +298,8 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
 void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
                                         const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
                                         Tensor &attended) const {
-    const int64_t window = *config_.sliding_window, S = q.dim(1), H = config_.heads, D = config_.head_dimension;
+    const int64_t window = *config_.sliding_window;
     const std::optional<ConstTensorView> head_sinks = sinks();
-    if (S == 1) {  // decode steps: one split-KV call, each sequence over just its window
-        std::vector<int32_t> first_key(lengths.size());
-        for (size_t b = 0; b < lengths.size(); b++) first_key[b] = std::max<int32_t>(0, lengths[b] - static_cast<int32_t>(window));
-        const Shape heads{q.dim(0), H, D};
-        attention_decode(ConstTensorView(q.data(), heads), keys, values, lengths, scale(), TensorView(attended.data(), heads),
-                         or_null(head_sinks), &first_key);
-        return;
-    }
     // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes.
     constexpr int64_t block = 256;
     for (int64_t b = 0; b < q.dim(0); b++) {

@@ -120,8 +120,9 @@ private:
     // projected).
     Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
                              const MaskView *mask) const;
-    // Self-attention where a sequence is longer than the sliding window: q and attended [B, S, H, D],
-    // the keys and values those of the cache storage (or the new tokens) holding every key.
+    // Self-attention of several new tokens where a sequence is longer than the sliding window (a
+    // decode step passes each window's start to the decode kernel instead): q and attended
+    // [B, S, H, D], the keys and values those of the cache storage (or the new tokens) holding every key.
     void attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
                            const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, Tensor &attended) const;
     // q, k or v projected: [B, S, heads, D], then normed where `norm` holds a QK-norm's weight. On a
