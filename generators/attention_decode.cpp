@@ -32,6 +32,8 @@ void AttentionDecode::generate() {
     in.scale = scale;
     in.sink = clamped_sinks(sinks);
     in.has_sink = has_sinks;
+    in.softcap = softcap;
+    in.has_softcap = has_softcap;
     in.causal = Halide::Internal::const_false();
     a.define(in, ChunkedAttention::Merge::Partials, attended);
     out(d, hg, h, b) = attended(d, hg, h, 0, b);
@@ -49,6 +51,8 @@ void AttentionDecode::schedule() {
     scale.set_estimate(0.088f);
     sinks.set_estimates({{0, 4}, {0, 8}});
     has_sinks.set_estimate(false);
+    softcap.set_estimate(50.0f);
+    has_softcap.set_estimate(false);
     out.set_estimates({{0, 128}, {0, 4}, {0, 8}, {0, 1}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());

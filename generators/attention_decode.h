@@ -28,6 +28,10 @@ public:
     // has_sinks (any buffer otherwise).
     Input<Buffer<float>> sinks{"sinks", 2};  // (g, Hkv)
     Input<bool> has_sinks{"has_sinks"};
+    // Soft-capping (Gemma 2): scores s become softcap * tanh(s / softcap), where has_softcap;
+    // softcap must be positive even where not (callers pass 1).
+    Input<float> softcap{"softcap"};
+    Input<bool> has_softcap{"has_softcap"};
     Output<Buffer<float>> out{"out", 4};  // (D, g, Hkv, B)
 
     std::unique_ptr<ChunkedAttention> attention;

@@ -28,6 +28,8 @@ void AttentionPrefill::generate() {
     in.scale = scale;
     in.sink = clamped_sinks(sinks);
     in.has_sink = has_sinks;
+    in.softcap = softcap;
+    in.has_softcap = has_softcap;
     in.causal = causal;
     if (mask) in.masked(j, i, b) = (*mask)(min(j, mask->dim(0).extent() - 1), i, 0, b) != 0;
     // One state per query row (one exp per row and chunk) needs its channels updated in order, as
@@ -51,6 +53,8 @@ void AttentionPrefill::schedule() {
     causal.set_estimate(true);
     sinks.set_estimates({{0, 1}, {0, 16}});
     has_sinks.set_estimate(false);
+    softcap.set_estimate(50.0f);
+    has_softcap.set_estimate(false);
     if (mask) mask->set_estimates({{0, 2048}, {0, 2048}, {0, 1}, {0, 1}});
     out.set_estimates({{0, 64}, {0, 1}, {0, 16}, {0, 2048}, {0, 1}});
     if (auto_schedule) return;

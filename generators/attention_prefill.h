@@ -31,6 +31,10 @@ public:
     // has_sinks (any buffer otherwise).
     Input<Buffer<float>> sinks{"sinks", 2};  // (g, Hkv)
     Input<bool> has_sinks{"has_sinks"};
+    // Soft-capping (Gemma 2): scores s become softcap * tanh(s / softcap), where has_softcap;
+    // softcap must be positive even where not (callers pass 1).
+    Input<float> softcap{"softcap"};
+    Input<bool> has_softcap{"has_softcap"};
     // Added by configure() in the masked variant, after the inputs above: (Sk, Sq, 1, B), uint8.
     Input<Buffer<uint8_t>> *mask = nullptr;
     Output<Buffer<float>> out{"out", 5};  // (D, g, Hkv, Sq, B)

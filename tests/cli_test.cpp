@@ -116,11 +116,18 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
     EXPECT_EQ(r.out, gemma3 + ": cached_attention, 7 layers\n  layers 0-4: " + sliding +
                          "\n  layer 5: E=2560 H=8 Hkv=4 D=256; RoPE theta 1e+06, linear x8; QK-norm per head by 1 + w eps "
                          "1e-06; scale 0.0625; every key; biases none\n  layer 6: " + sliding + "\n");
-    // A refused config prints nothing but its one line.
+    // Gemma 2: sliding and full layers alternate, their scores soft-capped (50 by default).
     const std::string gemma2 = tmp.file("gemma2.json");
     std::ofstream(gemma2) << R"({"model_type": "gemma2", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})";
-    const CliResult refused = hattn("inspect " + gemma2);
-    expect_one_line_naming(refused, "model_type 'gemma2' is not supported by cached_attention");
+    const CliResult capped = hattn("inspect " + gemma2);
+    EXPECT_EQ(capped.out, gemma2 + ": cached_attention, 2 layers\n  layer 0: E=64 H=4 Hkv=4 D=256; RoPE theta 10000; scale "
+                                   "0.0625; window 4096; scores soft-capped at 50; biases none\n  layer 1: E=64 H=4 Hkv=4 "
+                                   "D=256; RoPE theta 10000; scale 0.0625; every key; scores soft-capped at 50; biases none\n");
+    // A refused config prints nothing but its one line.
+    const std::string granite = tmp.file("granite.json");
+    std::ofstream(granite) << R"({"model_type": "granite", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})";
+    const CliResult refused = hattn("inspect " + granite);
+    expect_one_line_naming(refused, "model_type 'granite' is not supported by cached_attention");
     EXPECT_EQ(refused.out, "");
 }
 

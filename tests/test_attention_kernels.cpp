@@ -144,6 +144,7 @@ struct PrefillCase {
     bool causal, masked;
     int64_t sampled_rows = 64;  // per sequence; long cases check a sample
     bool sinks = false;
+    float softcap = 0.0f;  // small in the cases, so that the scores (about -3..3) are bent
 };
 
 std::ostream &operator<<(std::ostream &os, const PrefillCase &c) { return os << c.name; }
@@ -193,12 +194,12 @@ double prefill_error(const PrefillCase &c, uint32_t seed) {
     const std::vector<float> sinks = test_sinks(c.H, seed + 4);
     const ConstTensorView sinks_view(sinks.data(), {c.H});
     attention_prefill(q.view(), k.view(), v.view(), c.kv_len, scale, c.causal,
-                      c.masked ? &mask : nullptr, out.view(), c.sinks ? &sinks_view : nullptr);
+                      c.masked ? &mask : nullptr, out.view(), c.sinks ? &sinks_view : nullptr, c.softcap);
 
     const auto rows = testing::sample_rows(c.B, c.Sq, c.sampled_rows, seed, must);
     const auto ref = reference::attention(q, k, v, c.kv_len, scale, c.causal,
                                           c.masked ? &mask_bytes : nullptr, mask_keys, rows,
-                                          c.sinks ? &sinks : nullptr);
+                                          c.sinks ? &sinks : nullptr, c.softcap);
     return testing::relative_l2(testing::gather_rows(out, rows), ref);
 }
 
@@ -223,7 +224,10 @@ INSTANTIATE_TEST_SUITE_P(
         PrefillCase{"s4096_causal_sampled", 1, 4096, 2, 1, 64, {4096}, true, false, 12},
         PrefillCase{"sinks_gqa_causal", 2, 21, 8, 2, 64, {21, 50}, true, false, 64, true},
         PrefillCase{"sinks_masked", 2, 11, 4, 2, 16, {23, 23}, false, true, 64, true},
-        PrefillCase{"sinks_long_keys", 1, 40, 6, 3, 32, {2100}, true, false, 64, true}),
+        PrefillCase{"sinks_long_keys", 1, 40, 6, 3, 32, {2100}, true, false, 64, true},
+        PrefillCase{"softcap_gqa_d256_causal", 2, 21, 8, 4, 256, {21, 50}, true, false, 64, false, 2.0f},
+        PrefillCase{"softcap_masked_sinks", 2, 11, 4, 2, 16, {23, 23}, false, true, 64, true, 1.5f},
+        PrefillCase{"softcap_long_keys", 1, 40, 4, 2, 64, {2100}, true, false, 64, false, 3.0f}),
     [](const auto &info) { return info.param.name; });
 
 TEST(AttentionPrefillErrors, CausalNeedsTheQueriesInTheCache) {
@@ -248,7 +252,8 @@ TEST(AttentionPrefillErrors, HeadsMustDivide) {
 
 // With first_key, sequence b's query sees its keys first_key[b] .. kv_len[b] - 1 (a sliding window).
 double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_len, uint32_t seed,
-                    bool with_sinks = false, const std::vector<int32_t> *first_key = nullptr) {
+                    bool with_sinks = false, const std::vector<int32_t> *first_key = nullptr,
+                    float softcap = 0.0f) {
     const int64_t B = kv_len.size();
     int64_t capacity = 1;
     for (int32_t len : kv_len) capacity = std::max<int64_t>(capacity, len + 2);
@@ -260,7 +265,8 @@ double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_l
     const std::vector<float> sinks = test_sinks(H, seed + 3);
     const ConstTensorView sinks_view(sinks.data(), {H});
     attention_decode(ConstTensorView(q.data(), {B, H, D}), k.view(), v.view(),
-                     kv_len, scale, TensorView(out.data(), {B, H, D}), with_sinks ? &sinks_view : nullptr, first_key);
+                     kv_len, scale, TensorView(out.data(), {B, H, D}), with_sinks ? &sinks_view : nullptr, first_key,
+                     softcap);
     std::vector<reference::QueryRow> rows;
     for (int64_t b = 0; b < B; b++) rows.push_back({b, 0});
     // The keys before each first key are masked in the reference.
@@ -268,7 +274,7 @@ double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_l
     for (int64_t b = 0; first_key && b < B; b++) std::fill_n(hidden.begin() + b * capacity, (*first_key)[b], 1);
     // A decode query is the newest token: causal against kv_len keys equals seeing them all.
     return testing::relative_l2(out, reference::attention(q, k, v, kv_len, scale, false, first_key ? &hidden : nullptr,
-                                                          capacity, rows, with_sinks ? &sinks : nullptr));
+                                                          capacity, rows, with_sinks ? &sinks : nullptr, softcap));
 }
 
 TEST(AttentionDecode, GqaRaggedBatch) { EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 11), 1e-5); }
@@ -310,6 +316,40 @@ TEST(AttentionDecode, AFirstKeyOutsideTheSequenceIsRefused) {
     EXPECT_EQ(out.values(), std::vector<float>(32, 7.0f));  // the output is untouched
 }
 
+TEST(AttentionDecode, SoftcapBoundsTheScores) {
+    EXPECT_LE(decode_error(8, 4, 256, {1, 700, 1500}, 47, false, nullptr, 2.0f), 1e-5);
+    EXPECT_LE(decode_error(4, 4, 128, {2100}, 48, true, nullptr, 3.0f), 1e-5);
+    const std::vector<int32_t> first{3, 1100, 40};
+    EXPECT_LE(decode_error(8, 2, 64, {130, 1500, 40}, 49, false, &first, 1.5f), 1e-5);
+}
+
+// Soft-capping's effect is large enough for the comparisons above to see, and a value it cannot
+// take is refused before anything is written.
+TEST(AttentionSoftcap, LeavingItOutIsSeen) {
+    const Tensor q = testing::random_tensor({1, 1, 4, 32}, 50);
+    const Tensor k = testing::random_tensor({1, 2, 64, 32}, 51), v = testing::random_tensor({1, 2, 64, 32}, 52);
+    Tensor out({1, 1, 4, 32});
+    attention_decode(ConstTensorView(q.data(), {1, 4, 32}), k.view(), v.view(), {64}, 0.2f,
+                     TensorView(out.data(), {1, 4, 32}));
+    const auto capped = reference::attention(q, k, v, {64}, 0.2, false, nullptr, 0, {{0, 0}}, nullptr, 0.5);
+    EXPECT_GT(testing::relative_l2(out, capped), 0.1);
+}
+
+TEST(AttentionSoftcap, ZeroOrPositiveAndFinite) {
+    Tensor q({1, 2, 4, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8});
+    Tensor out({1, 2, 4, 8}, std::vector<float>(64, 7.0f));
+    EXPECT_EQ(testing::error_message([&] {
+                  attention_prefill(q.view(), k.view(), v.view(), {4}, 1.0f, true, nullptr, out.view(), nullptr, -1.0f);
+              }),
+              "attention: softcap must be 0 (none) or positive and finite, got -1.000000");
+    Tensor q1({1, 4, 8}), out1({1, 4, 8});
+    EXPECT_EQ(testing::error_message([&] {
+                  attention_decode(q1.view(), k.view(), v.view(), {4}, 1.0f, out1.view(), nullptr, nullptr, INFINITY);
+              }),
+              "attention decode: softcap must be 0 (none) or positive and finite, got inf");
+    EXPECT_EQ(out.values(), std::vector<float>(64, 7.0f));
+}
+
 // The sinks' effect is large enough for the comparison above to see: without them the same
 // outputs miss the reference that has them by far more than the tolerance.
 TEST(AttentionSinks, LeavingThemOutIsSeen) {
@@ -348,12 +388,13 @@ const bool checks_registered =
         "rope_interleaved",
         {[] { return rope_error({2, 5, 3, 40}, 32, {0, 9}, 29, RopeLayout::Interleaved); }, 1e-6,
          [] { return rope_error({1, 2048, 32, 128}, 128, {0}, 30, RopeLayout::Interleaved); }}) &&
-    // Prefill with and without sinks (their own start of each row's softmax state).
+    // Prefill with and without sinks (their own start of each row's softmax state), and capped.
     testing::register_kernel_check(
         "attention_prefill",
         {[] {
-             return std::max(prefill_error({"check", 2, 19, 4, 2, 24, {19, 30}, true, false}, 22),
-                             prefill_error({"sinks", 2, 19, 4, 2, 24, {19, 30}, true, false, 64, true}, 36));
+             return std::max({prefill_error({"check", 2, 19, 4, 2, 24, {19, 30}, true, false}, 22),
+                              prefill_error({"sinks", 2, 19, 4, 2, 24, {19, 30}, true, false, 64, true}, 36),
+                              prefill_error({"softcap", 2, 19, 4, 2, 64, {19, 30}, true, false, 64, false, 2.0f}, 53)});
          },
          1e-5,
          [] {
@@ -363,8 +404,9 @@ const bool checks_registered =
     testing::register_kernel_check(
         "attention_prefill_masked",
         {[] {
-             return std::max(prefill_error({"check", 1, 15, 2, 1, 16, {21}, false, true}, 23),
-                             prefill_error({"sinks", 1, 15, 4, 1, 16, {21}, false, true, 64, true}, 38));
+             return std::max({prefill_error({"check", 1, 15, 2, 1, 16, {21}, false, true}, 23),
+                              prefill_error({"sinks", 1, 15, 4, 1, 16, {21}, false, true, 64, true}, 38),
+                              prefill_error({"softcap", 1, 15, 4, 1, 16, {21}, false, true, 64, false, 1.5f}, 54)});
          },
          1e-5,
          [] {
@@ -372,7 +414,8 @@ const bool checks_registered =
                              prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8, true}, 39));
          }}) &&
     // D = 40 runs the generic head dim; 64 and 128 the one-key-row QK of the x86 sub-targets; 96
-    // and 256 (Phi-3, Gemma) their PV tiles, a KV head serving one query head and four; then sinks.
+    // and 256 (Phi-3, Gemma) their PV tiles, a KV head serving one query head and four; then sinks
+    // and soft-capping.
     testing::register_kernel_check("attention_decode",
                                    {[] {
                                         return std::max({decode_error(4, 2, 40, {77, 1030}, 24),
@@ -383,6 +426,7 @@ const bool checks_registered =
                                                          decode_error(2, 2, 256, {200}, 35),
                                                          decode_error(8, 2, 64, {0, 1030}, 44, true),
                                                          decode_error(4, 2, 32, {0, 0}, 46, true),  // no keys at all
+                                                         decode_error(8, 4, 64, {300, 1030}, 55, false, nullptr, 2.0f),
                                                          [] {
                                                              const std::vector<int32_t> first{700, 2, 1};
                                                              return decode_error(8, 2, 64, {1030, 9, 1}, 45, true, &first);

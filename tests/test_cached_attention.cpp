@@ -640,6 +640,39 @@ void check_gpt_oss_layers() {
 }
 TEST(CachedAttentionHuggingFace, GptOssLayersAddSinksAndAlternateWindows) { check_gpt_oss_layers(); }
 
+// Gemma 2: layer 0 slides over 3 keys, layer 1 sees every key; both scale scores by
+// query_pre_attn_scalar^-1/2 and soft-cap them, here at 0.8 so that capping bends most scores. A
+// prompt of 5 tokens, then 4 decode steps (past the window: the windowed decode path).
+void check_gemma2_layers() {
+    TestLayer seed({64, 4, 2, 16, false, 10000.0});
+    std::map<std::string, Tensor> tensors;
+    for (const char *layer : {"0", "1"}) {
+        const std::string from = "model.layers.0.self_attn.", to = std::string("model.layers.") + layer + ".self_attn.";
+        for (const auto &[name, tensor] : hugging_face_tensors(seed, false)) tensors.emplace(to + name.substr(from.size()), tensor);
+    }
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), tensors);
+    const ConfigReader config = testing::config_of({{"model_type", "gemma2"}, {"hidden_size", 64},
+                                                    {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                                    {"head_dim", 16}, {"sliding_window", 3}, {"num_hidden_layers", 2},
+                                                    {"query_pre_attn_scalar", 8}, {"attn_logit_softcapping", 0.8}});
+    const Tensor x = testing::random_tensor({2, 9, 64}, 142);
+    seed.ref.scale = 1.0 / std::sqrt(8.0);
+    for (auto [layer, window] : {std::pair{0, 3}, {1, 0}}) {
+        const CachedAttention gemma(config, Weights::open(dir.file("model.safetensors"),
+                                                          "model.layers." + std::to_string(layer) + ".self_attn."));
+        EXPECT_EQ(gemma.config().sliding_window.value_or(0), window) << "layer " << layer;
+        const Tensor out = prompt_then_decode(gemma, x, 5);
+        seed.ref.softcap = 0.8;
+        seed.ref.window = window ? std::optional<int64_t>(window) : std::nullopt;
+        EXPECT_LE(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-5) << "layer " << layer;
+        // Without the capping the reference differs: the check can fail.
+        seed.ref.softcap.reset();
+        EXPECT_GT(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-2) << "layer " << layer;
+    }
+}
+TEST(CachedAttentionHuggingFace, Gemma2LayersSoftCapScoresAndAlternateWindows) { check_gemma2_layers(); }
+
 // On a GPU the windowed prefill reads crops of the resident cache (device crops, or copies where
 // OpenCL cannot crop at that offset).
 class CachedOnGpu : public testing::OnEachGpu {};
@@ -657,6 +690,10 @@ TEST_P(CachedOnGpu, GptOssSinksMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_gpt_oss_layers();
 }
+TEST_P(CachedOnGpu, Gemma2SoftCappingMatchesTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_gemma2_layers();
+}
 HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
 
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
@@ -673,11 +710,11 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"granite", "exaone4", "olmo", "olmo3", "qwen3_next", "gemma2", "llama4_text", "phi"}) {
+    for (const char *type : {"granite", "exaone4", "olmo", "olmo3", "qwen3_next", "llama4_text", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2, phi3, gemma, gemma3_text, cohere, cohere2, gpt_oss)");
+                      "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     try {
@@ -770,8 +807,27 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const auto layer_error = [&](const std::string &json, int64_t index) {
         return testing::error_message([&] { layer(json, index); });
     };
-    EXPECT_EQ(layer_error(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 50.0})", 0),
-              "c: attn_logit_softcapping is not supported (scores are not capped here)");
+    // Gemma 3 caps scores where its config says so (its class default is none).
+    EXPECT_EQ(layer(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 30.0})", 0)
+                  .score_softcap.value_or(0), 30.0);
+    EXPECT_FALSE(local.score_softcap.has_value());
+    // Gemma 2: sliding layers first, then alternating; capped at 50 unless the config says otherwise
+    // (null: not capped; 0, which transformers divides by, is refused).
+    const std::string gemma2 = R"("model_type": "gemma2", "hidden_size": 2304, "query_pre_attn_scalar": 224)";
+    const CachedAttentionConfig gemma2_local = layer("{" + gemma2 + "}", 0), gemma2_global = layer("{" + gemma2 + "}", 1);
+    EXPECT_EQ(gemma2_local.heads, 8);
+    EXPECT_EQ(gemma2_local.kv_heads, 4);
+    EXPECT_EQ(gemma2_local.head_dimension, 256);
+    EXPECT_EQ(gemma2_local.sliding_window.value_or(0), 4096);
+    EXPECT_FALSE(gemma2_global.sliding_window.has_value());
+    EXPECT_EQ(gemma2_global.rope_base.value_or(0), 10000.0);
+    EXPECT_DOUBLE_EQ(gemma2_global.attention_scale.value_or(0), 1.0 / std::sqrt(224.0));
+    EXPECT_EQ(gemma2_local.score_softcap.value_or(0), 50.0);
+    EXPECT_FALSE(gemma2_local.bias || gemma2_local.qk_norm);
+    EXPECT_FALSE(layer("{" + gemma2 + R"(, "attn_logit_softcapping": null})", 0).score_softcap.has_value());
+    EXPECT_EQ(layer("{" + gemma2 + R"(, "attn_logit_softcapping": 20})", 1).score_softcap.value_or(0), 20.0);
+    EXPECT_EQ(layer_error("{" + gemma2 + R"(, "attn_logit_softcapping": 0})", 0),
+              "c: attn_logit_softcapping must be positive (or null for none), got 0.000000");
     EXPECT_EQ(layer_error("{" + gemma3 + R"(, "layer_types": ["full_attention"]})", 1), "c: layer_types lists 1 layers, not layer 1");
     EXPECT_EQ(layer_error("{" + gemma3 + R"(, "num_hidden_layers": 4})", 4), "c: layer 4 is past num_hidden_layers 4");
     EXPECT_EQ(layer_error("{" + gemma3 + "}", -1), "c: a layer index must not be negative, got -1");

@@ -79,6 +79,10 @@ TEST(ConfigTest, NumbersBoolsStrings) {
     EXPECT_TRUE(config.has("name"));
     EXPECT_FALSE(config.has("unset"));
     EXPECT_FALSE(config.has("absent"));
+    // A null is told apart from a missing key where a config class reads it as "off".
+    EXPECT_TRUE(config.states_null("unset"));
+    EXPECT_FALSE(config.states_null("absent"));
+    EXPECT_FALSE(config.states_null("name"));
     EXPECT_EQ(config.source(), "config.json");
 }
 

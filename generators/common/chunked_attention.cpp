@@ -7,6 +7,15 @@ using namespace Halide;
 namespace {
 // Stands in for -inf: far below any real score, yet exp(sentinel - sentinel) = 1 stays finite.
 const float masked_score = -1e30f;
+// softcap * tanh(s / softcap), with tanh(y) = sign(y) (1 - e) / (1 + e), e = exp(-2|y|): its
+// absolute error is about float's epsilon, so the capped score's is about softcap times that.
+// |y| is clamped where tanh is 1 to float precision, which keeps exp far from underflow.
+Expr soft_capped(const Expr &s, const Expr &softcap) {
+    const Expr y = s / softcap;
+    const Expr e = exp(-2.0f * min(abs(y), 10.0f));
+    const Expr t = (1.0f - e) / (1.0f + e);
+    return softcap * select(y < 0.0f, -t, t);
+}
 }  // namespace
 
 std::function<Expr(Expr, Expr)> clamped_sinks(const ImageParam &sinks) {
@@ -18,6 +27,7 @@ std::function<Expr(Expr, Expr)> clamped_sinks(const ImageParam &sinks) {
 void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Func out) {
     const Expr D = in.head_dim;
     head_dim = D;
+    has_softcap = in.has_softcap;
     const Expr query = qt * T + qi;                      // query index within the sequence
     const Expr i_clamped = min(query, in.query_len - 1);  // tiles may run past the last query
     const Expr len = in.kv_len(b);
@@ -50,6 +60,7 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     // PoCL (not investigated): Running and Partials keep whole chunks.
     const bool stop_at_visible = merge == Merge::RunningRows;
 
+    const auto capped = [&](const Expr &s) { return select(in.has_softcap, soft_capped(s, in.softcap), s); };
     rd = RDom(0, D, "rd");
     qk(qi, hg, j, c, qt, hk, b) = 0.0f;
     qk(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
@@ -58,9 +69,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         rs.where(c * C + rs.y * key_step < visible_keys);
         const Expr scored_key = rs.y * key_step + rs.x;
         score(qi, hg, j, c, qt, hk, b) = undef<float>();
-        score(qi, hg, scored_key, c, qt, hk, b) = qk(qi, hg, scored_key, c, qt, hk, b);
+        score(qi, hg, scored_key, c, qt, hk, b) = capped(qk(qi, hg, scored_key, c, qt, hk, b));
     } else {
-        score(qi, hg, j, c, qt, hk, b) = qk(qi, hg, j, c, qt, hk, b);
+        score(qi, hg, j, c, qt, hk, b) = capped(qk(qi, hg, j, c, qt, hk, b));
     }
 
     // A key is visible below one limit per query (the causal diagonal or the sequence's end).

@@ -22,6 +22,11 @@
 // A sink is a key of value zero whose score is the head's learned sink: a row's softmax state
 // starts as if it had seen that key (maximum = sink, sum = 1, output 0) instead of empty. A row
 // with no visible key then outputs 0 / 1 = 0, as without a sink.
+//
+// Soft-capping (Gemma 2) bounds each scaled score s to softcap * tanh(s / softcap) before the
+// mask and the softmax. tanh is written with exp (Halide 14 vectorises exp, and calls the scalar
+// libm tanhf per lane). Schedules specialise `score` on has_softcap, so calls without it pay
+// nothing for it.
 #pragma once
 
 #include <functional>
@@ -52,6 +57,9 @@ struct ChunkedAttentionInputs {
     // the committed tuned schedules (schedules/autotuned) address by position.
     std::function<Halide::Expr(Halide::Expr hg, Halide::Expr hk)> sink;
     Halide::Expr has_sink;
+    // Soft-capping (Gemma 2): softcap > 0, read where has_softcap (a bool scalar input, which a
+    // specialisation on it folds away in each branch).
+    Halide::Expr softcap, has_softcap;
 };
 
 // ChunkedAttentionInputs::sink from a (g, Hkv) buffer, its index clamped to the buffer: schedules
@@ -88,6 +96,7 @@ public:
 
     const int T, C, key_step;
     Halide::Expr head_dim;  // D, set by define(); schedules specialise on it
+    Halide::Expr has_softcap;  // set by define(); schedules specialise `score` on it
 
     // Vars: d head dim, qi query in tile, hg head in group, qt query tile, hk KV head, b batch,
     // j key in chunk, c chunk, x packed channel of part; i indexes the output's queries:
@@ -104,7 +113,7 @@ public:
     // The two products are reductions of their own, so a schedule can compute them one register
     // tile at a time inside the Funcs that store them (score, chunk_out).
     Halide::Func qk{"qk"};               // (qi, hg, j, c, qt, hk, b): sum over d of q * k
-    Halide::Func score{"score"};         // (qi, hg, j, c, qt, hk, b)
+    Halide::Func score{"score"};         // (qi, hg, j, c, qt, hk, b): qk, soft-capped where asked
     Halide::Func chunk_max{"chunk_max"}; // (qi, hg, c, qt, hk, b)
     Halide::Func prob{"prob"};           // (qi, hg, j, c, qt, hk, b): exp(s - m_c) or 0
     Halide::Func chunk_sum{"chunk_sum"}; // (qi, hg, c, qt, hk, b)

@@ -109,6 +109,11 @@ const nlohmann::json *find(const nlohmann::json &object, const std::string &key)
 
 bool ConfigReader::has(const std::string &key) const { return find(json().value, key) != nullptr; }
 
+bool ConfigReader::states_null(const std::string &key) const {
+    const auto it = json().value.find(key);
+    return it != json().value.end() && it->is_null();
+}
+
 ConfigReader ConfigReader::object(const std::string &key) const {
     const std::string path = path_.empty() ? key : path_ + "." + key;
     const nlohmann::json *value = find(json().value, key);

@@ -19,20 +19,24 @@ using RopeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t
 RopeKernel rope_kernel();
 RopeKernel rope_interleaved_kernel();
 
-// (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, out)
+// (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, softcap,
+//  has_softcap, out)
 using AttentionPrefillKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                        halide_buffer_t *, int32_t, float, bool, halide_buffer_t *, bool,
-                                       halide_buffer_t *);
+                                       float, bool, halide_buffer_t *);
 AttentionPrefillKernel attention_prefill_kernel();
-// (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, mask, out)
+// (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, softcap,
+//  has_softcap, mask, out)
 using AttentionPrefillMaskedKernel = int (*)(halide_buffer_t *, halide_buffer_t *,
                                              halide_buffer_t *, halide_buffer_t *, int32_t, float, bool,
-                                             halide_buffer_t *, bool, halide_buffer_t *, halide_buffer_t *);
+                                             halide_buffer_t *, bool, float, bool, halide_buffer_t *,
+                                             halide_buffer_t *);
 AttentionPrefillMaskedKernel attention_prefill_masked_kernel();
-// (q, k_cache, v_cache, kv_len, first_key, longest_visible, scale, sinks, has_sinks, out)
+// (q, k_cache, v_cache, kv_len, first_key, longest_visible, scale, sinks, has_sinks, softcap,
+//  has_softcap, out)
 using AttentionDecodeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                       halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *, bool,
-                                      halide_buffer_t *);
+                                      float, bool, halide_buffer_t *);
 AttentionDecodeKernel attention_decode_kernel();
 
 // (qk, conv0_w, conv0_b, conv1_w, conv1_b, key_scale, cos, sin, start, qk_mean, norm_eps, q, k)

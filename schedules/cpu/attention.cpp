@@ -144,6 +144,8 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, PrefillCpu
         .vectorize(qv)
         .unroll(qr)
         .unroll(a.rs.x);
+    // Both branches keep that schedule; the one without soft-capping computes no tanh.
+    a.score.update().specialize(a.has_softcap);
     a.qk.compute_at(a.score, qg).split(a.qi, qo, qv, vec).vectorize(qv).unroll(qo).unroll(a.j);
     a.qk.update().split(a.qi, qo, qv, vec).reorder(qv, qo, a.j, a.rd).vectorize(qv).unroll(qo).unroll(a.j);
 
@@ -180,6 +182,7 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     // vectors of keys (heads-fastest made every one a gather of stride g).
     for (Func f : {a.qk, a.score, a.prob}) f.reorder_storage(a.j, a.hg);
     a.score.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
+    a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
     a.prob.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
 
     // QK: one key row at a time against the heads of the group (the row stays in L1). Each dot

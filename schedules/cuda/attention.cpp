@@ -52,6 +52,7 @@ void schedule_block_tiles(AttentionPrefill &g) {
     a.k_panel.reorder_storage(a.j, a.d);
     a.q_tile.compute_inline();
     a.score.compute_at(chunk).gpu_threads(a.j, a.qi);
+    a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
     a.qk.compute_at(a.score, a.j);
     a.chunk_max.compute_at(chunk).gpu_threads(a.qi);
     a.chunk_max.update().gpu_threads(a.qi);
@@ -102,6 +103,7 @@ void schedule(AttentionPrefill &g, const Target &) {
     for (Func f : {a.qk, a.score, a.chunk_max, a.prob, a.chunk_sum, a.pv, a.chunk_out}) {
         f.compute_at(chunk);
     }
+    a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
 }
 
 // A decode block is one chunk of keys, a thread per key.
@@ -129,6 +131,7 @@ void schedule(AttentionDecode &g, const Target &) {
     // The scores are stored (shared); each one's dot product accumulates in a register (qk at the
     // thread), not in shared memory, which could alias the queries and took a store per FMA.
     a.score.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
+    a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
     a.qk.compute_at(a.score, a.j);
     // The chunk's max and sum over its keys: 32 lanes each take every 32nd key (rfactor), then one
     // thread per head combines the lanes: about 40 dependent steps where one thread took 256.

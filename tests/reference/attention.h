@@ -40,8 +40,9 @@ inline std::vector<double> rope(const Tensor &x, int64_t rotary_dim, double base
 // Attention of the query rows `rows` (pairs b, i) of q [B, Sq, H, D] against k, v
 // [B, Hkv, capacity, D] with kv_len[b] visible keys; query i sits at position kv_len[b] - Sq + i.
 // mask is [B, 1, Sq, mask_keys] bytes (True = masked) or null; sinks [H] or null, head h's sink a
-// further score in its softmax whose value is zero. Returns, per row in order, H x D values; a row
-// with no visible key is zeros.
+// further score in its softmax whose value is zero. softcap > 0 bounds each scaled score s to
+// softcap tanh(s / softcap) (Gemma 2). Returns, per row in order, H x D values; a row with no
+// visible key is zeros.
 struct QueryRow {
     int64_t b, i;
 };
@@ -49,7 +50,7 @@ inline std::vector<double> attention(const Tensor &q, const Tensor &k, const Ten
                                      const std::vector<int32_t> &kv_len, double scale, bool causal,
                                      const std::vector<uint8_t> *mask, int64_t mask_keys,
                                      const std::vector<QueryRow> &rows,
-                                     const std::vector<float> *sinks = nullptr) {
+                                     const std::vector<float> *sinks = nullptr, double softcap = 0) {
     const int64_t Sq = q.dim(1), H = q.dim(2), D = q.dim(3);
     const int64_t Hkv = k.dim(1), capacity = k.dim(2), group = H / Hkv;
     std::vector<double> out;
@@ -66,7 +67,7 @@ inline std::vector<double> attention(const Tensor &q, const Tensor &k, const Ten
                 const float *kv = k.data() + ((row.b * Hkv + hk) * capacity + j) * D;
                 double s = 0;
                 for (int64_t d = 0; d < D; d++) s += double(qv[d]) * double(kv[d]);
-                scores.push_back(s * scale);
+                scores.push_back(softcap > 0 ? softcap * std::tanh(s * scale / softcap) : s * scale);
                 keys.push_back(j);
             }
             std::vector<double> acc(D, 0.0);

@@ -25,6 +25,7 @@ struct CachedAttentionWeights {
     // gpt-oss: head h's softmax also counts a key of score sinks[h] and value zero.
     std::optional<Tensor> sinks;
     std::optional<int64_t> window;  // a query sees at most this many keys, itself included
+    std::optional<double> softcap;  // Gemma 2: scores s -> softcap tanh(s / softcap)
 };
 
 namespace detail {
@@ -86,6 +87,7 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                     double dot = 0;
                     for (int64_t d = 0; d < D; d++) dot += qh[d] * key(b, t, h / g)[d];
                     scores[t] = dot * w.scale.value_or(1.0 / std::sqrt(double(D)));
+                    if (w.softcap) scores[t] = *w.softcap * std::tanh(scores[t] / *w.softcap);
                     m = std::max(m, scores[t]);
                 }
                 double sum = w.sinks ? std::exp(double(w.sinks->data()[h]) - m) : 0.0;

@@ -45,6 +45,7 @@ std::string describe(const CachedAttentionConfig &c) {
     if (c.attention_scale) out << "; scale " << *c.attention_scale;
     out << "; " << (c.sliding_window ? "window " + std::to_string(*c.sliding_window) : std::string("every key"));
     if (c.sinks) out << "; sinks";
+    if (c.score_softcap) out << "; scores soft-capped at " << *c.score_softcap;
     out << "; biases " << (c.bias ? (c.output_bias ? "q, k, v, o" : "q, k, v") : (c.output_bias ? "o" : "none"));
     if (c.names == Names::HuggingFaceFusedQkv) out << "; weights qkv_proj, o_proj";
     return out.str();

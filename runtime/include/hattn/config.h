@@ -28,6 +28,9 @@ public:
     std::string source() const;
 
     bool has(const std::string &key) const;
+    // Whether `key` is there with the value null, which some config classes read as "off" where a
+    // missing key means their default (Gemma 2's attn_logit_softcapping).
+    bool states_null(const std::string &key) const;
     // The object under `key` (rope_parameters, say) as a reader of its own; throws unless the key
     // holds an object.
     ConfigReader object(const std::string &key) const;

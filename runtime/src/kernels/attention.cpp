@@ -71,44 +71,58 @@ ConstTensorView sinks_by_kv_head(const ConstTensorView &q, int64_t kv_heads, con
     return ConstTensorView(sinks->data, {kv_heads, q.dim(q.rank() - 2) / kv_heads});
 }
 
+// Checks a soft-capping value: 0 (none) or positive and finite.
+void check_softcap(float softcap, const std::string &kernel) {
+    require(softcap == 0.0f || (std::isfinite(softcap) && softcap > 0.0f),
+            kernel + ": softcap must be 0 (none) or positive and finite, got " + std::to_string(softcap));
+}
+
 // The Halide buffers of one attention call: queries and output with heads split as (hk, hg), the
-// cache storage as it is, the KV lengths, and the sinks as (hg, hk).
+// cache storage as it is, the KV lengths, the sinks as (hg, hk), and the soft-capping.
 struct AttentionBuffers {
     Halide::Runtime::Buffer<float> q, out, k, v, sinks;
     Halide::Runtime::Buffer<int32_t> len;
     bool has_sinks;
+    // The kernels divide by softcap even where has_softcap is false (in branches they discard).
+    float softcap;
+    bool has_softcap;
 
     AttentionBuffers(const ConstTensorView &queries, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
-                     const std::vector<int32_t> &kv_len, const TensorView &output, const ConstTensorView *head_sinks)
+                     const std::vector<int32_t> &kv_len, const TensorView &output, const ConstTensorView *head_sinks,
+                     float score_softcap)
         : q(detail::halide_buffer(split_heads(queries, k_cache.dim(1), "queries"))),
           out(detail::halide_buffer(split_heads(output, k_cache.dim(1), "output"))),
           k(detail::halide_buffer(k_cache)),
           v(detail::halide_buffer(v_cache)),
           sinks(detail::halide_buffer(sinks_by_kv_head(queries, k_cache.dim(1), head_sinks))),
           len(const_cast<int32_t *>(kv_len.data()), static_cast<int>(kv_len.size())),
-          has_sinks(head_sinks != nullptr) {}
+          has_sinks(head_sinks != nullptr),
+          softcap(score_softcap > 0.0f ? score_softcap : 1.0f),
+          has_softcap(score_softcap > 0.0f) {}
 };
 
 }  // namespace
 
 void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                        const std::vector<int32_t> &kv_len, float scale, bool causal,
-                       const MaskView *mask, const TensorView &out, const ConstTensorView *sinks) {
+                       const MaskView *mask, const TensorView &out, const ConstTensorView *sinks,
+                       float softcap) {
     require(q.rank() == 4, "attention: queries must be [B, Sq, H, D], got " + shape_to_string(q.shape));
     require(out.shape == q.shape, "attention: output " + shape_to_string(out.shape) +
                                       " differs from queries " + shape_to_string(q.shape));
     const int64_t Sq = q.dim(1);
     check_cache(q, k_cache, v_cache, kv_len, causal ? Sq : 0, "attention");
     check_sinks(q, sinks, "attention");
+    check_softcap(softcap, "attention");
     if (q.size() == 0) return;
 
-    AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks);
+    AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
     const int32_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
         detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(), b.q.raw_buffer(),
                             b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest, scale, causal,
-                            b.sinks.raw_buffer(), b.has_sinks, b.out.raw_buffer());
+                            b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
         return;
     }
     require(mask->shape.size() == 4 && mask->shape[0] == q.dim(0) && mask->shape[1] == 1 &&
@@ -125,17 +139,19 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(),
                         b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
-                        scale, causal, b.sinks.raw_buffer(), b.has_sinks, mask_b.raw_buffer(), b.out.raw_buffer());
+                        scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap,
+                        mask_b.raw_buffer(), b.out.raw_buffer());
 }
 
 void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                       const std::vector<int32_t> &kv_len, float scale, const TensorView &out,
-                      const ConstTensorView *sinks, const std::vector<int32_t> *first_key) {
+                      const ConstTensorView *sinks, const std::vector<int32_t> *first_key, float softcap) {
     require(q.rank() == 3, "attention decode: queries must be [B, H, D], got " + shape_to_string(q.shape));
     require(out.shape == q.shape, "attention decode: output " + shape_to_string(out.shape) +
                                       " differs from queries " + shape_to_string(q.shape));
     check_cache(q, k_cache, v_cache, kv_len, 0, "attention decode");
     check_sinks(q, sinks, "attention decode");
+    check_softcap(softcap, "attention decode");
     std::vector<int32_t> first(kv_len.size(), 0);
     if (first_key) {
         require(first_key->size() == kv_len.size(), "attention decode: one first key per sequence, got " +
@@ -153,11 +169,11 @@ void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, 
     // a GPU launch of zero blocks would fail.
     int32_t longest = 1;
     for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - first[s]);
-    AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks);
+    AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
     detail::call_kernel("attention_decode", detail::attention_decode_kernel(), b.q.raw_buffer(),
                         b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), first_b.raw_buffer(), longest,
-                        scale, b.sinks.raw_buffer(), b.has_sinks, b.out.raw_buffer());
+                        scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
 }
 
 }  // namespace hattn

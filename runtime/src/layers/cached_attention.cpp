@@ -149,6 +149,9 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     }
     require(!config.attention_scale || *config.attention_scale > 0,
             "cached_attention: attention_scale must be positive, got " + std::to_string(config.attention_scale.value_or(0)));
+    require(!config.score_softcap || (*config.score_softcap > 0 && std::isfinite(*config.score_softcap)),
+            "cached_attention: score_softcap must be positive and finite, got " +
+                std::to_string(config.score_softcap.value_or(0)));
     if (config.rope_base) rope_.emplace(config.rotary_dimension ? config.rotary_dimension : D, *config.rope_base, config.rope_scaling);
 }
 
@@ -163,6 +166,8 @@ float CachedAttention::scale() const {
 std::optional<ConstTensorView> CachedAttention::sinks() const {
     return sinks_ ? std::optional<ConstTensorView>(sinks_->view()) : std::nullopt;
 }
+
+float CachedAttention::softcap() const { return static_cast<float>(config_.score_softcap.value_or(0.0)); }
 
 void CachedAttention::check_input(const Tensor &x, const char *what) const {
     require(x.rank() == 3 && x.dim(2) == config_.embedding_dimension,
@@ -283,12 +288,12 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         }
         const Shape heads{B, config_.heads, D};
         attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
-                         TensorView(attended.data(), heads), or_null(head_sinks), &first_key);
+                         TensorView(attended.data(), heads), or_null(head_sinks), &first_key, softcap());
     } else if (config_.sliding_window && longest > *config_.sliding_window) {
         attend_in_windows(q, key_store, value_store, start, lengths, attended);
     } else {
         attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view(),
-                          or_null(head_sinks));
+                          or_null(head_sinks), softcap());
     }
     Tensor y = output(attended);
     if (cache) cache->commit(S);
@@ -317,7 +322,7 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
             }
             const MaskView mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
             attention_prefill(tokens(q.view()), rows(keys), rows(values), visible, scale(), true, &mask,
-                              tokens(attended.view()), or_null(head_sinks));
+                              tokens(attended.view()), or_null(head_sinks), softcap());
         }
     }
 }
@@ -357,7 +362,7 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     Tensor attended = detail::scratch_tensor(q.shape());
     const std::optional<ConstTensorView> head_sinks = sinks();
     attention_prefill(q.view(), kv.keys(), kv.values(), kv.lengths(), scale(), false, mask,
-                      attended.view(), or_null(head_sinks));
+                      attended.view(), or_null(head_sinks), softcap());
     return output(attended);
 }
 

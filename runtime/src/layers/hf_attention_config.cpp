@@ -15,8 +15,8 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that scales, rotates or clips otherwise (Granite, OLMo 1,
-// Gemma 2) is not listed, so it is refused by name.
+// look-alike with the same weight names that scales or rotates otherwise (Granite, OLMo 1) is not
+// listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
     // Which projections have biases: all four as attention_bias says, none, or q, k and v only
@@ -34,7 +34,12 @@ struct ModelType {
     bool slides = false;              // a stated sliding_window applies to every layer
     bool qwen_windows = false;        // use_sliding_window: some layers slide (refused)
     bool phi3 = false;                // q, k and v fused in qkv_proj; partial rotary
-    bool gemma3 = false;              // its own scale, norms, local RoPE and class defaults
+    bool gemma3 = false;              // its own norms, local RoPE and class defaults
+    bool query_pre_attn_scalar = false;  // scores scaled by query_pre_attn_scalar^-1/2 (Gemma 2, 3)
+    // Reads attn_logit_softcapping (Gemma 2, 3), whose class default is `softcap` (0: none) where
+    // the key is missing; a null one is none.
+    bool reads_softcap = false;
+    double softcap = 0.0;
     bool cohere = false;              // RoPE pairs (2i, 2i + 1); use_qk_norm (per-head LayerNorms) refused
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
@@ -67,9 +72,15 @@ const std::vector<ModelType> &model_types() {
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
         type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = true; }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
+        // Sliding and full layers alternate, the first sliding; scores soft-capped at 50 by default.
+        type("gemma2", [](ModelType &t) {
+            t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.sliding_pattern = 2;
+            t.query_pre_attn_scalar = true, t.reads_softcap = true, t.softcap = 50.0;
+        }),
         type("gemma3_text", [](ModelType &t) {
             t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.rope_theta = 1e6;
             t.qk_norm = Span::EachHead, t.gemma3 = true, t.sliding_pattern = 6;
+            t.query_pre_attn_scalar = true, t.reads_softcap = true;
         }),
         type("cohere", [](ModelType &t) { t.cohere = true; }),
         type("cohere2", [](ModelType &t) { t.cohere = true, t.sliding_pattern = 4, t.full_layers_without_rope = true; }),
@@ -232,13 +243,17 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         require(!c.get_bool("use_qk_norm", false),
                 c.source() + ": use_qk_norm is not supported for " + t.name + " (its per-head LayerNorms)");
     }
-    if (t.gemma3) {
-        // Scores scaled by query_pre_attn_scalar^-1/2 (Gemma 3 27B: 168 against a head_dim of 128).
+    if (t.query_pre_attn_scalar) {
+        // Gemma 3 27B: 168 against a head_dim of 128.
         const double scalar = c.get_number("query_pre_attn_scalar", 256.0);
         require(scalar > 0, c.source() + ": query_pre_attn_scalar must be positive, got " + str(scalar));
         cfg.attention_scale = 1.0 / std::sqrt(scalar);
-        require(!c.has("attn_logit_softcapping"), c.source() + ": attn_logit_softcapping is not supported (scores are "
-                                                               "not capped here)");
+    }
+    if (t.reads_softcap && (c.has("attn_logit_softcapping") || (t.softcap > 0 && !c.states_null("attn_logit_softcapping")))) {
+        const double softcap = c.get_number("attn_logit_softcapping", t.softcap);
+        require(softcap > 0 && std::isfinite(softcap),
+                c.source() + ": attn_logit_softcapping must be positive (or null for none), got " + str(softcap));
+        cfg.score_softcap = softcap;
     }
     return cfg;
 }

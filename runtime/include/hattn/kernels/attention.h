@@ -21,15 +21,20 @@ struct MaskView {
 //
 // `sinks` (gpt-oss's attention sinks), when given, is [H]: head h's softmax also counts a key of
 // score sinks[h] and value zero, which takes weight from the real keys and adds nothing.
+// `softcap` (Gemma 2's attn_logit_softcapping), when positive, bounds each scaled score s to
+// softcap * tanh(s / softcap) before the mask; 0 leaves the scores as they are.
 void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                        const std::vector<int32_t> &kv_len, float scale, bool causal,
-                       const MaskView *mask, const TensorView &out, const ConstTensorView *sinks = nullptr);
+                       const MaskView *mask, const TensorView &out, const ConstTensorView *sinks = nullptr,
+                       float softcap = 0.0f);
 
 // One query per sequence: q and out are [B, H, D]; the key range is split across threads.
 // `first_key`, when given, holds per sequence the first cached token its query sees (a sliding
 // window's start, 0 <= first_key[b] <= kv_len[b]); otherwise every query sees tokens from 0.
+// Sinks and softcap as in attention_prefill.
 void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                       const std::vector<int32_t> &kv_len, float scale, const TensorView &out,
-                      const ConstTensorView *sinks = nullptr, const std::vector<int32_t> *first_key = nullptr);
+                      const ConstTensorView *sinks = nullptr, const std::vector<int32_t> *first_key = nullptr,
+                      float softcap = 0.0f);
 
 }  // namespace hattn

@@ -53,6 +53,9 @@ struct CachedAttentionConfig {
     // Hugging Face configs only (gpt-oss): each query head's softmax also counts a learned sink, a
     // key of score sinks[h] and value zero (weight `sinks` [H]).
     bool sinks = false;
+    // Hugging Face configs only (Gemma 2's attn_logit_softcapping): each scaled score s becomes
+    // softcap * tanh(s / softcap) before the mask and the softmax; none: scores as they are.
+    std::optional<double> score_softcap;
     // Which layer of its model this is, where a config was read for one (Gemma 3's layers differ
     // by index); a layer built from weights whose prefix names another index is refused.
     std::optional<int64_t> layer;
@@ -62,8 +65,8 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo2, phi3, gemma, gemma3_text, cohere, cohere2, gpt_oss; others are refused by name, since a
-    // look-alike such as Granite, OLMo 1 or Gemma 2 changes it): hidden_size, num_attention_heads,
+    // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss; others are refused by name,
+    // since a look-alike such as Granite or OLMo 1 changes it): hidden_size, num_attention_heads,
     // num_key_value_heads, head_dim, rope_theta (RoPE everywhere but Cohere2's full layers; linear,
     // llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma:
     // attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
@@ -71,9 +74,11 @@ struct CachedAttentionConfig {
     // (its use_qk_norm LayerNorms are refused). Gemma 3's and Cohere2's layers differ by index (the
     // second form): sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys;
     // Gemma 3's rotate by rope_local_base_freq and scale scores by query_pre_attn_scalar, Cohere2's
-    // full layers have no RoPE. gpt-oss's layers alternate (sliding first) and add sinks. What such a
-    // model may still do that this layer does not (other RoPE scalings, Qwen's per-layer sliding
-    // windows, soft-capping, bidirectional attention) is refused, naming the key.
+    // full layers have no RoPE. gpt-oss's layers alternate (sliding first) and add sinks. Gemma 2's
+    // alternate too (sliding first), scale scores by query_pre_attn_scalar and soft-cap them by
+    // attn_logit_softcapping (50 where missing, none where null; Gemma 3 caps where it states one).
+    // What such a model may still do that this layer does not (other RoPE scalings, Qwen's
+    // per-layer sliding windows, bidirectional attention) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
 };
@@ -133,6 +138,7 @@ private:
     void check_input(const Tensor &x, const char *what) const;
     float scale() const;
     std::optional<ConstTensorView> sinks() const;  // as the kernels take them
+    float softcap() const;                         // as the kernels take it: 0 for none
 
     CachedAttentionConfig config_;
     Linear query_, key_, value_, output_;
