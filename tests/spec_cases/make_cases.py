@@ -93,9 +93,9 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
     that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3) or 'all' (OLMo 2): norm weights of
     a head's width or all heads'. sinks: gpt-oss's [H] weight `sinks`."""
     rng = np.random.default_rng(seed)
-    gemma3 = config['model_type'] == 'gemma3_text'  # whose class defaults configs may leave out
-    e, heads = config['hidden_size'], config.get('num_attention_heads', 8 if gemma3 else None)
-    kv_heads = config.get('num_key_value_heads', 4 if gemma3 else heads)
+    gemma = config['model_type'] in ('gemma2', 'gemma3_text')  # whose class defaults configs may leave out
+    e, heads = config['hidden_size'], config.get('num_attention_heads', 8 if gemma else None)
+    kv_heads = config.get('num_key_value_heads', 4 if gemma else heads)
     head_dim = config.get('head_dim') or e // heads
     shapes = attention_shapes(('q_proj', 'k_proj', 'v_proj', 'o_proj'), e, heads, kv_heads, head_dim)
     weights = projections(rng, shapes, lambda layer: layer in biases)
@@ -334,6 +334,17 @@ def write_all(out_dir):
                                        'truncate': False, 'original_max_position_embeddings': 64}},
                      2, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=layer, sinks=True)
           for layer, kind in ((0, 'sliding'), (1, 'full'))],
+        # Gemma 2: scores soft-capped (at 1.5 and 2, low enough to bend them) after the
+        # query_pre_attn_scalar scale; layer 0 slides (4 keys), layer 1 is full, with the class's
+        # 8 heads and 4 KV heads, and biases.
+        llama_case(out_dir, 'gemma2_sliding_layer_0_softcap', 42,
+                   {'model_type': 'gemma2', 'hidden_size': 48, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'query_pre_attn_scalar': 12, 'sliding_window': 4, 'num_hidden_layers': 2,
+                    'attn_logit_softcapping': 1.5, 'rope_theta': 10000.0}, 2, 12, biases=(), layer=0),
+        llama_case(out_dir, 'gemma2_full_layer_1_softcap', 43,
+                   {'model_type': 'gemma2', 'hidden_size': 48, 'head_dim': 16, 'query_pre_attn_scalar': 12,
+                    'sliding_window': 4, 'num_hidden_layers': 2, 'attn_logit_softcapping': 2.0,
+                    'attention_bias': True}, 1, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=1),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

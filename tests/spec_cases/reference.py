@@ -351,6 +351,42 @@ def gpt_oss_attention(config, w, x, layer):
     return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
 
 
+def gemma2_attention(config, w, x, layer):
+    """§1 as Gemma 2's layer `layer` computes it (transformers' Gemma2Attention, eager): layer_types
+    (else layers alternate, the first sliding) says whether it slides over sliding_window keys
+    (default 4096); halves rotated by rope_theta (default 1e4); biases per attention_bias; scores
+    scaled by query_pre_attn_scalar^-1/2 (default 256), then soft-capped before the mask: divided by
+    attn_logit_softcapping (default 50; null: no capping), tanh, multiplied by it again. Class
+    defaults: 8 heads, 4 KV heads, head_dim 256."""
+    heads = config.get('num_attention_heads', 8)
+    kv_heads = config.get('num_key_value_heads', 4)
+    head_dim = config.get('head_dim', 256)
+    sliding = layer_slides(config, layer, 2)
+    frequencies = llama_rope_frequencies(dict(config, rope_theta=config.get('rope_theta', 10000.0)), head_dim)
+    biased = config.get('attention_bias', False)
+
+    def project(name, n_heads):
+        return split_heads(linear(x, w[name + '.weight'], w[name + '.bias'] if biased else None), n_heads)
+
+    positions = np.arange(x.shape[1])
+    q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
+    k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
+    v = project('v_proj', kv_heads)
+    k, v = np.repeat(k, heads // kv_heads, axis=1), np.repeat(v, heads // kv_heads, axis=1)
+    scores = np.einsum('bhqd,bhkd->bhqk', q, k) * config.get('query_pre_attn_scalar', 256) ** -0.5
+    softcap = config.get('attn_logit_softcapping', 50.0)
+    if softcap is not None:
+        scores = np.tanh(scores / softcap) * softcap
+    hidden = positions[None, :] > positions[:, None]
+    if sliding:
+        hidden |= positions[None, :] <= positions[:, None] - config.get('sliding_window', 4096)
+    scores = np.where(hidden, -np.inf, scores)
+    probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    o = np.einsum('bhqk,bhkd->bhqd', probs, v)
+    return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
+
+
 # §2 CCA and CCGQA
 
 def bitlinear(x, weight):
@@ -585,6 +621,8 @@ def run_case(folder):
         return cohere2_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and config.get('model_type') == 'gpt_oss':
         return gpt_oss_attention(config, w, x, case['layer'])
+    if kind == 'cached_attention' and config.get('model_type') == 'gemma2':
+        return gemma2_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
         return llama_attention(config, w, x)
     if kind == 'cached_attention':
