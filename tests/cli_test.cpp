@@ -305,6 +305,17 @@ TEST_F(Cli, BenchReportsTheThreadsItRanOn) {
     EXPECT_NE(capped.out.find("\"threads\":256,"), std::string::npos) << capped.out;  // Halide's most
 }
 
+// --softcap runs the kernels' soft-capping branch (and says so); a value it cannot take is refused.
+TEST_F(Cli, BenchSoftCapsTheScoresWhenAsked) {
+    const CliResult r = hattn("bench prefill --heads 2 --seq 8 --head-dim 8 --reps 1 --softcap 30");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("\"softcap\":30.0"), std::string::npos) << r.out;
+    expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --softcap x"),
+                           "--softcap must be a finite number, got 'x'");
+    expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --softcap -1"),
+                           "--softcap must not be negative");
+}
+
 TEST_F(Cli, BenchNamesAnUnknownSchedule) {
     expect_one_line_naming(hattn("bench prefill --heads 2 --seq 8 --head-dim 8 --schedule fastest"), "--schedule");
 }

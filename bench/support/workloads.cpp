@@ -115,9 +115,10 @@ Workload prefill_workload(const AttentionShape &s) {
     st->len.assign(s.batch, static_cast<int32_t>(s.seq));
     const float scale = 1.0f / std::sqrt(float(s.head_dim));
     const bool causal = s.causal;
-    Workload w = make(st, [st, scale, causal] {
+    const float softcap = s.softcap;
+    Workload w = make(st, [st, scale, causal, softcap] {
         attention_prefill(st->q.view(), st->k.view(), st->v.view(), st->len, scale, causal, nullptr,
-                          st->out.view());
+                          st->out.view(), nullptr, softcap);
     });
     w.flops = 4.0 * s.batch * s.heads * double(s.seq) * s.seq * s.head_dim * (s.causal ? 0.5 : 1.0);
     return w;
@@ -138,8 +139,10 @@ Workload decode_workload(const AttentionShape &s) {
     keep_on_device(*st);
     st->len.assign(s.batch, static_cast<int32_t>(s.kv_len));
     const float scale = 1.0f / std::sqrt(float(s.head_dim));
-    Workload w = make(st, [st, scale] {
-        attention_decode(st->q.view(), st->k.view(), st->v.view(), st->len, scale, st->out.view());
+    const float softcap = s.softcap;
+    Workload w = make(st, [st, scale, softcap] {
+        attention_decode(st->q.view(), st->k.view(), st->v.view(), st->len, scale, st->out.view(), nullptr, nullptr,
+                         softcap);
     });
     w.bytes = 2.0 * s.batch * Hkv * double(s.kv_len) * s.head_dim * sizeof(float);
     return w;

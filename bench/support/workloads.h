@@ -24,6 +24,7 @@ struct AttentionShape {
     int64_t kv_len = 8192;  // decode
     int64_t capacity = 0;   // decode: the cache's room, at least kv_len (0: kv_len)
     bool causal = false;
+    float softcap = 0.0f;   // Gemma 2's score soft-capping (0: none)
 };
 
 Workload prefill_workload(const AttentionShape &shape);

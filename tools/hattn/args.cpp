@@ -1,5 +1,7 @@
 #include "args.h"
 
+#include <cmath>
+
 #include "hattn/error.h"
 #include "hattn/threads.h"
 
@@ -53,6 +55,20 @@ std::optional<int64_t> Args::integer(const std::string &flag) const {
         used = 0;
     }
     require(used == v->size() && !v->empty(), flag + " must be an integer, got '" + *v + "'");
+    return n;
+}
+
+std::optional<double> Args::number(const std::string &flag) const {
+    auto v = value(flag);
+    if (!v) return std::nullopt;
+    size_t used = 0;
+    double n = 0;
+    try {
+        n = std::stod(*v, &used);
+    } catch (const std::exception &) {
+        used = 0;
+    }
+    require(used == v->size() && !v->empty() && std::isfinite(n), flag + " must be a finite number, got '" + *v + "'");
     return n;
 }
 

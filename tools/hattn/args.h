@@ -23,6 +23,7 @@ public:
     std::optional<std::string> value(const std::string &flag) const;
     std::string required(const std::string &flag) const;
     std::optional<int64_t> integer(const std::string &flag) const;  // must parse as an integer
+    std::optional<double> number(const std::string &flag) const;    // must parse as a finite number
 
 private:
     std::map<std::string, std::string> values_;

@@ -38,6 +38,8 @@ bench::AttentionShape attention_shape(const Args &args, bool decode) {
         s.seq = positive(args, "--seq", s.seq);
     }
     s.causal = args.has("--causal");
+    s.softcap = static_cast<float>(args.number("--softcap").value_or(0.0));
+    require(s.softcap >= 0, "--softcap must not be negative, got " + std::to_string(s.softcap));
     return s;
 }
 
@@ -65,7 +67,7 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
     } else {
         valued.insert({"--heads", "--batch"});
     }
-    if (what == "prefill" || what == "decode") valued.insert({"--kv-heads", "--head-dim"});
+    if (what == "prefill" || what == "decode") valued.insert({"--kv-heads", "--head-dim", "--softcap"});
     if (what == "prefill") {
         valued.insert("--seq");
         switches.insert("--causal");
@@ -121,6 +123,7 @@ int bench_command(const std::vector<std::string> &argv) {
         // schedule runs; Mullapudi2016 has no attention variant).
         r.update({{"ms", ms}, {"batch", s.batch}, {"heads", s.heads}, {"kv_heads", s.kv_heads},
                   {"head_dim", s.head_dim}, {"variant", last_variant_run(what == "prefill" ? "attention_prefill" : "attention_decode")}});
+        if (s.softcap > 0) r["softcap"] = s.softcap;
         if (what == "prefill") {
             r.update({{"seq", s.seq}, {"causal", s.causal}, {"gflops", w.flops / ms / 1e6}});
         } else {
