@@ -44,31 +44,35 @@ std::string Args::required(const std::string &flag) const {
     return *v;
 }
 
-std::optional<int64_t> Args::integer(const std::string &flag) const {
-    auto v = value(flag);
-    if (!v) return std::nullopt;
+namespace {
+
+// `text` read whole by `parse` (std::stoll, std::stod), or nothing where it is not one number.
+template <typename T, typename Parse>
+std::optional<T> parse_whole(const std::string &text, Parse parse) {
     size_t used = 0;
-    int64_t n = 0;
     try {
-        n = std::stoll(*v, &used);
+        const T n = parse(text, &used);
+        if (used == text.size() && !text.empty()) return n;
     } catch (const std::exception &) {
-        used = 0;
     }
-    require(used == v->size() && !v->empty(), flag + " must be an integer, got '" + *v + "'");
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int64_t> Args::integer(const std::string &flag) const {
+    const auto v = value(flag);
+    if (!v) return std::nullopt;
+    const auto n = parse_whole<int64_t>(*v, [](const std::string &t, size_t *used) { return std::stoll(t, used); });
+    require(n.has_value(), flag + " must be an integer, got '" + *v + "'");
     return n;
 }
 
 std::optional<double> Args::number(const std::string &flag) const {
-    auto v = value(flag);
+    const auto v = value(flag);
     if (!v) return std::nullopt;
-    size_t used = 0;
-    double n = 0;
-    try {
-        n = std::stod(*v, &used);
-    } catch (const std::exception &) {
-        used = 0;
-    }
-    require(used == v->size() && !v->empty() && std::isfinite(n), flag + " must be a finite number, got '" + *v + "'");
+    const auto n = parse_whole<double>(*v, [](const std::string &t, size_t *used) { return std::stod(t, used); });
+    require(n && std::isfinite(*n), flag + " must be a finite number, got '" + *v + "'");
     return n;
 }
 
