@@ -124,10 +124,10 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
                                    "0.0625; window 4096; scores soft-capped at 50; biases none\n  layer 1: E=64 H=4 Hkv=4 "
                                    "D=256; RoPE theta 10000; scale 0.0625; every key; scores soft-capped at 50; biases none\n");
     // A refused config prints nothing but its one line.
-    const std::string granite = tmp.file("granite.json");
-    std::ofstream(granite) << R"({"model_type": "granite", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})";
-    const CliResult refused = hattn("inspect " + granite);
-    expect_one_line_naming(refused, "model_type 'granite' is not supported by cached_attention");
+    const std::string olmo = tmp.file("olmo.json");
+    std::ofstream(olmo) << R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})";
+    const CliResult refused = hattn("inspect " + olmo);
+    expect_one_line_naming(refused, "model_type 'olmo' is not supported by cached_attention");
     EXPECT_EQ(refused.out, "");
 }
 

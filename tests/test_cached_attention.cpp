@@ -710,11 +710,12 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"granite", "exaone4", "olmo", "olmo3", "qwen3_next", "llama4_text", "phi"}) {
+    for (const char *type : {"exaone4", "olmo", "olmo3", "qwen3_next", "llama4_text", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss)");
+                      "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, granite, "
+                      "granitemoe, granitemoeshared)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     try {
@@ -807,6 +808,14 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const auto layer_error = [&](const std::string &json, int64_t index) {
         return testing::error_message([&] { layer(json, index); });
     };
+    // Granite: Llama's attention with scores scaled by attention_multiplier (default 1).
+    for (const char *type : {"granite", "granitemoe", "granitemoeshared"}) {
+        const std::string granite = R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4)";
+        EXPECT_EQ(hf(granite + R"(, "attention_multiplier": 0.0625})").attention_scale.value_or(0), 0.0625) << type;
+        EXPECT_EQ(hf(granite + "}").attention_scale.value_or(0), 1.0) << type;
+        EXPECT_EQ(config_error(granite + R"(, "attention_multiplier": -2})"),
+                  "config.json: attention_multiplier must be positive, got -2.000000") << type;
+    }
     // Gemma 3 caps scores where its config says so (its class default is none).
     EXPECT_EQ(layer(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 30.0})", 0)
                   .score_softcap.value_or(0), 30.0);

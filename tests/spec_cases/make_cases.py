@@ -345,6 +345,12 @@ def write_all(out_dir):
                    {'model_type': 'gemma2', 'hidden_size': 48, 'head_dim': 16, 'query_pre_attn_scalar': 12,
                     'sliding_window': 4, 'num_hidden_layers': 2, 'attn_logit_softcapping': 2.0,
                     'attention_bias': True}, 1, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=1),
+        # Granite: Llama's attention with scores scaled by attention_multiplier (1 / head_dim in
+        # the released configs; 0.3 here, far from 16^-1/2 = 0.25 and 1 / 16), four biases.
+        llama_case(out_dir, 'granite_attention_multiplier', 44,
+                   {'model_type': 'granite', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'attention_multiplier': 0.3, 'attention_bias': True, 'rope_theta': 10000.0},
+                   2, 11, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
         llama_case(out_dir, 'llama_linear_rope_scaling', 28,
                    {'model_type': 'mistral', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'rope_scaling': {'type': 'linear', 'factor': 4.0}}, 1, 12, biases=()),

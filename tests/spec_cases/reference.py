@@ -194,7 +194,8 @@ def llama_attention(config, w, x):
     rms_norm_eps), Qwen3 over each head, OLMo 2 over all of a token's heads at once. Phi-3 stacks
     q, k and v in qkv_proj (no biases), slides like Mistral, and turns only the first
     int(head_dim * partial_rotary_factor) dims of each head. Cohere pairs dims (2i, 2i+1) in place
-    and has its four biases per attention_bias."""
+    and has its four biases per attention_bias. Granite has its four per attention_bias too, and
+    scales the scores by attention_multiplier (default 1) rather than head_dim^-1/2."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     model = config['model_type']
@@ -238,7 +239,9 @@ def llama_attention(config, w, x):
     if window:  # Mistral: query p sees keys p - window < j <= p
         p = np.arange(x.shape[1])
         mask = (p[None, :] <= p[:, None] - window)[None, None]
-    o = attention(q, k, project('v_proj', kv_heads), head_dim ** -0.5, causal=True, mask=mask)
+    # Granite scales the scores by attention_multiplier (its class default 1), the others by head_dim^-1/2.
+    scale = config.get('attention_multiplier', 1.0) if model.startswith('granite') else head_dim ** -0.5
+    o = attention(q, k, project('v_proj', kv_heads), scale, causal=True, mask=mask)
     return linear(merge_heads(o), w['o_proj.weight'], bias('o_proj'))
 
 

@@ -15,8 +15,8 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that scales or rotates otherwise (Granite, OLMo 1) is not
-// listed, so it is refused by name.
+// look-alike with the same weight names that clips or rotates otherwise (OLMo 1's clip_qkv, Llama
+// 4) is not listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
     // Which projections have biases: all four as attention_bias says, none, or q, k and v only
@@ -36,6 +36,7 @@ struct ModelType {
     bool phi3 = false;                // q, k and v fused in qkv_proj; partial rotary
     bool gemma3 = false;              // its own norms, local RoPE and class defaults
     bool query_pre_attn_scalar = false;  // scores scaled by query_pre_attn_scalar^-1/2 (Gemma 2, 3)
+    bool attention_multiplier = false;   // scores scaled by attention_multiplier, default 1 (Granite)
     // Reads attn_logit_softcapping (Gemma 2, 3), whose class default is `softcap` (0: none) where
     // the key is missing; a null one is none.
     bool reads_softcap = false;
@@ -90,6 +91,10 @@ const std::vector<ModelType> &model_types() {
             t.heads = 64, t.kv_heads = 8, t.head_dim = 64, t.rope_theta = 150000.0, t.attention_bias = true;
             t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true, t.rope_scaling_stated = true;
         }),
+        // Granite 3 (dense and MoE): Llama's attention, its scores scaled by attention_multiplier.
+        type("granite", [](ModelType &t) { t.attention_multiplier = true; }),
+        type("granitemoe", [](ModelType &t) { t.attention_multiplier = true; }),
+        type("granitemoeshared", [](ModelType &t) { t.attention_multiplier = true; }),
     };
     return types;
 }
@@ -248,6 +253,13 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         const double scalar = c.get_number("query_pre_attn_scalar", 256.0);
         require(scalar > 0, c.source() + ": query_pre_attn_scalar must be positive, got " + str(scalar));
         cfg.attention_scale = 1.0 / std::sqrt(scalar);
+    }
+    if (t.attention_multiplier) {
+        // 1 / head_dim in the released Granite 3 configs (0.0078125 at head_dim 128), not 1 / sqrt.
+        const double multiplier = c.get_number("attention_multiplier", 1.0);
+        require(multiplier > 0 && std::isfinite(multiplier),
+                c.source() + ": attention_multiplier must be positive, got " + str(multiplier));
+        cfg.attention_scale = multiplier;
     }
     if (t.reads_softcap && (c.has("attn_logit_softcapping") || (t.softcap > 0 && !c.states_null("attn_logit_softcapping")))) {
         const double softcap = c.get_number("attn_logit_softcapping", t.softcap);

@@ -48,7 +48,8 @@ struct CachedAttentionConfig {
         bool weight_plus_one = false;  // Gemma 3: the norm scales by 1 + w, w as stored
     };
     std::optional<QkNorm> qk_norm;
-    // The scores' scale; none: 1 / sqrt(D). Gemma 3: query_pre_attn_scalar^-1/2.
+    // The scores' scale; none: 1 / sqrt(D). Gemma 2 and 3: query_pre_attn_scalar^-1/2; Granite:
+    // attention_multiplier.
     std::optional<double> attention_scale;
     // Hugging Face configs only (gpt-oss): each query head's softmax also counts a learned sink, a
     // key of score sinks[h] and value zero (weight `sinks` [H]).
@@ -65,8 +66,8 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss; others are refused by name,
-    // since a look-alike such as Granite or OLMo 1 changes it): hidden_size, num_attention_heads,
+    // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, granite, granitemoe,
+    // granitemoeshared; others are refused by name, since a look-alike such as OLMo 1 changes it): hidden_size, num_attention_heads,
     // num_key_value_heads, head_dim, rope_theta (RoPE everywhere but Cohere2's full layers; linear,
     // llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma:
     // attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
