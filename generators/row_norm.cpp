@@ -15,17 +15,18 @@ void RowNorm::generate() {
     spread(r) = 0.0f;
     spread(r) += (x(ri, r) - centre) * (x(ri, r) - centre);
     const Expr inv = 1.0f / sqrt(spread(r) / n + eps);
+    const Expr w = weight(i, r % weight.dim(1).extent()), b = bias(i, r % bias.dim(1).extent());
     if (layer_norm) {
-        y(i, r) = (x(i, r) - centre) * inv * weight(i) + bias(i);
+        y(i, r) = (x(i, r) - centre) * inv * w + b;
     } else {
-        y(i, r) = weight(i) * (x(i, r) * inv);
+        y(i, r) = w * (x(i, r) * inv);
     }
 }
 
 void RowNorm::schedule() {
     x.set_estimates({{0, 2048}, {0, 512}});
-    weight.set_estimates({{0, 2048}});
-    bias.set_estimates({{0, 2048}});
+    weight.set_estimates({{0, 2048}, {0, 1}});
+    bias.set_estimates({{0, 2048}, {0, 1}});
     eps.set_estimate(1e-6f);
     y.set_estimates({{0, 2048}, {0, 512}});
     if (auto_schedule) return;

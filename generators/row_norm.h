@@ -1,6 +1,8 @@
 // Row normalisations (spec/attention.md §4): RMSNorm, y = w * x / sqrt(mean(x^2) + eps), or with
 // `layer_norm` LayerNorm, y = (x - mean) / sqrt(var + eps) * w + b; over each row of x [rows, n]
-// (a view: rows may be strided, e.g. the first R of each wider row).
+// (a view: rows may be strided, e.g. the first R of each wider row). The weights (and biases) are
+// k rows that x's rows take in turn, row r the weights' r % k: one row for all, or a head's own
+// weights where x's rows are (token, head) (Cohere's per-head QK LayerNorm).
 #pragma once
 
 #include "Halide.h"
@@ -12,8 +14,8 @@ public:
     GeneratorParam<bool> layer_norm{"layer_norm", false};
 
     Input<Buffer<float>> x{"x", 2};          // (n, rows)
-    Input<Buffer<float>> weight{"weight", 1};  // (n)
-    Input<Buffer<float>> bias{"bias", 1};      // (n); LayerNorm only (RMSNorm never reads it)
+    Input<Buffer<float>> weight{"weight", 2};  // (n, k)
+    Input<Buffer<float>> bias{"bias", 2};      // (n, k); LayerNorm only (RMSNorm never reads it)
     Input<float> eps{"eps"};
     Output<Buffer<float>> y{"y", 2};         // (n, rows)
 

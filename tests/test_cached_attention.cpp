@@ -515,6 +515,43 @@ void check_qk_norm(const std::string &model_type) {
     EXPECT_GT(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-2);
 }
 
+// Command R+'s QK-norm: a LayerNorm without bias over each head's D, each head its own weights
+// ([H, D] and [Hkv, D]). A Llama layer given that norm by hand (the reference rotates halves;
+// Cohere's interleaved RoPE with it is a spec case), through a prompt and decode steps.
+void check_per_head_layer_norms() {
+    TestLayer seed({64, 4, 2, 16, false, 1e4});
+    seed.ref.norm_eps = 1e-5;
+    seed.ref.norm_centred = true;
+    const auto norm_weight = [](int64_t heads, uint32_t sd) {
+        Tensor w = testing::random_tensor({heads, 16}, sd);
+        for (int64_t i = 0; i < w.size(); i++) w.data()[i] = 1.0f + 0.5f * w.data()[i];
+        return w;
+    };
+    seed.ref.q_norm = norm_weight(4, 123);
+    seed.ref.k_norm = norm_weight(2, 124);
+    std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, false);
+    tensors.insert({{"model.layers.0.self_attn.q_norm.weight", *seed.ref.q_norm},
+                    {"model.layers.0.self_attn.k_norm.weight", *seed.ref.k_norm}});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), tensors);
+    CachedAttentionConfig config = CachedAttentionConfig::from(testing::config_of(
+        {{"model_type", "llama"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}}));
+    CachedAttentionConfig::QkNorm norm{CachedAttentionConfig::QkNorm::Span::EachHead, 1e-5};
+    norm.centred = norm.weights_per_head = true;
+    config.qk_norm = norm;
+    const CachedAttention layer(config, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    const Tensor x = testing::random_tensor({2, 9, 64}, 125);
+    const Tensor out = prompt_then_decode(layer, x, 4);
+    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-5);
+    // As an RMSNorm, or with one head's weights for all, the reference differs: the check can fail.
+    seed.ref.norm_centred = false;
+    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-2);
+    seed.ref.norm_centred = true;
+    seed.ref.q_norm = Tensor({16}, std::vector<float>(seed.ref.q_norm->data(), seed.ref.q_norm->data() + 16));
+    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-2);
+}
+TEST(CachedAttentionHuggingFace, PerHeadLayerNormsOfQueriesAndKeys) { check_per_head_layer_norms(); }
+
 // Phi-3: q, k and v stacked in qkv_proj, no biases, Mistral's sliding window (here wider than the
 // test's 7 tokens, so every key is seen); the same layer as the seed's without biases.
 TEST(CachedAttentionHuggingFace, APhi3LayerSplitsItsFusedProjection) {
@@ -685,6 +722,7 @@ TEST_P(CachedOnGpu, QkNormMatchesTheReference) {
     check_qk_norm("qwen3");
     check_qk_norm("olmo2");
     check_gemma3_layers();
+    check_per_head_layer_norms();
 }
 TEST_P(CachedOnGpu, GptOssSinksMatchTheReference) {
     const testing::OnDevice on(GetParam());
@@ -859,8 +897,16 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     // Cohere: RoPE over interleaved pairs; its per-head LayerNorms are refused.
     EXPECT_EQ(hf(R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4})").rope_layout, RopeLayout::Interleaved);
     EXPECT_EQ(plain.rope_layout, RopeLayout::NeoX);
-    EXPECT_EQ(config_error(R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4, "use_qk_norm": true})"),
-              "config.json: use_qk_norm is not supported for cohere (its per-head LayerNorms)");
+    // Command R+: per-head LayerNorms of q and k (layer_norm_eps, default 1e-5); Cohere2 has none.
+    const CachedAttentionConfig plus = hf(R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4, "use_qk_norm": true})");
+    ASSERT_TRUE(plus.qk_norm.has_value());
+    EXPECT_TRUE(plus.qk_norm->centred && plus.qk_norm->weights_per_head);
+    EXPECT_EQ(plus.qk_norm->eps, 1e-5);
+    EXPECT_EQ(config_error(R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4, "use_qk_norm": true,
+                               "layer_norm_eps": 0})"),
+              "config.json: layer_norm_eps must be positive, got 0.000000");
+    EXPECT_EQ(layer_error(R"({"model_type": "cohere2", "hidden_size": 64, "num_attention_heads": 4, "use_qk_norm": true})", 0),
+              "c: use_qk_norm is not supported for cohere2 (its attention has no QK-norm)");
     // Cohere2 (Command R7B): every fourth layer full and without RoPE, the others sliding with it.
     const std::string cohere2 = R"({"model_type": "cohere2", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 50000.0})";
     const CachedAttentionConfig sliding_cohere = layer(cohere2, 2), full_cohere = layer(cohere2, 3);

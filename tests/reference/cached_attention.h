@@ -18,9 +18,12 @@ struct CachedAttentionWeights {
     Tensor wq, wk, wv, wo;
     std::optional<Tensor> bq, bk, bv, bo;
     // QK-norm (Qwen3, OLMo 2): RMSNorm of the projected q and k, before RoPE, over consecutive runs
-    // as long as its weight (a head's D, or a token's H·D and Hkv·D).
+    // as long as its weight's rows (a head's D, or a token's H·D and Hkv·D); weights [heads, D] are
+    // each head's own (the runs taking the rows in turn). norm_centred: LayerNorm without bias
+    // (Command R+).
     std::optional<Tensor> q_norm, k_norm;
     double norm_eps = 1e-6;
+    bool norm_centred = false;
     std::optional<double> scale;  // the scores' scale; none: 1 / sqrt(D)
     // gpt-oss: head h's softmax also counts a key of score sinks[h] and value zero.
     std::optional<Tensor> sinks;
@@ -29,13 +32,17 @@ struct CachedAttentionWeights {
 };
 
 namespace detail {
-inline void rms_norm(std::vector<double> &x, const Tensor &weight, double eps) {
-    const int64_t n = weight.size();
+inline void qk_norm(std::vector<double> &x, const Tensor &weight, double eps, bool centred) {
+    const int64_t n = weight.shape().back(), weight_rows = weight.size() / n;
     for (size_t row = 0; row < x.size(); row += n) {
-        double squares = 0;
-        for (int64_t i = 0; i < n; i++) squares += x[row + i] * x[row + i];
-        const double inverse_rms = 1.0 / std::sqrt(squares / n + eps);
-        for (int64_t i = 0; i < n; i++) x[row + i] *= inverse_rms * weight.data()[i];
+        double mean = 0, squares = 0;
+        if (centred) {
+            for (int64_t i = 0; i < n; i++) mean += x[row + i] / n;
+        }
+        for (int64_t i = 0; i < n; i++) squares += (x[row + i] - mean) * (x[row + i] - mean);
+        const double inverse = 1.0 / std::sqrt(squares / n + eps);
+        const float *w = weight.data() + (int64_t(row / n) % weight_rows) * n;
+        for (int64_t i = 0; i < n; i++) x[row + i] = (x[row + i] - mean) * inverse * w[i];
     }
 }
 
@@ -59,8 +66,8 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
     std::vector<double> q = linear(xd, B * S, w.wq, w.bq);
     std::vector<double> k = linear(xd, B * S, w.wk, w.bk);
     const std::vector<double> v = linear(xd, B * S, w.wv, w.bv);
-    if (w.q_norm) detail::rms_norm(q, *w.q_norm, w.norm_eps);
-    if (w.k_norm) detail::rms_norm(k, *w.k_norm, w.norm_eps);
+    if (w.q_norm) detail::qk_norm(q, *w.q_norm, w.norm_eps, w.norm_centred);
+    if (w.k_norm) detail::qk_norm(k, *w.k_norm, w.norm_eps, w.norm_centred);
     if (w.rope_base) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++) {

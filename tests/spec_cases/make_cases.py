@@ -90,8 +90,8 @@ def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, m
 
 def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None, layer=None, sinks=False):
     """§1 under a Hugging Face Llama-family config.json and names; `biases` lists the projections
-    that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3) or 'all' (OLMo 2): norm weights of
-    a head's width or all heads'. sinks: gpt-oss's [H] weight `sinks`."""
+    that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3), 'all' (OLMo 2) or 'each_head_own'
+    (Command R+): norm weights of a head's width, all heads', or each head's own [heads, D]. sinks: gpt-oss's [H] weight `sinks`."""
     rng = np.random.default_rng(seed)
     gemma = config['model_type'] in ('gemma2', 'gemma3_text')  # whose class defaults configs may leave out
     e, heads = config['hidden_size'], config.get('num_attention_heads', 8 if gemma else None)
@@ -101,8 +101,8 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
     weights = projections(rng, shapes, lambda layer: layer in biases)
     if qk_norm:
         for norm, n_heads in (('q_norm', heads), ('k_norm', kv_heads)):
-            width = head_dim if qk_norm == 'head' else n_heads * head_dim
-            weights[norm + '.weight'] = noise(rng, width, mean=1.0)
+            shape = {'head': (head_dim,), 'all': (n_heads * head_dim,), 'each_head_own': (n_heads, head_dim)}[qk_norm]
+            weights[norm + '.weight'] = noise(rng, *shape, mean=1.0)
     if sinks:  # about the scores' scale, so that they take a visible share of the weight
         weights['sinks'] = noise(rng, heads, scale=1.5)
     if config['model_type'] == 'phi3':  # q, k and v stacked in one projection
@@ -315,6 +315,12 @@ def write_all(out_dir):
                    {'model_type': 'cohere', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
                     'rope_theta': 8000000.0, 'attention_bias': True, 'use_qk_norm': False, 'logit_scale': 0.0625},
                    2, 11, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
+        # Command R+: per-head LayerNorms of q and k (each head its own weights; eps stated), then
+        # Cohere's interleaved RoPE.
+        llama_case(out_dir, 'cohere_plus_qk_layer_norms', 45,
+                   {'model_type': 'cohere', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 75000000.0, 'use_qk_norm': True, 'layer_norm_eps': 1e-5},
+                   2, 11, biases=(), qk_norm='each_head_own'),
         # Cohere2 (Command R7B): layer 1 slides (3 keys, interleaved RoPE), layer 3 is full without RoPE.
         llama_case(out_dir, 'cohere2_sliding_layer_1', 38,
                    {'model_type': 'cohere2', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,

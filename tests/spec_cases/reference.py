@@ -194,7 +194,9 @@ def llama_attention(config, w, x):
     rms_norm_eps), Qwen3 over each head, OLMo 2 over all of a token's heads at once. Phi-3 stacks
     q, k and v in qkv_proj (no biases), slides like Mistral, and turns only the first
     int(head_dim * partial_rotary_factor) dims of each head. Cohere pairs dims (2i, 2i+1) in place
-    and has its four biases per attention_bias. Granite has its four per attention_bias too, and
+    and has its four biases per attention_bias; with use_qk_norm (Command R+) q and k take a
+    LayerNorm without bias over each head's D, each head its own weights [heads, D] (eps
+    layer_norm_eps, default 1e-5), before RoPE. Granite has its four per attention_bias too, and
     scales the scores by attention_multiplier (default 1) rather than head_dim^-1/2."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
@@ -224,6 +226,8 @@ def llama_attention(config, w, x):
         y = split_heads(y, n_heads)
         if model in ('qwen3', 'qwen3_moe') and norm:
             y = rms_norm(y, w[norm + '.weight'], config.get('rms_norm_eps', 1e-6))
+        if model == 'cohere' and config.get('use_qk_norm') and norm:  # y [B, heads, S, D], weights [heads, D]
+            y = layer_norm(y, w[norm + '.weight'][:, None, :], 0.0, config.get('layer_norm_eps', 1e-5))
         return y
 
     positions = np.arange(x.shape[1])

@@ -39,7 +39,9 @@ std::string describe(const CachedAttentionConfig &c) {
         out << "; no RoPE";
     }
     if (c.qk_norm) {
-        out << "; QK-norm " << (c.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead ? "per head" : "over all heads")
+        out << "; QK-norm " << (c.qk_norm->centred ? "LayerNorm " : "")
+            << (c.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead ? "per head" : "over all heads")
+            << (c.qk_norm->weights_per_head ? " with its own weights" : "")
             << (c.qk_norm->weight_plus_one ? " by 1 + w" : "") << " eps " << c.qk_norm->eps;
     }
     if (c.attention_scale) out << "; scale " << *c.attention_scale;

@@ -11,13 +11,22 @@ namespace {
 void row_norm(bool layer, const ConstTensorView &x, const Tensor &weight, const Tensor &bias, float eps,
               const TensorView &y) {
     const char *name = layer ? "layer_norm" : "rms_norm";
-    require(x.rank() == 2 && y.shape == x.shape && weight.shape() == Shape{x.dim(1)} &&
-                bias.shape() == Shape{x.dim(1)},
-            std::string(name) + ": x " + shape_to_string(x.shape) + ", y " + shape_to_string(y.shape) +
-                " and weight " + shape_to_string(weight.shape()) + " do not fit");
+    // [n], or [k, n] with k dividing the rows.
+    const auto fits = [&](const Tensor &t) {
+        return t.shape().back() == x.dim(1) &&
+               (t.rank() == 1 || (t.rank() == 2 && t.dim(0) > 0 && x.dim(0) % t.dim(0) == 0));
+    };
+    require(x.rank() == 2 && y.shape == x.shape && fits(weight) && fits(bias),
+            std::string(name) + ": x " + shape_to_string(x.shape) + ", y " + shape_to_string(y.shape) + ", weight " +
+                shape_to_string(weight.shape()) + " and bias " + shape_to_string(bias.shape()) +
+                " do not fit (each [n], or [k, n] with k dividing the rows)");
     if (x.size() == 0) return;
     auto xb = detail::halide_buffer(x), yb = detail::halide_buffer(y);
-    auto wb = detail::halide_buffer(weight.view()), bb = detail::halide_buffer(bias.view());
+    // Both as [k, n] (k = 1 for one row of weights), which Halide sees as (n, k).
+    const auto rows_of = [](const Tensor &t) {
+        return t.rank() == 2 ? t.view() : ConstTensorView(t.data(), {1, t.dim(0)});
+    };
+    auto wb = detail::halide_buffer(rows_of(weight)), bb = detail::halide_buffer(rows_of(bias));
     detail::call_kernel(name, layer ? detail::layer_norm_kernel() : detail::rms_norm_kernel(), xb.raw_buffer(),
                         wb.raw_buffer(), bb.raw_buffer(), eps, yb.raw_buffer());
 }

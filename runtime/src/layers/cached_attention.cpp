@@ -132,15 +132,19 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
         require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +
                                              std::to_string(config.qk_norm->eps));
-        const auto norm_weight = [&](const char *name, int64_t width) {
-            Tensor weight = w.get(name, {width});
+        const auto norm_weight = [&](const char *name, int64_t heads) {
+            const Shape shape = !each_head ? Shape{heads * D} : config.qk_norm->weights_per_head ? Shape{heads, D} : Shape{D};
+            Tensor weight = w.get(name, shape);
             if (config.qk_norm->weight_plus_one) {  // Gemma's norms scale by 1 + w: added once here
-                for (int64_t i = 0; i < width; i++) weight.data()[i] += 1.0f;
+                for (int64_t i = 0; i < weight.size(); i++) weight.data()[i] += 1.0f;
             }
             return weight;
         };
-        query_norm_ = norm_weight("q_norm.weight", each_head ? D : q_width);
-        key_norm_ = norm_weight("k_norm.weight", each_head ? D : kv_width);
+        require(each_head || !config.qk_norm->weights_per_head,
+                "cached_attention: a QK-norm with weights per head spans each head");
+        query_norm_ = norm_weight("q_norm.weight", config.heads);
+        key_norm_ = norm_weight("k_norm.weight", config.kv_heads);
+        if (config.qk_norm->centred) qk_norm_bias_ = Tensor({D}, std::vector<float>(D, 0.0f));
     }
     if (config.sinks) {
         sinks_ = w.get("sinks", {config.heads});
@@ -181,11 +185,17 @@ Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection,
     Tensor y = detail::scratch_tensor({x.dim(0), x.dim(1), heads, config_.head_dimension});
     projection.apply(x.view(), TensorView(y.data(), {x.dim(0), x.dim(1), heads * config_.head_dimension}));
     if (!norm) return y;
-    // Each row the norm spans (a head, or a token's heads) is as long as its weight.
-    const Shape rows{y.size() / norm->size(), norm->size()};
+    // Each row the norm spans (a head, or a token's heads) is as long as its weight's rows; weights
+    // per head are taken in turn by the rows, which are (token, head).
+    const int64_t width = norm->shape().back();
+    const Shape rows{y.size() / width, width};
     Tensor normed = detail::scratch_tensor(y.shape());
-    rms_norm(ConstTensorView(y.data(), rows), *norm, static_cast<float>(config_.qk_norm->eps),
-             TensorView(normed.data(), rows));
+    const float eps = static_cast<float>(config_.qk_norm->eps);
+    if (qk_norm_bias_) {
+        layer_norm(ConstTensorView(y.data(), rows), *norm, *qk_norm_bias_, eps, TensorView(normed.data(), rows));
+    } else {
+        rms_norm(ConstTensorView(y.data(), rows), *norm, eps, TensorView(normed.data(), rows));
+    }
     return normed;
 }
 

@@ -41,7 +41,10 @@ struct ModelType {
     // the key is missing; a null one is none.
     bool reads_softcap = false;
     double softcap = 0.0;
-    bool cohere = false;              // RoPE pairs (2i, 2i + 1); use_qk_norm (per-head LayerNorms) refused
+    bool cohere = false;              // RoPE pairs (2i, 2i + 1)
+    // use_qk_norm: a LayerNorm without bias of each head's q and k, each head its own weights
+    // (Cohere, as Command R+ states; Cohere2's attention has none, so a stated one is refused).
+    bool per_head_layer_norms = false;
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
@@ -83,7 +86,7 @@ const std::vector<ModelType> &model_types() {
             t.qk_norm = Span::EachHead, t.gemma3 = true, t.sliding_pattern = 6;
             t.query_pre_attn_scalar = true, t.reads_softcap = true;
         }),
-        type("cohere", [](ModelType &t) { t.cohere = true; }),
+        type("cohere", [](ModelType &t) { t.cohere = true, t.per_head_layer_norms = true; }),
         type("cohere2", [](ModelType &t) { t.cohere = true, t.sliding_pattern = 4, t.full_layers_without_rope = true; }),
         // Sliding and full layers alternate, the first sliding; every layer rotates (YaRN in the
         // released configs) and has biases and sinks.
@@ -245,8 +248,16 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     }
     if (t.cohere) {
         cfg.rope_layout = RopeLayout::Interleaved;
-        require(!c.get_bool("use_qk_norm", false),
-                c.source() + ": use_qk_norm is not supported for " + t.name + " (its per-head LayerNorms)");
+        const bool norms = c.get_bool("use_qk_norm", false);
+        require(!norms || t.per_head_layer_norms,
+                c.source() + ": use_qk_norm is not supported for " + t.name + " (its attention has no QK-norm)");
+        if (norms) {
+            const double eps = c.get_number("layer_norm_eps", 1e-5);
+            require(eps > 0, c.source() + ": layer_norm_eps must be positive, got " + str(eps));
+            CachedAttentionConfig::QkNorm norm{Span::EachHead, eps};
+            norm.centred = norm.weights_per_head = true;
+            cfg.qk_norm = norm;
+        }
     }
     if (t.query_pre_attn_scalar) {
         // Gemma 3 27B: 168 against a head_dim of 128.

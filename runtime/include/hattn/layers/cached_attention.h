@@ -40,12 +40,15 @@ struct CachedAttentionConfig {
     std::optional<int64_t> sliding_window;
     // Hugging Face configs only: an RMSNorm of the projected queries and keys before RoPE, with
     // weights q_norm.weight and k_norm.weight, over each head's D (Qwen3, Gemma 3) or over all of
-    // a token's heads at once, H·D and Hkv·D (OLMo 2).
+    // a token's heads at once, H·D and Hkv·D (OLMo 2); or a LayerNorm without bias over each head's
+    // D with each head's own weights, [H, D] and [Hkv, D] (Cohere's use_qk_norm).
     struct QkNorm {
         enum class Span { EachHead, AllHeads };
         Span span = Span::EachHead;
         double eps = 1e-6;
-        bool weight_plus_one = false;  // Gemma 3: the norm scales by 1 + w, w as stored
+        bool weight_plus_one = false;   // Gemma 3: the norm scales by 1 + w, w as stored
+        bool centred = false;           // a LayerNorm (mean removed, no bias) rather than an RMSNorm
+        bool weights_per_head = false;  // EachHead with each head's own weights, [heads, D]
     };
     std::optional<QkNorm> qk_norm;
     // The scores' scale; none: 1 / sqrt(D). Gemma 2 and 3: query_pre_attn_scalar^-1/2; Granite:
@@ -72,7 +75,7 @@ struct CachedAttentionConfig {
     // llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma:
     // attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
     // Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor, Cohere's interleaved RoPE
-    // (its use_qk_norm LayerNorms are refused). Gemma 3's and Cohere2's layers differ by index (the
+    // and use_qk_norm (per-head LayerNorms, layer_norm_eps). Gemma 3's and Cohere2's layers differ by index (the
     // second form): sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys;
     // Gemma 3's rotate by rope_local_base_freq and scale scores by query_pre_attn_scalar, Cohere2's
     // full layers have no RoPE. gpt-oss's layers alternate (sliding first) and add sinks. Gemma 2's
@@ -143,7 +146,8 @@ private:
 
     CachedAttentionConfig config_;
     Linear query_, key_, value_, output_;
-    std::optional<Tensor> query_norm_, key_norm_;  // QK-norm weights: [D], or [H·D] and [Hkv·D]
+    std::optional<Tensor> query_norm_, key_norm_;  // QK-norm weights: [D], [H·D] and [Hkv·D], or [H, D] and [Hkv, D]
+    std::optional<Tensor> qk_norm_bias_;           // zeros [D], where the QK-norm is a LayerNorm
     std::optional<Tensor> sinks_;                  // [H], where config.sinks
     std::optional<GrowingRopeTable> rope_;
 };
