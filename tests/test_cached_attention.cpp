@@ -752,8 +752,8 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, granite, "
-                      "granitemoe, granitemoeshared)");
+                      "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, smollm3, "
+                      "granite, granitemoe, granitemoeshared)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     try {
@@ -819,10 +819,12 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const auto layer = [&](const std::string &json, int64_t index) {
         return CachedAttentionConfig::from(ConfigReader::parse(json, "c"), index);
     };
+    // A model type's class defaults, where the config leaves the heads out.
+    const auto expect_heads = [](const CachedAttentionConfig &c, int64_t heads, int64_t kv_heads, int64_t head_dim) {
+        EXPECT_EQ(std::tuple(c.heads, c.kv_heads, c.head_dimension), std::tuple(heads, kv_heads, head_dim));
+    };
     const CachedAttentionConfig local = layer("{" + gemma3 + "}", 4), global = layer("{" + gemma3 + "}", 5);
-    EXPECT_EQ(local.heads, 8);
-    EXPECT_EQ(local.kv_heads, 4);
-    EXPECT_EQ(local.head_dimension, 256);
+    expect_heads(local, 8, 4, 256);
     EXPECT_EQ(local.sliding_window.value_or(0), 4096);
     EXPECT_EQ(local.rope_base.value_or(0), 10000.0);
     EXPECT_EQ(local.rope_scaling.type, RopeScaling::Type::None);
@@ -854,6 +856,25 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
         EXPECT_EQ(config_error(granite + R"(, "attention_multiplier": -2})"),
                   "config.json: attention_multiplier must be positive, got -2.000000") << type;
     }
+    // SmolLM3: every fourth layer without RoPE (no_rope_layer_interval), or as no_rope_layers says;
+    // its class defaults; its layers without RoPE slide only where use_sliding_window and
+    // sliding_window say so (or layer_types).
+    const std::string smollm3 = R"("model_type": "smollm3", "hidden_size": 2048)";
+    const CachedAttentionConfig rope0 = layer("{" + smollm3 + "}", 0), nope3 = layer("{" + smollm3 + "}", 3);
+    expect_heads(rope0, 16, 4, 128);
+    EXPECT_EQ(rope0.rope_base.value_or(0), 2e6);
+    EXPECT_FALSE(nope3.rope_base.has_value());
+    EXPECT_FALSE(rope0.sliding_window || nope3.sliding_window);
+    EXPECT_TRUE(layer("{" + smollm3 + R"(, "no_rope_layer_interval": 2})", 2).rope_base.has_value());
+    EXPECT_FALSE(layer("{" + smollm3 + R"(, "no_rope_layers": [1, 0, 1]})", 1).rope_base.has_value());
+    EXPECT_TRUE(layer("{" + smollm3 + R"(, "no_rope_layers": [1, 0, 1]})", 2).rope_base.has_value());
+    EXPECT_EQ(layer("{" + smollm3 + R"(, "use_sliding_window": true, "sliding_window": 64})", 3).sliding_window.value_or(0), 64);
+    EXPECT_FALSE(layer("{" + smollm3 + R"(, "use_sliding_window": true, "sliding_window": 64})", 2).sliding_window);
+    EXPECT_FALSE(layer("{" + smollm3 + R"(, "layer_types": ["sliding_attention"]})", 0).sliding_window);
+    EXPECT_EQ(layer_error("{" + smollm3 + R"(, "no_rope_layers": [1, 0]})", 2), "c: no_rope_layers lists 2 layers, not layer 2");
+    EXPECT_EQ(layer_error("{" + smollm3 + R"(, "no_rope_layer_interval": 0})", 2),
+              "c: no_rope_layer_interval must be positive, got 0");
+    testing::expect_contains(config_error("{" + smollm3 + "}"), "smollm3 layers differ by index (with RoPE or without)");
     // Gemma 3 caps scores where its config says so (its class default is none).
     EXPECT_EQ(layer(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 30.0})", 0)
                   .score_softcap.value_or(0), 30.0);
@@ -862,9 +883,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     // (null: not capped; 0, which transformers divides by, is refused).
     const std::string gemma2 = R"("model_type": "gemma2", "hidden_size": 2304, "query_pre_attn_scalar": 224)";
     const CachedAttentionConfig gemma2_local = layer("{" + gemma2 + "}", 0), gemma2_global = layer("{" + gemma2 + "}", 1);
-    EXPECT_EQ(gemma2_local.heads, 8);
-    EXPECT_EQ(gemma2_local.kv_heads, 4);
-    EXPECT_EQ(gemma2_local.head_dimension, 256);
+    expect_heads(gemma2_local, 8, 4, 256);
     EXPECT_EQ(gemma2_local.sliding_window.value_or(0), 4096);
     EXPECT_FALSE(gemma2_global.sliding_window.has_value());
     EXPECT_EQ(gemma2_global.rope_base.value_or(0), 10000.0);

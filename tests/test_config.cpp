@@ -79,6 +79,10 @@ TEST(ConfigTest, NumbersBoolsStrings) {
     EXPECT_TRUE(config.has("name"));
     EXPECT_FALSE(config.has("unset"));
     EXPECT_FALSE(config.has("absent"));
+    EXPECT_EQ(config.get_optional_int_list("list"), (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(config.get_optional_int_list("unset"), std::nullopt);
+    EXPECT_EQ(error_message([&] { config.get_optional_int_list("name"); }),
+              "config.json: key 'name' must be a list of integers, got \"llama\"");
     // A null is told apart from a missing key where a config class reads it as "off".
     EXPECT_TRUE(config.states_null("unset"));
     EXPECT_FALSE(config.states_null("absent"));

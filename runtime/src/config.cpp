@@ -77,6 +77,15 @@ public:
         return list;
     }
 
+    std::vector<int64_t> as_int_list() const {
+        if (!value_.is_array()) wrong_type("a list of integers");
+        std::vector<int64_t> list;
+        for (size_t i = 0; i < value_.size(); i++) {
+            list.push_back(KeyValue(where_, key_ + "[" + std::to_string(i) + "]", value_[i]).as_int());
+        }
+        return list;
+    }
+
 private:
     std::string where_, key_;
     const nlohmann::json &value_;  // inside the reader's object, which outlives every KeyValue
@@ -179,6 +188,10 @@ std::string ConfigReader::get_string(const std::string &key, const std::string &
 
 std::optional<std::vector<std::string>> ConfigReader::get_optional_string_list(const std::string &key) const {
     return optional(json().value, source(), key, &KeyValue::as_string_list);
+}
+
+std::optional<std::vector<int64_t>> ConfigReader::get_optional_int_list(const std::string &key) const {
+    return optional(json().value, source(), key, &KeyValue::as_int_list);
 }
 
 ConfigReader text_model_config(const ConfigReader &config) {

@@ -351,6 +351,15 @@ def write_all(out_dir):
                    {'model_type': 'gemma2', 'hidden_size': 48, 'head_dim': 16, 'query_pre_attn_scalar': 12,
                     'sliding_window': 4, 'num_hidden_layers': 2, 'attn_logit_softcapping': 2.0,
                     'attention_bias': True}, 1, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=1),
+        # SmolLM3: layer 3 has no RoPE (every fourth by default), layer 1 has it as no_rope_layers
+        # says; the same weights' seed for both.
+        llama_case(out_dir, 'smollm3_nope_layer_3', 46,
+                   {'model_type': 'smollm3', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 2000000.0, 'num_hidden_layers': 4}, 2, 10, biases=(), layer=3),
+        llama_case(out_dir, 'smollm3_rope_layer_1', 46,
+                   {'model_type': 'smollm3', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10.0, 'num_hidden_layers': 4, 'no_rope_layers': [0, 1, 0, 0]}, 2, 10, biases=(),
+                   layer=1),
         # Granite: Llama's attention with scores scaled by attention_multiplier (1 / head_dim in
         # the released configs; 0.3 here, far from 16^-1/2 = 0.25 and 1 / 16), four biases.
         llama_case(out_dir, 'granite_attention_multiplier', 44,

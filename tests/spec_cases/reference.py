@@ -182,7 +182,15 @@ def yarn_attention_factor(config):
     return magnitude(1.0)
 
 
-def llama_attention(config, w, x):
+def smollm3_rotates(config, layer):
+    """Whether SmolLM3's layer `layer` has RoPE: no_rope_layers[layer] (1: RoPE), else all but
+    every no_rope_layer_interval-th (default 4)."""
+    if config.get('no_rope_layers') is not None:
+        return bool(config['no_rope_layers'][layer])
+    return (layer + 1) % config.get('no_rope_layer_interval', 4) != 0
+
+
+def llama_attention(config, w, x, layer=None):
     """§1 causal self-attention as a Hugging Face Llama-family checkpoint states it (not in the
     spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
     num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
@@ -197,7 +205,8 @@ def llama_attention(config, w, x):
     and has its four biases per attention_bias; with use_qk_norm (Command R+) q and k take a
     LayerNorm without bias over each head's D, each head its own weights [heads, D] (eps
     layer_norm_eps, default 1e-5), before RoPE. Granite has its four per attention_bias too, and
-    scales the scores by attention_multiplier (default 1) rather than head_dim^-1/2."""
+    scales the scores by attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's
+    layer `layer` rotates only where smollm3_rotates says (sliding windows not covered here)."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     model = config['model_type']
@@ -234,6 +243,8 @@ def llama_attention(config, w, x):
     amplitude = yarn_attention_factor(config)  # cos and sin scaled: q and k are
     rotate = rope_rotate_half if model != 'cohere' else \
         lambda x, p, base, rd, f: rope_pairs_in_place(x, p, f)
+    if model == 'smollm3' and not smollm3_rotates(config, layer):
+        rotate = lambda x, p, base, rd, f: x
     q = rotate(project('q_proj', heads), positions, None, rotary_dim, frequencies)
     k = rotate(project('k_proj', kv_heads), positions, None, rotary_dim, frequencies)
     q[..., :rotary_dim] *= amplitude
@@ -631,7 +642,7 @@ def run_case(folder):
     if kind == 'cached_attention' and config.get('model_type') == 'gemma2':
         return gemma2_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
-        return llama_attention(config, w, x)
+        return llama_attention(config, w, x, case.get('layer'))
     if kind == 'cached_attention':
         context = np.load(path('context.npy')).astype(np.float64) if case.get('cross') else None
         mask = np.load(path('mask.npy')) if os.path.exists(path('mask.npy')) else None

@@ -53,6 +53,8 @@ public:
 
     // A list of strings (layer_types), or nothing where the key is absent.
     std::optional<std::vector<std::string>> get_optional_string_list(const std::string &key) const;
+    // A list of integers (no_rope_layers), each as get_int reads one, or nothing where absent.
+    std::optional<std::vector<int64_t>> get_optional_int_list(const std::string &key) const;
 
     struct Json;  // the parsed object (runtime/src/config.cpp)
 

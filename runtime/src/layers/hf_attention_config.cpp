@@ -48,8 +48,10 @@ struct ModelType {
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
-    int64_t sliding_window = 4096;          // sliding_window's default where layers differ
+    int64_t sliding_window = 4096;          // sliding_window's default where layers differ (0: none)
     bool full_layers_without_rope = false;  // Cohere2: only its sliding layers rotate
+    // SmolLM3: layers differ by index in whether they rotate (no_rope_layers, no_rope_layer_interval).
+    bool nope_layers = false;
     bool sinks = false;                     // gpt-oss: a learned sink per query head
     // gpt-oss: transformers' class default is YaRN where rope_scaling is missing, and 4.x reads a
     // null one as none; this reader cannot tell the two apart, so the config must state it.
@@ -93,6 +95,10 @@ const std::vector<ModelType> &model_types() {
         type("gpt_oss", [](ModelType &t) {
             t.heads = 64, t.kv_heads = 8, t.head_dim = 64, t.rope_theta = 150000.0, t.attention_bias = true;
             t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true, t.rope_scaling_stated = true;
+        }),
+        // Every fourth layer without RoPE (no_rope_layers says which); Llama's attention otherwise.
+        type("smollm3", [](ModelType &t) {
+            t.heads = 16, t.kv_heads = 4, t.rope_theta = 2e6, t.nope_layers = true, t.sliding_window = 0;
         }),
         // Granite 3 (dense and MoE): Llama's attention, its scores scaled by attention_multiplier.
         type("granite", [](ModelType &t) { t.attention_multiplier = true; }),
@@ -152,32 +158,55 @@ void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfi
     }
 }
 
-// Whether layer `layer` of a model whose layers differ slides (layer_types, else every
-// sliding_window_pattern-th layer is full).
-bool layer_slides(const ConfigReader &c, const ModelType &t, std::optional<int64_t> layer) {
+// The index of the layer this config is read for, where a model's layers differ by it.
+int64_t layer_index(const ConfigReader &c, const ModelType &t, std::optional<int64_t> layer) {
     const std::string src = c.source();
-    require(layer.has_value(), src + ": " + t.name + " layers differ by index (sliding or full attention): give the "
-                                     "layer's index (weights opened with the prefix model.layers.N., or "
+    const char *how = t.nope_layers ? "with RoPE or without" : "sliding or full attention";
+    require(layer.has_value(), src + ": " + t.name + " layers differ by index (" + how + "): give the layer's index "
+                                     "(weights opened with the prefix model.layers.N., or "
                                      "CachedAttentionConfig::from(config, N))");
     require(*layer >= 0, src + ": a layer index must not be negative, got " + str(*layer));
     require(*layer < c.get_int("num_hidden_layers", *layer + 1),
             src + ": layer " + str(*layer) + " is past num_hidden_layers " + str(c.get_int("num_hidden_layers", 0)));
-    if (const auto types = c.get_optional_string_list("layer_types")) {
-        require(*layer < static_cast<int64_t>(types->size()),
-                src + ": layer_types lists " + std::to_string(types->size()) + " layers, not layer " + str(*layer));
-        const std::string &type = (*types)[*layer];
-        require(type == "sliding_attention" || type == "full_attention",
-                src + ": layer_types[" + str(*layer) + "] '" + type + "' is not supported (sliding_attention, full_attention)");
-        return type == "sliding_attention";
-    }
-    const int64_t pattern = c.get_int("sliding_window_pattern", t.sliding_pattern);
-    require(pattern > 0, src + ": sliding_window_pattern must be positive, got " + str(pattern));
-    return (*layer + 1) % pattern != 0;
+    return *layer;
 }
 
-void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> slides, CachedAttentionConfig &cfg) {
+// Whether layer `layer` slides: as layer_types says, else every sliding_window_pattern-th layer is
+// full where the model type has a pattern, else `otherwise`.
+bool layer_slides(const ConfigReader &c, const ModelType &t, int64_t layer, bool otherwise) {
     const std::string src = c.source();
-    if (slides && !*slides && t.full_layers_without_rope) return;
+    if (const auto types = c.get_optional_string_list("layer_types")) {
+        require(layer < static_cast<int64_t>(types->size()),
+                src + ": layer_types lists " + std::to_string(types->size()) + " layers, not layer " + str(layer));
+        const std::string &type = (*types)[layer];
+        require(type == "sliding_attention" || type == "full_attention",
+                src + ": layer_types[" + str(layer) + "] '" + type + "' is not supported (sliding_attention, full_attention)");
+        return type == "sliding_attention";
+    }
+    if (!t.sliding_pattern) return otherwise;
+    const int64_t pattern = c.get_int("sliding_window_pattern", t.sliding_pattern);
+    require(pattern > 0, src + ": sliding_window_pattern must be positive, got " + str(pattern));
+    return (layer + 1) % pattern != 0;
+}
+
+// SmolLM3: whether layer `layer` rotates, as no_rope_layers says (1: RoPE, 0: none), else all but
+// every no_rope_layer_interval-th layer (4).
+bool layer_rotates(const ConfigReader &c, int64_t layer) {
+    const std::string src = c.source();
+    if (const auto rotates = c.get_optional_int_list("no_rope_layers")) {
+        require(layer < static_cast<int64_t>(rotates->size()),
+                src + ": no_rope_layers lists " + std::to_string(rotates->size()) + " layers, not layer " + str(layer));
+        return (*rotates)[layer] != 0;
+    }
+    const int64_t interval = c.get_int("no_rope_layer_interval", 4);
+    require(interval > 0, src + ": no_rope_layer_interval must be positive, got " + str(interval));
+    return (layer + 1) % interval != 0;
+}
+
+void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> slides, bool rotates,
+               CachedAttentionConfig &cfg) {
+    const std::string src = c.source();
+    if (!rotates) return;
     if (slides && t.gemma3) {
         // transformers 5 nests rope_parameters by layer type; 4 gives the sliding layers an unscaled
         // RoPE of rope_local_base_freq, and rope_theta and rope_scaling to the full ones.
@@ -217,7 +246,7 @@ void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, C
                 " (which layers slide depends on the layer's index and the transformers version)");
     std::optional<int64_t> window;
     if (t.slides) window = c.get_optional_int("sliding_window");
-    if (layer_slides) window = c.get_int("sliding_window", t.sliding_window);
+    if (layer_slides) window = t.sliding_window ? c.get_int("sliding_window", t.sliding_window) : c.get_optional_int("sliding_window");
     if (!window) return;
     require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
     cfg.sliding_window = *window;
@@ -236,9 +265,18 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     cfg.layer = layer;
     read_shape(c, t, cfg);
     read_biases(c, t, cfg);
-    const std::optional<bool> slides =
-        t.sliding_pattern ? std::optional<bool>(layer_slides(c, t, layer)) : std::nullopt;
-    read_rope(c, t, slides, cfg);
+    std::optional<bool> slides;
+    bool rotates = true;
+    if (t.sliding_pattern || t.nope_layers) {
+        const int64_t index = layer_index(c, t, layer);
+        if (t.nope_layers) rotates = layer_rotates(c, index);
+        // SmolLM3 slides its layers without RoPE where use_sliding_window and sliding_window say so.
+        const bool nope_slides =
+            t.nope_layers && !rotates && c.get_bool("use_sliding_window", false) && c.has("sliding_window");
+        slides = layer_slides(c, t, index, nope_slides);
+        if (!*slides && t.full_layers_without_rope) rotates = false;
+    }
+    read_rope(c, t, slides, rotates, cfg);
     read_window(c, t, slides.value_or(false), cfg);
     cfg.sinks = t.sinks;
     if (t.qk_norm) {

@@ -69,8 +69,9 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, granite, granitemoe,
-    // granitemoeshared; others are refused by name, since a look-alike such as OLMo 1 changes it): hidden_size, num_attention_heads,
+    // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, smollm3, granite,
+    // granitemoe, granitemoeshared; others are refused by name, since a look-alike such as OLMo 1
+    // changes it): hidden_size, num_attention_heads,
     // num_key_value_heads, head_dim, rope_theta (RoPE everywhere but Cohere2's full layers; linear,
     // llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma:
     // attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
@@ -78,9 +79,10 @@ struct CachedAttentionConfig {
     // and use_qk_norm (per-head LayerNorms, layer_norm_eps). Gemma 3's and Cohere2's layers differ by index (the
     // second form): sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys;
     // Gemma 3's rotate by rope_local_base_freq and scale scores by query_pre_attn_scalar, Cohere2's
-    // full layers have no RoPE. gpt-oss's layers alternate (sliding first) and add sinks. Gemma 2's
-    // alternate too (sliding first), scale scores by query_pre_attn_scalar and soft-cap them by
-    // attn_logit_softcapping (50 where missing, none where null; Gemma 3 caps where it states one).
+    // full layers have no RoPE, nor do SmolLM3's no_rope_layers (every fourth by default). gpt-oss's
+    // layers alternate (sliding first) and add sinks. Gemma 2's alternate too (sliding first), scale
+    // scores by query_pre_attn_scalar and soft-cap them by attn_logit_softcapping (50 where missing,
+    // none where null; Gemma 3 caps where it states one).
     // What such a model may still do that this layer does not (other RoPE scalings, Qwen's
     // per-layer sliding windows, bidirectional attention) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
