@@ -313,7 +313,9 @@ TEST_F(Cli, BenchSoftCapsTheScoresWhenAsked) {
     expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --softcap x"),
                            "--softcap must be a finite number, got 'x'");
     expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --softcap -1"),
-                           "--softcap must not be negative");
+                           "--softcap must be 0 (none) or a positive normal float");
+    expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --softcap 1e-50"),
+                           "--softcap must be 0 (none) or a positive normal float");
 }
 
 TEST_F(Cli, BenchNamesAnUnknownSchedule) {

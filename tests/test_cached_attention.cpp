@@ -710,6 +710,27 @@ void check_gemma2_layers() {
 }
 TEST(CachedAttentionHuggingFace, Gemma2LayersSoftCapScoresAndAlternateWindows) { check_gemma2_layers(); }
 
+// The scale and the cap reach the kernels as floats: a value that would round to 0 (a cap the
+// kernels would read as none) or to inf is refused when the layer is built.
+TEST(CachedAttentionHuggingFace, ScaleAndCapMustSurviveTheCastToFloat) {
+    TestLayer seed({64, 4, 2, 16, false, 10000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
+    const auto layer = [&](const std::string &config) {
+        CachedAttention(ConfigReader::parse(config, "config.json"),
+                        Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    };
+    const auto build = [&](const std::string &config) { return testing::error_message([&] { layer(config); }); };
+    const std::string granite = R"({"model_type": "granite", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, )";
+    testing::expect_contains(build(granite + R"("attention_multiplier": 1e39})"), "attention_scale must be a positive normal float");
+    EXPECT_NO_THROW(layer(granite + R"("attention_multiplier": 0.25})"));
+    const std::string gemma2 = R"({"model_type": "gemma2", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                   "head_dim": 16, "num_hidden_layers": 1, )";
+    testing::expect_contains(build(gemma2 + R"("attn_logit_softcapping": 1e-50})"), "score_softcap must be a positive normal float");
+    testing::expect_contains(build(gemma2 + R"("attn_logit_softcapping": 1e39})"), "score_softcap must be a positive normal float");
+    EXPECT_NO_THROW(layer(gemma2 + R"("attn_logit_softcapping": 30})"));
+}
+
 // On a GPU the windowed prefill reads crops of the resident cache (device crops, or copies where
 // OpenCL cannot crop at that offset).
 class CachedOnGpu : public testing::OnEachGpu {};
@@ -913,7 +934,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4}, "rope_scaling": {"type": "linear", "factor": 2}})"),
               "config.json: both rope_parameters and a scaling rope_scaling are given (transformers 5 reads the first, 4 "
               "the second); keep one");
-    // Cohere: RoPE over interleaved pairs; its per-head LayerNorms are refused.
+    // Cohere: RoPE over interleaved pairs.
     EXPECT_EQ(hf(R"({"model_type": "cohere", "hidden_size": 64, "num_attention_heads": 4})").rope_layout, RopeLayout::Interleaved);
     EXPECT_EQ(plain.rope_layout, RopeLayout::NeoX);
     // Command R+: per-head LayerNorms of q and k (layer_norm_eps, default 1e-5); Cohere2 has none.

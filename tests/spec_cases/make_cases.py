@@ -341,8 +341,8 @@ def write_all(out_dir):
                      2, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=layer, sinks=True)
           for layer, kind in ((0, 'sliding'), (1, 'full'))],
         # Gemma 2: scores soft-capped (at 1.5 and 2, low enough to bend them) after the
-        # query_pre_attn_scalar scale; layer 0 slides (4 keys), layer 1 is full, with the class's
-        # 8 heads and 4 KV heads, and biases.
+        # query_pre_attn_scalar scale; layer 0 slides (4 keys; 4 heads, 2 KV heads), layer 1 is
+        # full, with the class's 8 heads and 4 KV heads, and biases.
         llama_case(out_dir, 'gemma2_sliding_layer_0_softcap', 42,
                    {'model_type': 'gemma2', 'hidden_size': 48, 'num_attention_heads': 4, 'num_key_value_heads': 2,
                     'head_dim': 16, 'query_pre_attn_scalar': 12, 'sliding_window': 4, 'num_hidden_layers': 2,

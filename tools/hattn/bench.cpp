@@ -1,5 +1,6 @@
 // hattn bench prefill|decode|layer (spec/cli.md): one JSON line per run, the median of repeated
 // runs after a warm-up, on random (never zero) inputs.
+#include <cmath>
 #include <iostream>
 #include <set>
 
@@ -38,8 +39,10 @@ bench::AttentionShape attention_shape(const Args &args, bool decode) {
         s.seq = positive(args, "--seq", s.seq);
     }
     s.causal = args.has("--causal");
-    s.softcap = static_cast<float>(args.number("--softcap").value_or(0.0));
-    require(s.softcap >= 0, "--softcap must not be negative, got " + std::to_string(s.softcap));
+    const double softcap = args.number("--softcap").value_or(0.0);
+    s.softcap = static_cast<float>(softcap);
+    require(softcap == 0 || (softcap > 0 && std::isnormal(s.softcap)),
+            "--softcap must be 0 (none) or a positive normal float, got " + std::to_string(softcap));
     return s;
 }
 

@@ -71,9 +71,11 @@ ConstTensorView sinks_by_kv_head(const ConstTensorView &q, int64_t kv_heads, con
     return ConstTensorView(sinks->data, {kv_heads, q.dim(q.rank() - 2) / kv_heads});
 }
 
-// Checks a soft-capping value: 0 (none) or positive and finite.
-void check_softcap(float softcap, const std::string &kernel) {
-    require(softcap == 0.0f || (std::isfinite(softcap) && softcap > 0.0f),
+// Checks the scores' scale (finite) and soft-capping value: 0 (none), or positive and a normal
+// float, whose reciprocal the kernels take.
+void check_scores(float scale, float softcap, const std::string &kernel) {
+    require(std::isfinite(scale), kernel + ": scale must be finite, got " + std::to_string(scale));
+    require(softcap == 0.0f || (std::isnormal(softcap) && softcap > 0.0f),
             kernel + ": softcap must be 0 (none) or positive and finite, got " + std::to_string(softcap));
 }
 
@@ -113,7 +115,7 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     const int64_t Sq = q.dim(1);
     check_cache(q, k_cache, v_cache, kv_len, causal ? Sq : 0, "attention");
     check_sinks(q, sinks, "attention");
-    check_softcap(softcap, "attention");
+    check_scores(scale, softcap, "attention");
     if (q.size() == 0) return;
 
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
@@ -151,7 +153,7 @@ void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, 
                                       " differs from queries " + shape_to_string(q.shape));
     check_cache(q, k_cache, v_cache, kv_len, 0, "attention decode");
     check_sinks(q, sinks, "attention decode");
-    check_softcap(softcap, "attention decode");
+    check_scores(scale, softcap, "attention decode");
     std::vector<int32_t> first(kv_len.size(), 0);
     if (first_key) {
         require(first_key->size() == kv_len.size(), "attention decode: one first key per sequence, got " +

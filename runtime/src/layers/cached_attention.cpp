@@ -151,11 +151,15 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         detail::require_finite("cached_attention: " + w.prefix() + "sinks", *sinks_);
         sinks_->keep_on_device(Residency::ReadOnly);
     }
-    require(!config.attention_scale || *config.attention_scale > 0,
-            "cached_attention: attention_scale must be positive, got " + std::to_string(config.attention_scale.value_or(0)));
-    require(!config.score_softcap || (*config.score_softcap > 0 && std::isfinite(*config.score_softcap)),
-            "cached_attention: score_softcap must be positive and finite, got " +
-                std::to_string(config.score_softcap.value_or(0)));
+    // Both reach the kernels as floats: positive normal floats (a tiny cap would round to 0, which
+    // the kernels read as none; a huge scale to inf).
+    const auto positive_float = [](const std::optional<double> &v) {
+        return !v || (*v > 0 && std::isnormal(static_cast<float>(*v)));
+    };
+    require(positive_float(config.attention_scale), "cached_attention: attention_scale must be a positive normal float, got " +
+                                                        std::to_string(config.attention_scale.value_or(0)));
+    require(positive_float(config.score_softcap), "cached_attention: score_softcap must be a positive normal float, got " +
+                                                      std::to_string(config.score_softcap.value_or(0)));
     if (config.rope_base) rope_.emplace(config.rotary_dimension ? config.rotary_dimension : D, *config.rope_base, config.rope_scaling);
 }
 

@@ -37,10 +37,10 @@ struct ModelType {
     bool gemma3 = false;              // its own norms, local RoPE and class defaults
     bool query_pre_attn_scalar = false;  // scores scaled by query_pre_attn_scalar^-1/2 (Gemma 2, 3)
     bool attention_multiplier = false;   // scores scaled by attention_multiplier, default 1 (Granite)
-    // Reads attn_logit_softcapping (Gemma 2, 3), whose class default is `softcap` (0: none) where
-    // the key is missing; a null one is none.
+    // Reads attn_logit_softcapping (Gemma 2, 3), whose class default is default_softcap (none:
+    // no cap) where the key is missing; a null one is none.
     bool reads_softcap = false;
-    double softcap = 0.0;
+    std::optional<double> default_softcap;
     bool cohere = false;              // RoPE pairs (2i, 2i + 1)
     // use_qk_norm: a LayerNorm without bias of each head's q and k, each head its own weights
     // (Cohere, as Command R+ states; Cohere2's attention has none, so a stated one is refused).
@@ -48,7 +48,7 @@ struct ModelType {
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
-    int64_t sliding_window = 4096;          // sliding_window's default where layers differ (0: none)
+    std::optional<int64_t> sliding_window = 4096;  // sliding_window's default where layers differ (none: no window)
     bool full_layers_without_rope = false;  // Cohere2: only its sliding layers rotate
     // SmolLM3: layers differ by index in whether they rotate (no_rope_layers, no_rope_layer_interval).
     bool nope_layers = false;
@@ -81,7 +81,7 @@ const std::vector<ModelType> &model_types() {
         // Sliding and full layers alternate, the first sliding; scores soft-capped at 50 by default.
         type("gemma2", [](ModelType &t) {
             t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.sliding_pattern = 2;
-            t.query_pre_attn_scalar = true, t.reads_softcap = true, t.softcap = 50.0;
+            t.query_pre_attn_scalar = true, t.reads_softcap = true, t.default_softcap = 50.0;
         }),
         type("gemma3_text", [](ModelType &t) {
             t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.rope_theta = 1e6;
@@ -98,7 +98,7 @@ const std::vector<ModelType> &model_types() {
         }),
         // Every fourth layer without RoPE (no_rope_layers says which); Llama's attention otherwise.
         type("smollm3", [](ModelType &t) {
-            t.heads = 16, t.kv_heads = 4, t.rope_theta = 2e6, t.nope_layers = true, t.sliding_window = 0;
+            t.heads = 16, t.kv_heads = 4, t.rope_theta = 2e6, t.nope_layers = true, t.sliding_window = std::nullopt;
         }),
         // Granite 3 (dense and MoE): Llama's attention, its scores scaled by attention_multiplier.
         type("granite", [](ModelType &t) { t.attention_multiplier = true; }),
@@ -172,8 +172,8 @@ int64_t layer_index(const ConfigReader &c, const ModelType &t, std::optional<int
 }
 
 // Whether layer `layer` slides: as layer_types says, else every sliding_window_pattern-th layer is
-// full where the model type has a pattern, else `otherwise`.
-bool layer_slides(const ConfigReader &c, const ModelType &t, int64_t layer, bool otherwise) {
+// full where the model type has a pattern, else as slides_without_pattern says.
+bool layer_slides(const ConfigReader &c, const ModelType &t, int64_t layer, bool slides_without_pattern) {
     const std::string src = c.source();
     if (const auto types = c.get_optional_string_list("layer_types")) {
         require(layer < static_cast<int64_t>(types->size()),
@@ -183,7 +183,7 @@ bool layer_slides(const ConfigReader &c, const ModelType &t, int64_t layer, bool
                 src + ": layer_types[" + str(layer) + "] '" + type + "' is not supported (sliding_attention, full_attention)");
         return type == "sliding_attention";
     }
-    if (!t.sliding_pattern) return otherwise;
+    if (!t.sliding_pattern) return slides_without_pattern;
     const int64_t pattern = c.get_int("sliding_window_pattern", t.sliding_pattern);
     require(pattern > 0, src + ": sliding_window_pattern must be positive, got " + str(pattern));
     return (layer + 1) % pattern != 0;
@@ -206,6 +206,7 @@ bool layer_rotates(const ConfigReader &c, int64_t layer) {
 void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> slides, bool rotates,
                CachedAttentionConfig &cfg) {
     const std::string src = c.source();
+    // A layer without RoPE reads none of its keys: a scaling this reader refuses passes there.
     if (!rotates) return;
     if (slides && t.gemma3) {
         // transformers 5 nests rope_parameters by layer type; 4 gives the sliding layers an unscaled
@@ -246,7 +247,7 @@ void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, C
                 " (which layers slide depends on the layer's index and the transformers version)");
     std::optional<int64_t> window;
     if (t.slides) window = c.get_optional_int("sliding_window");
-    if (layer_slides) window = t.sliding_window ? c.get_int("sliding_window", t.sliding_window) : c.get_optional_int("sliding_window");
+    if (layer_slides) window = t.sliding_window ? c.get_int("sliding_window", *t.sliding_window) : c.get_optional_int("sliding_window");
     if (!window) return;
     require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
     cfg.sliding_window = *window;
@@ -300,7 +301,7 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     if (t.query_pre_attn_scalar) {
         // Gemma 3 27B: 168 against a head_dim of 128.
         const double scalar = c.get_number("query_pre_attn_scalar", 256.0);
-        require(scalar > 0, c.source() + ": query_pre_attn_scalar must be positive, got " + str(scalar));
+        require(scalar > 0 && std::isfinite(scalar), c.source() + ": query_pre_attn_scalar must be positive, got " + str(scalar));
         cfg.attention_scale = 1.0 / std::sqrt(scalar);
     }
     if (t.attention_multiplier) {
@@ -310,8 +311,8 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
                 c.source() + ": attention_multiplier must be positive, got " + str(multiplier));
         cfg.attention_scale = multiplier;
     }
-    if (t.reads_softcap && (c.has("attn_logit_softcapping") || (t.softcap > 0 && !c.states_null("attn_logit_softcapping")))) {
-        const double softcap = c.get_number("attn_logit_softcapping", t.softcap);
+    if (t.reads_softcap && (c.has("attn_logit_softcapping") || (t.default_softcap && !c.states_null("attn_logit_softcapping")))) {
+        const double softcap = c.get_number("attn_logit_softcapping", t.default_softcap.value_or(0.0));
         require(softcap > 0 && std::isfinite(softcap),
                 c.source() + ": attn_logit_softcapping must be positive (or null for none), got " + str(softcap));
         cfg.score_softcap = softcap;

@@ -71,18 +71,21 @@ struct CachedAttentionConfig {
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
     // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, smollm3, granite,
     // granitemoe, granitemoeshared; others are refused by name, since a look-alike such as OLMo 1
-    // changes it): hidden_size, num_attention_heads,
-    // num_key_value_heads, head_dim, rope_theta (RoPE everywhere but Cohere2's full layers; linear,
-    // llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2, Gemma:
-    // attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and
-    // Gemma 3's QK-norm (rms_norm_eps), Phi-3's partial_rotary_factor, Cohere's interleaved RoPE
-    // and use_qk_norm (per-head LayerNorms, layer_norm_eps). Gemma 3's and Cohere2's layers differ by index (the
-    // second form): sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys;
-    // Gemma 3's rotate by rope_local_base_freq and scale scores by query_pre_attn_scalar, Cohere2's
-    // full layers have no RoPE, nor do SmolLM3's no_rope_layers (every fourth by default). gpt-oss's
-    // layers alternate (sliding first) and add sinks. Gemma 2's alternate too (sliding first), scale
-    // scores by query_pre_attn_scalar and soft-cap them by attn_logit_softcapping (50 where missing,
-    // none where null; Gemma 3 caps where it states one).
+    // changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
+    // (linear, llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2,
+    // Gemma, Granite: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and
+    // Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's
+    // partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm (per-head LayerNorms,
+    // layer_norm_eps), Granite's attention_multiplier (the scores' scale).
+    // The layers of Gemma 2 and 3, Cohere2, gpt-oss and SmolLM3 differ by index (the second form):
+    // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
+    //   and gpt-oss's alternate (sliding first), Gemma 3's slide but every sixth, Cohere2's but
+    //   every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE);
+    // - Gemma 3's sliding layers rotate by rope_local_base_freq; Cohere2's full layers and
+    //   SmolLM3's no_rope_layers (every fourth by default) have no RoPE;
+    // - Gemma 2 and 3 scale scores by query_pre_attn_scalar; Gemma 2 soft-caps them by
+    //   attn_logit_softcapping (50 where missing, none where null; Gemma 3 where it states one);
+    //   gpt-oss adds sinks.
     // What such a model may still do that this layer does not (other RoPE scalings, Qwen's
     // per-layer sliding windows, bidirectional attention) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
