@@ -803,12 +803,21 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_TRUE(qwen2.bias && !qwen2.output_bias);
     EXPECT_FALSE(qwen2.sliding_window.has_value());  // use_sliding_window is false by default
     // transformers slides 4096 keys where no window is stated
-    EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, "hidden_size": 64, "num_attention_heads": 4})"),
-              "config.json: use_sliding_window is not supported for qwen2 (which layers slide depends on the layer's "
-              "index and the transformers version)");
+    // With use_sliding_window, the layers layer_types names slide (4096 keys where no window is
+    // stated); without layer_types, which ones depends on the transformers version: refused.
     EXPECT_EQ(config_error(R"({"model_type": "qwen2", "use_sliding_window": true, )" + small + "}"),
-              "config.json: use_sliding_window is not supported for qwen2 (which layers slide depends on the layer's "
-              "index and the transformers version)");
+              "config.json: use_sliding_window without layer_types is not supported for qwen2 (which layers slide "
+              "depends on the transformers version: state layer_types)");
+    const auto qwen2_layer = [](const std::string &json, int64_t index) {
+        return CachedAttentionConfig::from(ConfigReader::parse(json, "c"), index).sliding_window;
+    };
+    const std::string qwen2_windows = R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4,
+        "use_sliding_window": true, "layer_types": ["full_attention", "sliding_attention"])";
+    EXPECT_FALSE(qwen2_layer(qwen2_windows + "}", 0).has_value());
+    EXPECT_EQ(qwen2_layer(qwen2_windows + "}", 1).value_or(0), 4096);
+    EXPECT_EQ(qwen2_layer(qwen2_windows + R"(, "sliding_window": 16})", 1).value_or(0), 16);
+    EXPECT_FALSE(qwen2_layer(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4,
+        "layer_types": ["sliding_attention"], "sliding_window": 16})", 0).has_value());  // use_sliding_window false
     EXPECT_FALSE(hf(R"({"model_type": "qwen2_moe", "qkv_bias": false, )" + small + "}").bias);
     // Qwen3 and OLMo 2: attention_bias for all four, a QK-norm with their own eps defaults; Qwen3's
     // head_dim defaults to 128 (its config class's), OLMo 2's to E/H.
@@ -822,8 +831,8 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(qwen3.qk_norm->eps, 1e-6);
     EXPECT_EQ(hf(R"({"model_type": "qwen3_moe", )" + small + "}").head_dimension, 16);
     EXPECT_EQ(config_error(R"({"model_type": "qwen3_moe", "use_sliding_window": true, )" + small + "}"),
-              "config.json: use_sliding_window is not supported for qwen3_moe (which layers slide depends on the layer's "
-              "index and the transformers version)");
+              "config.json: use_sliding_window without layer_types is not supported for qwen3_moe (which layers slide "
+              "depends on the transformers version: state layer_types)");
     const CachedAttentionConfig olmo2 = hf(R"({"model_type": "olmo2", )" + small + "}");
     EXPECT_FALSE(olmo2.bias || olmo2.output_bias || olmo2.sliding_window);
     EXPECT_EQ(olmo2.head_dimension, 16);

@@ -351,6 +351,12 @@ def write_all(out_dir):
                    {'model_type': 'gemma2', 'hidden_size': 48, 'head_dim': 16, 'query_pre_attn_scalar': 12,
                     'sliding_window': 4, 'num_hidden_layers': 2, 'attn_logit_softcapping': 2.0,
                     'attention_bias': True}, 1, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=1),
+        # Qwen2 with use_sliding_window: layer 1 slides over 3 keys as layer_types says.
+        llama_case(out_dir, 'qwen2_sliding_layer_1', 47,
+                   {'model_type': 'qwen2', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10000.0, 'use_sliding_window': True, 'sliding_window': 3, 'num_hidden_layers': 2,
+                    'layer_types': ['full_attention', 'sliding_attention']}, 2, 10,
+                   biases=('q_proj', 'k_proj', 'v_proj'), layer=1),
         # SmolLM3: layer 3 has no RoPE (every fourth by default), layer 1 has it as no_rope_layers
         # says; the same weights' seed for both.
         llama_case(out_dir, 'smollm3_nope_layer_3', 46,

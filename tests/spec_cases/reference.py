@@ -197,8 +197,8 @@ def llama_attention(config, w, x, layer=None):
     RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj,
     as each model's attention builds them: Llama's four per attention_bias, Mistral/Mixtral none,
     Qwen2 q, k and v (Qwen2-MoE per qkv_bias), Qwen3 and OLMo 2 their four per attention_bias;
-    sliding_window W (Mistral/Mixtral; Qwen slides only some layers, not covered here): query p sees
-    keys p - W < j <= p. Qwen3 and OLMo 2 RMSNorm q and k before RoPE (q_norm, k_norm; eps
+    sliding_window W (Mistral/Mixtral; Qwen with use_sliding_window the layers layer_types names):
+    query p sees keys p - W < j <= p. Qwen3 and OLMo 2 RMSNorm q and k before RoPE (q_norm, k_norm; eps
     rms_norm_eps), Qwen3 over each head, OLMo 2 over all of a token's heads at once. Phi-3 stacks
     q, k and v in qkv_proj (no biases), slides like Mistral, and turns only the first
     int(head_dim * partial_rotary_factor) dims of each head. Cohere pairs dims (2i, 2i+1) in place
@@ -250,6 +250,9 @@ def llama_attention(config, w, x, layer=None):
     q[..., :rotary_dim] *= amplitude
     k[..., :rotary_dim] *= amplitude
     window = config.get('sliding_window') if mistral else None
+    if model.startswith('qwen') and config.get('use_sliding_window') and \
+            config['layer_types'][layer] == 'sliding_attention':
+        window = config.get('sliding_window', 4096)
     mask = None
     if window:  # Mistral: query p sees keys p - window < j <= p
         p = np.arange(x.shape[1])

@@ -32,7 +32,7 @@ struct ModelType {
     std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE
     double norm_eps = 1e-6;           // rms_norm_eps's default
     bool slides = false;              // a stated sliding_window applies to every layer
-    bool qwen_windows = false;        // use_sliding_window: some layers slide (refused)
+    bool qwen_windows = false;        // use_sliding_window: the layers layer_types names slide
     bool phi3 = false;                // q, k and v fused in qkv_proj; partial rotary
     bool gemma3 = false;              // its own norms, local RoPE and class defaults
     bool query_pre_attn_scalar = false;  // scores scaled by query_pre_attn_scalar^-1/2 (Gemma 2, 3)
@@ -239,12 +239,6 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
 
 void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, CachedAttentionConfig &cfg) {
     const std::string src = c.source();
-    // Qwen slides only with use_sliding_window (a missing sliding_window then means 4096), and
-    // then, by model type and transformers version, its layers from max_window_layers on or all of
-    // them, which one layer's config cannot tell: refused.
-    require(!(t.qwen_windows && c.get_bool("use_sliding_window", false)),
-            src + ": use_sliding_window is not supported for " + t.name +
-                " (which layers slide depends on the layer's index and the transformers version)");
     std::optional<int64_t> window;
     if (t.slides) window = c.get_optional_int("sliding_window");
     if (layer_slides) window = t.sliding_window ? c.get_int("sliding_window", *t.sliding_window) : c.get_optional_int("sliding_window");
@@ -266,9 +260,16 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     cfg.layer = layer;
     read_shape(c, t, cfg);
     read_biases(c, t, cfg);
+    // Qwen slides only with use_sliding_window (a missing sliding_window then means 4096); which
+    // layers (from max_window_layers on, or all) depends on the model type and the transformers
+    // version unless layer_types says.
+    const bool qwen_slides = t.qwen_windows && c.get_bool("use_sliding_window", false);
+    require(!qwen_slides || c.has("layer_types"),
+            c.source() + ": use_sliding_window without layer_types is not supported for " + t.name +
+                " (which layers slide depends on the transformers version: state layer_types)");
     std::optional<bool> slides;
     bool rotates = true;
-    if (t.sliding_pattern || t.nope_layers) {
+    if (t.sliding_pattern || t.nope_layers || qwen_slides) {
         const int64_t index = layer_index(c, t, layer);
         if (t.nope_layers) rotates = layer_rotates(c, index);
         // SmolLM3 slides its layers without RoPE where use_sliding_window and sliding_window say so.

@@ -77,17 +77,19 @@ struct CachedAttentionConfig {
     // Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's
     // partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm (per-head LayerNorms,
     // layer_norm_eps), Granite's attention_multiplier (the scores' scale).
-    // The layers of Gemma 2 and 3, Cohere2, gpt-oss and SmolLM3 differ by index (the second form):
+    // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3 and (with use_sliding_window) Qwen
+    // differ by index (the second form):
     // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
     //   and gpt-oss's alternate (sliding first), Gemma 3's slide but every sixth, Cohere2's but
-    //   every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE);
+    //   every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE), Qwen's
+    //   where use_sliding_window and layer_types say (without layer_types: refused);
     // - Gemma 3's sliding layers rotate by rope_local_base_freq; Cohere2's full layers and
     //   SmolLM3's no_rope_layers (every fourth by default) have no RoPE;
     // - Gemma 2 and 3 scale scores by query_pre_attn_scalar; Gemma 2 soft-caps them by
     //   attn_logit_softcapping (50 where missing, none where null; Gemma 3 where it states one);
     //   gpt-oss adds sinks.
-    // What such a model may still do that this layer does not (other RoPE scalings, Qwen's
-    // per-layer sliding windows, bidirectional attention) is refused, naming the key.
+    // What such a model may still do that this layer does not (other RoPE scalings, Qwen's sliding
+    // windows without layer_types, bidirectional attention) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
 };
