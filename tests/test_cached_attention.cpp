@@ -760,7 +760,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"),
               "config.json (rope_scaling): missing key 'low_freq_factor'");
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e6}})"),
-              "config.json (rope_parameters): rope_type 'dynamic' is not supported (default, linear, llama3 and yarn)");
+              "config.json (rope_parameters): rope_type 'dynamic' is not supported (default, linear, llama3, yarn and longrope)");
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"type": "linear", "factor": 0}})"),
               "config.json (rope_scaling): factor must be positive");
     EXPECT_EQ(config_error("{" + llama + R"(, "partial_rotary_factor": 0.5})"),
@@ -971,9 +971,26 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(hf(R"({"model_type": "phi3", "partial_rotary_factor": 0.75, )" + small + "}").rotary_dimension, 12);
     EXPECT_EQ(config_error(R"({"model_type": "phi3", "partial_rotary_factor": 0.6, )" + small + "}"),
               "config.json: partial_rotary_factor 0.600000 of head_dim 16 must turn an even number of dims, got 9");
-    EXPECT_EQ(config_error(R"({"model_type": "phi3", "rope_scaling": {"type": "longrope", "short_factor": [1], "long_factor": [1]}, )" +
-                           small + "}"),
-              "config.json (rope_scaling): rope_type 'longrope' is not supported (default, linear, llama3 and yarn)");
+    // LongRoPE as Phi-3 states it: one factor per rotated pair in each set, the original context at
+    // the top level, the amplitude sqrt(1 + ln(131072 / 4096) / ln 4096).
+    const std::string phi3 = R"({"model_type": "phi3", "hidden_size": 64, "num_attention_heads": 4, "partial_rotary_factor": 0.75,
+        "max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "rope_scaling": {"type": "longrope", )";
+    const RopeScaling long_rope = hf(phi3 + R"("short_factor": [1, 1, 1, 1, 2, 3], "long_factor": [1, 2, 4, 8, 16, 32]}})").rope_scaling;
+    EXPECT_EQ(long_rope.type, RopeScaling::Type::LongRope);
+    EXPECT_EQ(long_rope.pair_factors, (std::vector<double>{1, 1, 1, 1, 2, 3}));
+    EXPECT_EQ(long_rope.long_pair_factors, (std::vector<double>{1, 2, 4, 8, 16, 32}));
+    EXPECT_EQ(long_rope.original_context, 4096.0);
+    EXPECT_NEAR(long_rope.attention_factor, std::sqrt(1.0 + std::log(32.0) / std::log(4096.0)), 1e-12);
+    EXPECT_EQ(config_error(phi3 + R"("short_factor": [1, 1], "long_factor": [1, 2]}})"),
+              "config.json: longrope's short_factor and long_factor need one value per rotated pair (6), got 2");
+    EXPECT_EQ(config_error(phi3 + R"("short_factor": [1, 1, 1, 1, 1, 1]}})"), "config.json (rope_scaling): missing key 'long_factor'");
+    // transformers 4 reads max_position_embeddings / original where the config states its own
+    // original context, 5 a stated factor: where they differ, refused (a stated amplitude settles it).
+    EXPECT_EQ(config_error(phi3 + R"("factor": 4, "short_factor": [1, 1, 1, 1, 1, 1], "long_factor": [1, 1, 1, 1, 1, 1]}})"),
+              "config.json (rope_scaling): factor 4.000000 differs from max_position_embeddings / "
+              "original_max_position_embeddings (32.000000), which transformers 4 reads in its place; state attention_factor");
+    EXPECT_EQ(hf(phi3 + R"("factor": 4, "attention_factor": 1.5, "short_factor": [1, 1, 1, 1, 1, 1], "long_factor": [1, 1, 1, 1, 1, 1]}})")
+                  .rope_scaling.attention_factor, 1.5);
     // YaRN: Qwen's long-context form (factor as stated, 0.1 ln 4 + 1), DeepSeek's mscale ratio,
     // a stated attention_factor, and the original context from max_position_embeddings.
     const auto yarn = [&](const std::string &scaling) {

@@ -81,6 +81,8 @@ TEST(ConfigTest, NumbersBoolsStrings) {
     EXPECT_FALSE(config.has("absent"));
     EXPECT_EQ(config.get_optional_int_list("list"), (std::vector<int64_t>{1, 2, 3}));
     EXPECT_EQ(config.get_optional_int_list("unset"), std::nullopt);
+    EXPECT_EQ(config.get_number_list("list"), (std::vector<double>{1, 2, 3}));
+    EXPECT_EQ(error_message([&] { config.get_number_list("absent"); }), "config.json: missing key 'absent'");
     EXPECT_EQ(error_message([&] { config.get_optional_int_list("name"); }),
               "config.json: key 'name' must be a list of integers, got \"llama\"");
     // A null is told apart from a missing key where a config class reads it as "off".

@@ -76,17 +76,21 @@ public:
         }
         return list;
     }
+    std::vector<double> as_number_list() const { return as_list(&KeyValue::as_number, "a list of numbers"); }
+    std::vector<int64_t> as_int_list() const { return as_list(&KeyValue::as_int, "a list of integers"); }
 
-    std::vector<int64_t> as_int_list() const {
-        if (!value_.is_array()) wrong_type("a list of integers");
-        std::vector<int64_t> list;
+private:
+    // A list whose items `item` reads, each named key[i] in its errors.
+    template <typename T>
+    std::vector<T> as_list(T (KeyValue::*item)() const, const char *expected) const {
+        if (!value_.is_array()) wrong_type(expected);
+        std::vector<T> list;
         for (size_t i = 0; i < value_.size(); i++) {
-            list.push_back(KeyValue(where_, key_ + "[" + std::to_string(i) + "]", value_[i]).as_int());
+            list.push_back((KeyValue(where_, key_ + "[" + std::to_string(i) + "]", value_[i]).*item)());
         }
         return list;
     }
 
-private:
     std::string where_, key_;
     const nlohmann::json &value_;  // inside the reader's object, which outlives every KeyValue
 };
@@ -188,6 +192,10 @@ std::string ConfigReader::get_string(const std::string &key, const std::string &
 
 std::optional<std::vector<std::string>> ConfigReader::get_optional_string_list(const std::string &key) const {
     return optional(json().value, source(), key, &KeyValue::as_string_list);
+}
+
+std::vector<double> ConfigReader::get_number_list(const std::string &key) const {
+    return required(json().value, source(), key, &KeyValue::as_number_list);
 }
 
 std::optional<std::vector<int64_t>> ConfigReader::get_optional_int_list(const std::string &key) const {

@@ -45,6 +45,38 @@ RopeScaling yarn(const ConfigReader &c, const ConfigReader &p) {
     return s;
 }
 
+// LongRope from `p` (rope_scaling or rope_parameters) of the config `c`, as transformers reads it:
+// short_factor and long_factor, one per pair; the original context from `p`, else the config's own
+// (Phi-3 states it there), else max_position_embeddings; attention_factor as stated, else
+// sqrt(1 + ln(factor) / ln(original)) (1 where factor <= 1), factor being max_position_embeddings /
+// original. Transformers 5 takes a stated `factor` there instead, 4 the ratio whenever the config
+// states its original context: where both are stated and differ, refused.
+RopeScaling longrope(const ConfigReader &c, const ConfigReader &p) {
+    RopeScaling s;
+    s.type = RopeScaling::Type::LongRope;
+    s.pair_factors = p.get_number_list("short_factor");
+    s.long_pair_factors = p.get_number_list("long_factor");
+    const char *original = "original_max_position_embeddings";
+    s.original_context = p.has(original) ? p.get_number(original)
+                         : c.has(original) ? c.get_number(original)
+                                           : c.get_number("max_position_embeddings");
+    require(s.original_context > 1, p.source() + ": longrope needs an original_max_position_embeddings above 1");
+    const double ratio = c.get_number("max_position_embeddings", s.original_context) / s.original_context;
+    s.factor = p.has("factor") ? p.get_number("factor") : ratio;
+    require(!p.has("factor") || !c.has(original) || s.factor == ratio || p.has("attention_factor"),
+            p.source() + ": factor " + std::to_string(s.factor) + " differs from max_position_embeddings / " + original +
+                " (" + std::to_string(ratio) + "), which transformers 4 reads in its place; state attention_factor");
+    require(s.factor > 0, p.source() + ": factor must be positive");
+    s.attention_factor = p.has("attention_factor") ? p.get_number("attention_factor")
+                         : s.factor <= 1.0        ? 1.0
+                                                  : std::sqrt(1.0 + std::log(s.factor) / std::log(s.original_context));
+    require(s.attention_factor > 0, p.source() + ": attention_factor must be positive");
+    require(s.pair_factors.size() == s.long_pair_factors.size(),
+            p.source() + ": short_factor and long_factor must have one value per pair each, got " +
+                std::to_string(s.pair_factors.size()) + " and " + std::to_string(s.long_pair_factors.size()));
+    return s;
+}
+
 }  // namespace
 
 HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
@@ -72,9 +104,13 @@ HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
         rope.theta = p->get_number("rope_theta", rope.theta);
         rope.partial_rotary_factor = p->get_number("partial_rotary_factor", rope.partial_rotary_factor);
     }
-    const char *supported = defaults.scaling_allowed ? "(default, linear, llama3 and yarn)" : "(default only)";
+    const char *supported = !defaults.scaling_allowed   ? "(default only)"
+                            : defaults.longrope_allowed ? "(default, linear, llama3, yarn and longrope)"
+                                                        : "(default, linear, llama3 and yarn)";
     if (type == "yarn" && defaults.scaling_allowed) {
         rope.scaling = yarn(c, *p);
+    } else if (type == "longrope" && defaults.scaling_allowed && defaults.longrope_allowed) {
+        rope.scaling = longrope(c, *p);
     } else if (type != "default") {
         require(defaults.scaling_allowed && (type == "linear" || type == "llama3"),
                 p->source() + ": rope_type '" + type + "' is not supported " + supported);

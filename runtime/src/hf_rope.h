@@ -22,12 +22,13 @@ struct HfRopeDefaults {
     // transformers 5 may nest rope_parameters per layer type: the type whose entry to read
     // ("hybrid" for ZAYA), or "" where the model has one type.
     std::string layer_type;
+    bool longrope_allowed = false;  // longrope too (for a layer that picks its long table per call)
 };
 
 // `rope_theta` and `partial_rotary_factor` at the top level, or (transformers 5) inside
 // `rope_parameters`, and the scaling named there or in transformers 4's `rope_scaling` (both
-// with a scaling: refused). A scaling the layer does not implement (dynamic, longrope, ..., or
-// any when !scaling_allowed) is refused, naming the key.
+// with a scaling: refused). A scaling the layer does not implement (dynamic, longrope unless
+// longrope_allowed, ..., or any when !scaling_allowed) is refused, naming the key.
 HfRope hf_rope(const ConfigReader &config, const HfRopeDefaults &defaults);
 
 }  // namespace hattn::detail

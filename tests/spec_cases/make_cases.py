@@ -24,11 +24,21 @@ def noise(rng, *shape, scale=0.2, mean=0.0):
     return (mean + scale * rng.standard_normal(shape)).astype(np.float32)
 
 
+def prefill_lengths(case):
+    """The --prefill values run besides the forward: [0, 1, S/2] for causal cases."""
+    kind, config = case['kind'], case['config']
+    causal = (kind in ('cached_attention', 'zaya_cca', 'glm_dsa') and not case.get('cross')) \
+        or (kind in ('cca', 'ccgqa') and config.get('mode', 'encoder') == 'decoder')
+    return [0, 1, case['seq_len'] // 2] if causal else []
+
+
 def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=None, mask=None,
-               dtype='F32', layer=None):
+               dtype='F32', layer=None, outputs_by_prefill=False):
     """Writes one case folder and its expected output; returns the folder. With `layer`, the case
     is layer `layer` of a whole model: its weights under the prefix model.layers.<layer>.self_attn.,
-    the model's config.json beside them as model_config.json (run_spec_cases runs it by files)."""
+    the model's config.json beside them as model_config.json (run_spec_cases runs it by files).
+    outputs_by_prefill: the output of each --prefill P differs from the forward's (LongRoPE picks
+    its factors per call), and is written as y_prefill_P.npy."""
     folder = os.path.join(out_dir, name)
     os.makedirs(folder)
     case = {'kind': kind, 'config': config, 'batch': x.shape[0], 'seq_len': x.shape[1]}
@@ -49,6 +59,8 @@ def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=
     safetensors_io.save(os.path.join(folder, 'weights.safetensors'), weights, dtype)
     np.save(os.path.join(folder, 'x.npy'), x)
     np.save(os.path.join(folder, 'y.npy'), reference.run_case(folder).astype(np.float32))
+    for prefill in prefill_lengths(case) if outputs_by_prefill else []:
+        np.save(os.path.join(folder, f'y_prefill_{prefill}.npy'), reference.run_case(folder, prefill).astype(np.float32))
     return folder
 
 
@@ -88,7 +100,8 @@ def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, m
                       dtype=dtype)
 
 
-def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None, layer=None, sinks=False):
+def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None, layer=None, sinks=False,
+               outputs_by_prefill=False):
     """§1 under a Hugging Face Llama-family config.json and names; `biases` lists the projections
     that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3), 'all' (OLMo 2) or 'each_head_own'
     (Command R+): norm weights of a head's width, all heads', or each head's own [heads, D]. sinks: gpt-oss's [H] weight `sinks`."""
@@ -108,7 +121,8 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
     if config['model_type'] == 'phi3':  # q, k and v stacked in one projection
         weights['qkv_proj.weight'] = np.concatenate([weights.pop(name + '.weight') for name in ('q_proj', 'k_proj', 'v_proj')])
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
-    return write_case(out_dir, name, 'cached_attention', config, weights, x, layer=layer)
+    return write_case(out_dir, name, 'cached_attention', config, weights, x, layer=layer,
+                      outputs_by_prefill=outputs_by_prefill)
 
 
 def cca_case(out_dir, name, seed, config, batch, seq_len, grouped, tolerance=None):
@@ -351,6 +365,17 @@ def write_all(out_dir):
                    {'model_type': 'gemma2', 'hidden_size': 48, 'head_dim': 16, 'query_pre_attn_scalar': 12,
                     'sliding_window': 4, 'num_hidden_layers': 2, 'attn_logit_softcapping': 2.0,
                     'attention_bias': True}, 1, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=1),
+        # Phi-3 (Phi-4-mini's partial rotary 0.75) with LongRoPE over an original context of 8: the
+        # forward's 12 tokens turn by the long factors; a prefill of P, then one token per call,
+        # turns the calls that end within 8 by the short ones (transformers picks per call). Both
+        # scale cos and sin by sqrt(1 + ln 8 / ln 8).
+        llama_case(out_dir, 'phi3_longrope_per_call', 48,
+                   {'model_type': 'phi3', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10000.0, 'partial_rotary_factor': 0.75, 'original_max_position_embeddings': 8,
+                    'max_position_embeddings': 64,
+                    'rope_scaling': {'type': 'longrope', 'short_factor': [1.0, 1.1, 1.3, 2.0, 3.5, 5.0],
+                                     'long_factor': [1.0, 1.6, 3.0, 6.0, 11.0, 16.0]}},
+                   2, 12, biases=(), outputs_by_prefill=True),
         # Qwen2 with use_sliding_window: layer 1 slides over 3 keys as layer_types says.
         llama_case(out_dir, 'qwen2_sliding_layer_1', 47,
                    {'model_type': 'qwen2', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,

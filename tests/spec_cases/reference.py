@@ -138,7 +138,7 @@ def llama_rope_frequencies(config, head_dim):
         return np.where(wavelength > original / low, f / factor, np.where(wavelength < original / high, f, mixed))
     if kind == 'yarn':
         return yarn_frequencies(config, scaling, f, head_dim, base)
-    assert kind == 'default', kind
+    assert kind in ('default', 'longrope'), kind  # longrope divides them per call: longrope() below
     return f
 
 
@@ -182,6 +182,30 @@ def yarn_attention_factor(config):
     return magnitude(1.0)
 
 
+def longrope(config):
+    """LongRoPE (Phi-3, as transformers reads it): (short, long, original, amplitude), the per-pair
+    divisors of base^(-2i/rd) short_factor and long_factor, the original context (rope_scaling's
+    original_max_position_embeddings, else the config's, else max_position_embeddings), and the
+    scale of cos and sin: attention_factor, else sqrt(1 + ln(s) / ln(original)) with s the stated
+    factor or max_position_embeddings / original (1 for s <= 1). None without longrope."""
+    scaling = config.get('rope_parameters') or config.get('rope_scaling') or {}
+    if scaling.get('rope_type', scaling.get('type')) != 'longrope':
+        return None
+    original = scaling.get('original_max_position_embeddings') or config.get('original_max_position_embeddings') \
+        or config['max_position_embeddings']
+    factor = scaling.get('factor') or config['max_position_embeddings'] / original
+    amplitude = scaling.get('attention_factor') or (1.0 if factor <= 1 else np.sqrt(1 + np.log(factor) / np.log(original)))
+    return np.array(scaling['short_factor']), np.array(scaling['long_factor']), original, amplitude
+
+
+def rotated_by_long_factors(seq_len, original, prefill):
+    """Per position, whether LongRoPE rotates it by the long factors: transformers picks one set per
+    forward call, the long one where the call's last position + 1 passes the original context.
+    prefill None: one call of every token; else the first `prefill` tokens, then a call per token."""
+    call_end = [seq_len if prefill is None else prefill if t < prefill else t + 1 for t in range(seq_len)]
+    return np.array(call_end) > original
+
+
 def smollm3_rotates(config, layer):
     """Whether SmolLM3's layer `layer` has RoPE: no_rope_layers[layer] (1: RoPE), else all but
     every no_rope_layer_interval-th (default 4)."""
@@ -190,7 +214,7 @@ def smollm3_rotates(config, layer):
     return (layer + 1) % config.get('no_rope_layer_interval', 4) != 0
 
 
-def llama_attention(config, w, x, layer=None):
+def llama_attention(config, w, x, layer=None, prefill=None):
     """§1 causal self-attention as a Hugging Face Llama-family checkpoint states it (not in the
     spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
     num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
@@ -206,7 +230,9 @@ def llama_attention(config, w, x, layer=None):
     LayerNorm without bias over each head's D, each head its own weights [heads, D] (eps
     layer_norm_eps, default 1e-5), before RoPE. Granite has its four per attention_bias too, and
     scales the scores by attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's
-    layer `layer` rotates only where smollm3_rotates says (sliding windows not covered here)."""
+    layer `layer` rotates only where smollm3_rotates says (sliding windows not covered here).
+    LongRoPE rotates each token by its call's factors: `prefill` says how `hattn run --prefill`
+    splits the sequence into calls (None: one call)."""
     heads = config['num_attention_heads']
     kv_heads = config.get('num_key_value_heads') or heads
     model = config['model_type']
@@ -245,6 +271,12 @@ def llama_attention(config, w, x, layer=None):
         lambda x, p, base, rd, f: rope_pairs_in_place(x, p, f)
     if model == 'smollm3' and not smollm3_rotates(config, layer):
         rotate = lambda x, p, base, rd, f: x
+    if longrope(config) is not None:  # each token by its call's factors
+        short, long, original, amplitude = longrope(config)
+        by_long = rotated_by_long_factors(x.shape[1], original, prefill)[:, None]
+        plain_rotate = rotate
+        rotate = lambda x, p, base, rd, f: np.where(by_long, plain_rotate(x, p, base, rd, f / long),
+                                                    plain_rotate(x, p, base, rd, f / short))
     q = rotate(project('q_proj', heads), positions, None, rotary_dim, frequencies)
     k = rotate(project('k_proj', kv_heads), positions, None, rotary_dim, frequencies)
     q[..., :rotary_dim] *= amplitude
@@ -623,8 +655,9 @@ def glm_dsa(config, w, x):
     return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if has_bias else None)
 
 
-def run_case(folder):
-    """The expected output [B, S, E] (float64) of a case folder (spec/cases.md)."""
+def run_case(folder, prefill=None):
+    """The expected output [B, S, E] (float64) of a case folder (spec/cases.md); `prefill` only
+    matters where the calls' split does (LongRoPE), and is P of `hattn run --prefill P`."""
     def path(name):
         return os.path.join(folder, name)
 
@@ -645,7 +678,7 @@ def run_case(folder):
     if kind == 'cached_attention' and config.get('model_type') == 'gemma2':
         return gemma2_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
-        return llama_attention(config, w, x, case.get('layer'))
+        return llama_attention(config, w, x, case.get('layer'), prefill)
     if kind == 'cached_attention':
         context = np.load(path('context.npy')).astype(np.float64) if case.get('cross') else None
         mask = np.load(path('mask.npy')) if os.path.exists(path('mask.npy')) else None

@@ -22,6 +22,10 @@ std::string scaling_text(const RopeScaling &s) {
         out << ", yarn x" << s.factor << " from " << s.original_context << " positions (amplitude "
             << s.attention_factor << ")";
         break;
+    case RopeScaling::Type::LongRope:
+        out << ", longrope (short factors, long past " << s.original_context << " positions; amplitude "
+            << s.attention_factor << ")";
+        break;
     }
     return out.str();
 }

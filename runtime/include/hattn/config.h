@@ -55,6 +55,8 @@ public:
     std::optional<std::vector<std::string>> get_optional_string_list(const std::string &key) const;
     // A list of integers (no_rope_layers), each as get_int reads one, or nothing where absent.
     std::optional<std::vector<int64_t>> get_optional_int_list(const std::string &key) const;
+    // A list of numbers (longrope's short_factor); throws where absent.
+    std::vector<double> get_number_list(const std::string &key) const;
 
     struct Json;  // the parsed object (runtime/src/config.cpp)
 

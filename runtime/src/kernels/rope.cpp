@@ -37,6 +37,14 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
                 f = (1.0 - smooth) * f / scaling.factor + smooth * f;
             }  // short wavelengths: as trained
         }
+    } else if (scaling.type == RopeScaling::Type::LongRope) {
+        require(scaling.pair_factors.size() == frequency.size(),
+                "RoPE: longrope has " + std::to_string(scaling.pair_factors.size()) + " factors for the " +
+                    std::to_string(frequency.size()) + " pairs of rotary dim " + std::to_string(rotary_dim));
+        for (size_t i = 0; i < frequency.size(); i++) {
+            require(scaling.pair_factors[i] > 0, "RoPE: longrope's factors must be positive");
+            frequency[i] /= scaling.pair_factors[i];
+        }
     } else if (scaling.type == RopeScaling::Type::Yarn) {
         require(scaling.original_context > 0 && scaling.beta_fast > 0 && scaling.beta_slow > 0,
                 "RoPE: yarn scaling needs a positive original_max_position_embeddings, beta_fast and beta_slow");
@@ -100,7 +108,14 @@ GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base)
     : table_(std::make_shared<const RopeTable>(rotary_dim, base, 0)) {}
 
 double rope_amplitude(const RopeScaling &scaling) {
-    return scaling.type == RopeScaling::Type::Yarn ? scaling.attention_factor : 1.0;
+    const bool scaled = scaling.type == RopeScaling::Type::Yarn || scaling.type == RopeScaling::Type::LongRope;
+    return scaled ? scaling.attention_factor : 1.0;
+}
+
+RopeScaling past_original_context(const RopeScaling &scaling) {
+    RopeScaling past = scaling;
+    past.pair_factors = scaling.long_pair_factors;
+    return past;
 }
 
 GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base, const RopeScaling &scaling)

@@ -160,7 +160,13 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
                                                         std::to_string(config.attention_scale.value_or(0)));
     require(positive_float(config.score_softcap), "cached_attention: score_softcap must be a positive normal float, got " +
                                                       std::to_string(config.score_softcap.value_or(0)));
-    if (config.rope_base) rope_.emplace(config.rotary_dimension ? config.rotary_dimension : D, *config.rope_base, config.rope_scaling);
+    if (config.rope_base) {
+        const int64_t rotary = config.rotary_dimension ? config.rotary_dimension : D;
+        rope_.emplace(rotary, *config.rope_base, config.rope_scaling);
+        if (config.rope_scaling.type == RopeScaling::Type::LongRope) {
+            rope_past_original_.emplace(rotary, *config.rope_base, past_original_context(config.rope_scaling));
+        }
+    }
 }
 
 KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
@@ -268,7 +274,9 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     // and become part of it only at commit(), once everything else has succeeded.
     Tensor k_rotated;
     if (rope_) {
-        const auto table = rope_->covering(*std::max_element(lengths.begin(), lengths.end()));
+        const int64_t end = *std::max_element(lengths.begin(), lengths.end());
+        const bool past_original = rope_past_original_ && end > config_.rope_scaling.original_context;
+        const auto table = (past_original ? *rope_past_original_ : *rope_).covering(end);
         Tensor rotated = detail::scratch_tensor(q.shape());
         apply_rope(q.view(), *table, start, rotated.view(), config_.rope_layout);
         q = std::move(rotated);

@@ -222,16 +222,18 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
             src + ": " + t.name + " needs its rope_scaling stated (transformers takes a missing one as YaRN x32 and "
                                   "transformers 4 a null one as none)");
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
-    const HfRope rope = hf_rope(c, {t.rope_theta, 1.0, true, layer_type});
-    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini's 0.75 comes with longrope,
-    // which hf_rope refuses); the other models' attention rotates whole heads (transformers fails
-    // on a fraction there).
+    const HfRope rope = hf_rope(c, {t.rope_theta, 1.0, true, layer_type, true});
+    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75); the other models'
+    // attention rotates whole heads (transformers fails on a fraction there).
     require(t.phi3 || rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) +
                                                              " is not supported for " + t.name + " (whole-head RoPE only)");
     const auto rotary = static_cast<int64_t>(double(cfg.head_dimension) * rope.partial_rotary_factor);
     require(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1 && rotary >= 2 && rotary % 2 == 0,
             src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " of head_dim " +
                 str(cfg.head_dimension) + " must turn an even number of dims, got " + str(rotary));
+    require(rope.scaling.type != RopeScaling::Type::LongRope || int64_t(rope.scaling.pair_factors.size()) == rotary / 2,
+            src + ": longrope's short_factor and long_factor need one value per rotated pair (" + str(rotary / 2) +
+                "), got " + std::to_string(rope.scaling.pair_factors.size()));
     cfg.rotary_dimension = rotary == cfg.head_dimension ? 0 : rotary;  // 0: the whole head
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;

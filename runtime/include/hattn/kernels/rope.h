@@ -16,20 +16,29 @@ namespace hattn {
 // (YaRN, arXiv:2309.00071; Qwen's long-context configs) keeps the pairs that turn more than
 // beta_fast times over original_context, divides those turning fewer than beta_slow times by
 // `factor`, ramps linearly (in pair index) in between, and scales cos and sin, so q and k, by
-// attention_factor.
+// attention_factor. `LongRope` (Phi-3, Phi-4-mini) divides each pair's frequency by a factor of
+// its own and scales cos and sin by attention_factor too; it has two sets of factors, the long one
+// for calls whose positions pass original_context (past_original_context() gives that scaling).
 struct RopeScaling {
-    enum class Type { None, Linear, Llama3, Yarn };
+    enum class Type { None, Linear, Llama3, Yarn, LongRope };
     Type type = Type::None;
     double factor = 1.0;
     double low_freq_factor = 1.0, high_freq_factor = 4.0;  // Llama3
     double original_context = 8192.0;                       // Llama3 and Yarn
     double beta_fast = 32.0, beta_slow = 1.0;               // Yarn: the ramp's ends, in turns
     bool truncate = true;                                   // Yarn: the ends rounded outwards to whole dims
-    double attention_factor = 1.0;                          // Yarn: the table's amplitude
+    double attention_factor = 1.0;                          // Yarn, LongRope: the table's amplitude
+    // LongRope: each pair's divisor (short_factor), and the ones past original_context (long_factor).
+    std::vector<double> pair_factors, long_pair_factors;
 };
 
-// The amplitude a table of this scaling has: YaRN's attention_factor, else 1.
+// The amplitude a table of this scaling has: YaRN's and LongRope's attention_factor, else 1.
 double rope_amplitude(const RopeScaling &scaling);
+
+// LongRope's scaling for calls whose positions pass original_context: long_pair_factors in
+// pair_factors' place. (As transformers does, each call rotates all its tokens by one set, chosen
+// by its last position; keys already cached keep theirs.)
+RopeScaling past_original_context(const RopeScaling &scaling);
 
 // The rotation frequency of each pair i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled.
 std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling = {});

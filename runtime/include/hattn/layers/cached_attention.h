@@ -72,7 +72,8 @@ struct CachedAttentionConfig {
     // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, smollm3, granite,
     // granitemoe, granitemoeshared; others are refused by name, since a look-alike such as OLMo 1
     // changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
-    // (linear, llama3 or yarn scaling), biases as each model builds them (Llama, Qwen3, OLMo 2,
+    // (linear, llama3, yarn or longrope scaling; longrope's set of factors chosen per call, by its
+    // last position, as transformers does), biases as each model builds them (Llama, Qwen3, OLMo 2,
     // Gemma, Granite: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and
     // Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's
     // partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm (per-head LayerNorms,
@@ -157,6 +158,9 @@ private:
     std::optional<Tensor> qk_norm_bias_;           // zeros [D], where the QK-norm is a LayerNorm
     std::optional<Tensor> sinks_;                  // [H], where config.sinks
     std::optional<GrowingRopeTable> rope_;
+    // LongRope: the table of calls whose positions pass the original context (transformers picks
+    // one set of factors per call, by its last position).
+    std::optional<GrowingRopeTable> rope_past_original_;
 };
 
 }  // namespace hattn
