@@ -48,28 +48,28 @@ TEST(Rope, ATableOfBadFrequenciesIsRefused) {
     EXPECT_EQ(RopeTable({1.0, 0.0}, 4).rotary_dim(), 4);
 }
 
-// YaRN at D = 32, theta 10000, over an original context of 2048: pairs 0-4 turn more than 32 times
-// (kept), pairs 11-15 fewer than once (divided by the factor); in between the weight of the divided
-// one rises by 1/7 a pair, rounded outwards from 4.03 and 10.05.
 // LongRoPE divides each pair's frequency by its own factor, the short set or (past the original
 // context) the long one, and scales the table by attention_factor.
 TEST(Rope, LongRopeDividesEachPairByItsFactor) {
     RopeScaling longrope;
     longrope.type = RopeScaling::Type::LongRope;
-    longrope.pair_factors = {1.0, 2.0, 4.0, 8.0};
-    longrope.long_pair_factors = {1.0, 3.0, 9.0, 27.0};
+    longrope.short_factors = {1.0, 2.0, 4.0, 8.0};
+    longrope.long_factors = {1.0, 3.0, 9.0, 27.0};
     longrope.attention_factor = 1.25;
     const std::vector<double> plain = rope_frequencies(8, 10000.0), short_set = rope_frequencies(8, 10000.0, longrope),
-                              long_set = rope_frequencies(8, 10000.0, past_original_context(longrope));
+                              long_set = rope_frequencies(8, 10000.0, long_factor_scaling(longrope));
     for (size_t i = 0; i < plain.size(); i++) {
-        EXPECT_DOUBLE_EQ(short_set[i], plain[i] / longrope.pair_factors[i]) << i;
-        EXPECT_DOUBLE_EQ(long_set[i], plain[i] / longrope.long_pair_factors[i]) << i;
+        EXPECT_DOUBLE_EQ(short_set[i], plain[i] / longrope.short_factors[i]) << i;
+        EXPECT_DOUBLE_EQ(long_set[i], plain[i] / longrope.long_factors[i]) << i;
     }
     EXPECT_EQ(rope_amplitude(longrope), 1.25);
     EXPECT_EQ(testing::error_message([&] { rope_frequencies(12, 10000.0, longrope); }),
               "RoPE: longrope has 4 factors for the 6 pairs of rotary dim 12");
 }
 
+// YaRN at D = 32, theta 10000, over an original context of 2048: pairs 0-4 turn more than 32 times
+// (kept), pairs 11-15 fewer than once (divided by the factor); in between the weight of the divided
+// one rises by 1/7 a pair, rounded outwards from 4.03 and 10.05.
 TEST(Rope, YarnKeepsFastPairsStretchesSlowOnesAndRampsBetween) {
     RopeScaling yarn;
     yarn.type = RopeScaling::Type::Yarn;

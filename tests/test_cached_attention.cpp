@@ -816,8 +816,11 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_FALSE(qwen2_layer(qwen2_windows + "}", 0).has_value());
     EXPECT_EQ(qwen2_layer(qwen2_windows + "}", 1).value_or(0), 4096);
     EXPECT_EQ(qwen2_layer(qwen2_windows + R"(, "sliding_window": 16})", 1).value_or(0), 16);
-    EXPECT_FALSE(qwen2_layer(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4,
-        "layer_types": ["sliding_attention"], "sliding_window": 16})", 0).has_value());  // use_sliding_window false
+    EXPECT_EQ(config_error(R"({"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4,
+        "layer_types": ["sliding_attention"], "sliding_window": 16})"),
+              "config.json: layer_types names sliding layers, but use_sliding_window is false (transformers fails on it)");
+    EXPECT_EQ(config_error(qwen2_windows + R"(, "sliding_window": null})"),
+              "config.json: use_sliding_window with a null sliding_window (transformers builds no window, or fails)");
     EXPECT_FALSE(hf(R"({"model_type": "qwen2_moe", "qkv_bias": false, )" + small + "}").bias);
     // Qwen3 and OLMo 2: attention_bias for all four, a QK-norm with their own eps defaults; Qwen3's
     // head_dim defaults to 128 (its config class's), OLMo 2's to E/H.
@@ -830,9 +833,10 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(qwen3.qk_norm->span, Span::EachHead);
     EXPECT_EQ(qwen3.qk_norm->eps, 1e-6);
     EXPECT_EQ(hf(R"({"model_type": "qwen3_moe", )" + small + "}").head_dimension, 16);
-    EXPECT_EQ(config_error(R"({"model_type": "qwen3_moe", "use_sliding_window": true, )" + small + "}"),
-              "config.json: use_sliding_window without layer_types is not supported for qwen3_moe (which layers slide "
-              "depends on the transformers version: state layer_types)");
+    EXPECT_EQ(config_error(R"({"model_type": "qwen3_moe", "use_sliding_window": true, "layer_types": ["sliding_attention"], )" +
+                           small + "}"),
+              "config.json: use_sliding_window is not supported for qwen3_moe (which layers slide depends on the layer's "
+              "index and the transformers version)");
     const CachedAttentionConfig olmo2 = hf(R"({"model_type": "olmo2", )" + small + "}");
     EXPECT_FALSE(olmo2.bias || olmo2.output_bias || olmo2.sliding_window);
     EXPECT_EQ(olmo2.head_dimension, 16);
@@ -977,8 +981,9 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
         "max_position_embeddings": 131072, "original_max_position_embeddings": 4096, "rope_scaling": {"type": "longrope", )";
     const RopeScaling long_rope = hf(phi3 + R"("short_factor": [1, 1, 1, 1, 2, 3], "long_factor": [1, 2, 4, 8, 16, 32]}})").rope_scaling;
     EXPECT_EQ(long_rope.type, RopeScaling::Type::LongRope);
-    EXPECT_EQ(long_rope.pair_factors, (std::vector<double>{1, 1, 1, 1, 2, 3}));
-    EXPECT_EQ(long_rope.long_pair_factors, (std::vector<double>{1, 2, 4, 8, 16, 32}));
+    EXPECT_EQ(long_rope.short_factors, (std::vector<double>{1, 1, 1, 1, 2, 3}));
+    EXPECT_EQ(long_rope.long_factors, (std::vector<double>{1, 2, 4, 8, 16, 32}));
+    EXPECT_FALSE(long_rope.long_factors_used);
     EXPECT_EQ(long_rope.original_context, 4096.0);
     EXPECT_NEAR(long_rope.attention_factor, std::sqrt(1.0 + std::log(32.0) / std::log(4096.0)), 1e-12);
     EXPECT_EQ(config_error(phi3 + R"("short_factor": [1, 1], "long_factor": [1, 2]}})"),

@@ -46,20 +46,25 @@ RopeScaling yarn(const ConfigReader &c, const ConfigReader &p) {
 }
 
 // LongRope from `p` (rope_scaling or rope_parameters) of the config `c`, as transformers reads it:
-// short_factor and long_factor, one per pair; the original context from `p`, else the config's own
-// (Phi-3 states it there), else max_position_embeddings; attention_factor as stated, else
-// sqrt(1 + ln(factor) / ln(original)) (1 where factor <= 1), factor being max_position_embeddings /
-// original. Transformers 5 takes a stated `factor` there instead, 4 the ratio whenever the config
-// states its original context: where both are stated and differ, refused.
-RopeScaling longrope(const ConfigReader &c, const ConfigReader &p) {
+// short_factor and long_factor, one per pair; the original context the config's own
+// original_max_position_embeddings (else the class's `class_original`, else
+// max_position_embeddings), which transformers 4 reads and 5 copies into `p` (where `p` states
+// another, the two differ: refused); attention_factor as stated, else sqrt(1 + ln(factor) /
+// ln(original)) (1 where factor <= 1), factor being max_position_embeddings / original.
+// Transformers 5 takes a stated `factor` there instead, 4 that ratio whenever the config states its
+// own original context: where both are stated and differ, refused.
+RopeScaling longrope(const ConfigReader &c, const ConfigReader &p, std::optional<double> class_original) {
     RopeScaling s;
     s.type = RopeScaling::Type::LongRope;
-    s.pair_factors = p.get_number_list("short_factor");
-    s.long_pair_factors = p.get_number_list("long_factor");
+    s.short_factors = p.get_number_list("short_factor");
+    s.long_factors = p.get_number_list("long_factor");
     const char *original = "original_max_position_embeddings";
-    s.original_context = p.has(original) ? p.get_number(original)
-                         : c.has(original) ? c.get_number(original)
-                                           : c.get_number("max_position_embeddings");
+    const std::optional<double> own = c.has(original) ? std::optional<double>(c.get_number(original)) : class_original;
+    require(!p.has(original) || (own && *own == p.get_number(original)),
+            p.source() + ": " + original + " " + std::to_string(p.get_number(original, 0)) +
+                " differs from the config's own (" + (own ? std::to_string(*own) : std::string("none")) +
+                "), which transformers 4 reads; keep one");
+    s.original_context = own ? *own : c.get_number("max_position_embeddings");
     require(s.original_context > 1, p.source() + ": longrope needs an original_max_position_embeddings above 1");
     const double ratio = c.get_number("max_position_embeddings", s.original_context) / s.original_context;
     s.factor = p.has("factor") ? p.get_number("factor") : ratio;
@@ -71,9 +76,9 @@ RopeScaling longrope(const ConfigReader &c, const ConfigReader &p) {
                          : s.factor <= 1.0        ? 1.0
                                                   : std::sqrt(1.0 + std::log(s.factor) / std::log(s.original_context));
     require(s.attention_factor > 0, p.source() + ": attention_factor must be positive");
-    require(s.pair_factors.size() == s.long_pair_factors.size(),
+    require(s.short_factors.size() == s.long_factors.size(),
             p.source() + ": short_factor and long_factor must have one value per pair each, got " +
-                std::to_string(s.pair_factors.size()) + " and " + std::to_string(s.long_pair_factors.size()));
+                std::to_string(s.short_factors.size()) + " and " + std::to_string(s.long_factors.size()));
     return s;
 }
 
@@ -110,7 +115,7 @@ HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
     if (type == "yarn" && defaults.scaling_allowed) {
         rope.scaling = yarn(c, *p);
     } else if (type == "longrope" && defaults.scaling_allowed && defaults.longrope_allowed) {
-        rope.scaling = longrope(c, *p);
+        rope.scaling = longrope(c, *p, defaults.original_context);
     } else if (type != "default") {
         require(defaults.scaling_allowed && (type == "linear" || type == "llama3"),
                 p->source() + ": rope_type '" + type + "' is not supported " + supported);

@@ -1,6 +1,7 @@
 // RoPE as a Hugging Face config.json states it, for the attention layers that read HF keys.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "hattn/config.h"
@@ -23,6 +24,9 @@ struct HfRopeDefaults {
     // ("hybrid" for ZAYA), or "" where the model has one type.
     std::string layer_type;
     bool longrope_allowed = false;  // longrope too (for a layer that picks its long table per call)
+    // The config class's original_max_position_embeddings where the config leaves it out (Phi-3:
+    // 4096); none: max_position_embeddings.
+    std::optional<double> original_context;
 };
 
 // `rope_theta` and `partial_rotary_factor` at the top level, or (transformers 5) inside

@@ -37,11 +37,13 @@ def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=
     """Writes one case folder and its expected output; returns the folder. With `layer`, the case
     is layer `layer` of a whole model: its weights under the prefix model.layers.<layer>.self_attn.,
     the model's config.json beside them as model_config.json (run_spec_cases runs it by files).
-    outputs_by_prefill: the output of each --prefill P differs from the forward's (LongRoPE picks
-    its factors per call), and is written as y_prefill_P.npy."""
+    outputs_by_prefill: the output of each --prefill P may differ from the forward's (LongRoPE picks
+    its factors per call): written as y_prefill_P.npy, and so marked in config.json."""
     folder = os.path.join(out_dir, name)
     os.makedirs(folder)
     case = {'kind': kind, 'config': config, 'batch': x.shape[0], 'seq_len': x.shape[1]}
+    if outputs_by_prefill:
+        case['outputs_by_prefill'] = True
     if layer is not None:
         case['layer'] = layer
         weights = {f'model.layers.{layer}.self_attn.{n}': t for n, t in weights.items()}
@@ -365,13 +367,14 @@ def write_all(out_dir):
                    {'model_type': 'gemma2', 'hidden_size': 48, 'head_dim': 16, 'query_pre_attn_scalar': 12,
                     'sliding_window': 4, 'num_hidden_layers': 2, 'attn_logit_softcapping': 2.0,
                     'attention_bias': True}, 1, 12, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), layer=1),
-        # Phi-3 (Phi-4-mini's partial rotary 0.75) with LongRoPE over an original context of 8: the
-        # forward's 12 tokens turn by the long factors; a prefill of P, then one token per call,
-        # turns the calls that end within 8 by the short ones (transformers picks per call). Both
-        # scale cos and sin by sqrt(1 + ln 8 / ln 8).
+        # Phi-3 (Phi-4-mini's partial rotary 0.75) with LongRoPE over an original context of 5
+        # (transformers picks the factors per call): the forward's 12 tokens, and a prefill of 6
+        # that passes 5, turn by the long factors; prefills of 0 and 1, then a call per token, turn
+        # positions 0-4 by the short ones and the rest by the long. Both scale cos and sin by
+        # sqrt(1 + ln(64 / 5) / ln 5).
         llama_case(out_dir, 'phi3_longrope_per_call', 48,
                    {'model_type': 'phi3', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
-                    'rope_theta': 10000.0, 'partial_rotary_factor': 0.75, 'original_max_position_embeddings': 8,
+                    'rope_theta': 10000.0, 'partial_rotary_factor': 0.75, 'original_max_position_embeddings': 5,
                     'max_position_embeddings': 64,
                     'rope_scaling': {'type': 'longrope', 'short_factor': [1.0, 1.1, 1.3, 2.0, 3.5, 5.0],
                                      'long_factor': [1.0, 1.6, 3.0, 6.0, 11.0, 16.0]}},

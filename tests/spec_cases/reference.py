@@ -183,17 +183,18 @@ def yarn_attention_factor(config):
 
 
 def longrope(config):
-    """LongRoPE (Phi-3, as transformers reads it): (short, long, original, amplitude), the per-pair
-    divisors of base^(-2i/rd) short_factor and long_factor, the original context (rope_scaling's
-    original_max_position_embeddings, else the config's, else max_position_embeddings), and the
-    scale of cos and sin: attention_factor, else sqrt(1 + ln(s) / ln(original)) with s the stated
-    factor or max_position_embeddings / original (1 for s <= 1). None without longrope."""
+    """LongRoPE (Phi-3, as transformers 4 reads it): (short, long, original, amplitude), the
+    per-pair divisors of base^(-2i/rd) short_factor and long_factor, the original context (the
+    config's original_max_position_embeddings, else Phi-3's class default 4096, else
+    max_position_embeddings), and the scale of cos and sin: attention_factor, else
+    sqrt(1 + ln(s) / ln(original)) with s = max_position_embeddings / original (1 for s <= 1).
+    None without longrope."""
     scaling = config.get('rope_parameters') or config.get('rope_scaling') or {}
     if scaling.get('rope_type', scaling.get('type')) != 'longrope':
         return None
-    original = scaling.get('original_max_position_embeddings') or config.get('original_max_position_embeddings') \
-        or config['max_position_embeddings']
-    factor = scaling.get('factor') or config['max_position_embeddings'] / original
+    original = config.get('original_max_position_embeddings') or \
+        (4096 if config['model_type'] == 'phi3' else config['max_position_embeddings'])
+    factor = config.get('max_position_embeddings', 4096) / original
     amplitude = scaling.get('attention_factor') or (1.0 if factor <= 1 else np.sqrt(1 + np.log(factor) / np.log(original)))
     return np.array(scaling['short_factor']), np.array(scaling['long_factor']), original, amplitude
 

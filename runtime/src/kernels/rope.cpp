@@ -38,12 +38,13 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
             }  // short wavelengths: as trained
         }
     } else if (scaling.type == RopeScaling::Type::LongRope) {
-        require(scaling.pair_factors.size() == frequency.size(),
-                "RoPE: longrope has " + std::to_string(scaling.pair_factors.size()) + " factors for the " +
+        const std::vector<double> &factors = scaling.long_factors_used ? scaling.long_factors : scaling.short_factors;
+        require(factors.size() == frequency.size(),
+                "RoPE: longrope has " + std::to_string(factors.size()) + " factors for the " +
                     std::to_string(frequency.size()) + " pairs of rotary dim " + std::to_string(rotary_dim));
         for (size_t i = 0; i < frequency.size(); i++) {
-            require(scaling.pair_factors[i] > 0, "RoPE: longrope's factors must be positive");
-            frequency[i] /= scaling.pair_factors[i];
+            require(factors[i] > 0, "RoPE: longrope's factors must be positive");
+            frequency[i] /= factors[i];
         }
     } else if (scaling.type == RopeScaling::Type::Yarn) {
         require(scaling.original_context > 0 && scaling.beta_fast > 0 && scaling.beta_slow > 0,
@@ -112,10 +113,10 @@ double rope_amplitude(const RopeScaling &scaling) {
     return scaled ? scaling.attention_factor : 1.0;
 }
 
-RopeScaling past_original_context(const RopeScaling &scaling) {
-    RopeScaling past = scaling;
-    past.pair_factors = scaling.long_pair_factors;
-    return past;
+RopeScaling long_factor_scaling(const RopeScaling &scaling) {
+    RopeScaling long_scaling = scaling;
+    long_scaling.long_factors_used = true;
+    return long_scaling;
 }
 
 GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base, const RopeScaling &scaling)

@@ -164,7 +164,7 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         const int64_t rotary = config.rotary_dimension ? config.rotary_dimension : D;
         rope_.emplace(rotary, *config.rope_base, config.rope_scaling);
         if (config.rope_scaling.type == RopeScaling::Type::LongRope) {
-            rope_past_original_.emplace(rotary, *config.rope_base, past_original_context(config.rope_scaling));
+            long_rope_.emplace(rotary, *config.rope_base, long_factor_scaling(config.rope_scaling));
         }
     }
 }
@@ -275,8 +275,8 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     Tensor k_rotated;
     if (rope_) {
         const int64_t end = *std::max_element(lengths.begin(), lengths.end());
-        const bool past_original = rope_past_original_ && end > config_.rope_scaling.original_context;
-        const auto table = (past_original ? *rope_past_original_ : *rope_).covering(end);
+        const bool past_original = long_rope_ && end > config_.rope_scaling.original_context;
+        const auto table = (past_original ? *long_rope_ : *rope_).covering(end);
         Tensor rotated = detail::scratch_tensor(q.shape());
         apply_rope(q.view(), *table, start, rotated.view(), config_.rope_layout);
         q = std::move(rotated);

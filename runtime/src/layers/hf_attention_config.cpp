@@ -1,5 +1,6 @@
 #include "hf_attention_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -32,7 +33,9 @@ struct ModelType {
     std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE
     double norm_eps = 1e-6;           // rms_norm_eps's default
     bool slides = false;              // a stated sliding_window applies to every layer
-    bool qwen_windows = false;        // use_sliding_window: the layers layer_types names slide
+    // use_sliding_window: the layers layer_types names slide (Qwen2, Qwen3), or refused (the MoE
+    // types, whose attention slides every layer or not by transformers version).
+    bool qwen_windows = false, windows_by_layer_types = false;
     bool phi3 = false;                // q, k and v fused in qkv_proj; partial rotary
     bool gemma3 = false;              // its own norms, local RoPE and class defaults
     bool query_pre_attn_scalar = false;  // scores scaled by query_pre_attn_scalar^-1/2 (Gemma 2, 3)
@@ -71,9 +74,11 @@ const std::vector<ModelType> &model_types() {
         type("llama", [](ModelType &) {}),
         type("mistral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
         type("mixtral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
-        type("qwen2", [](ModelType &t) { t.biases = B::QkvOnly, t.qwen_windows = true; }),
+        type("qwen2", [](ModelType &t) { t.biases = B::QkvOnly, t.qwen_windows = t.windows_by_layer_types = true; }),
         type("qwen2_moe", [](ModelType &t) { t.biases = B::QkvOnly, t.qkv_bias_key = true, t.qwen_windows = true; }),
-        type("qwen3", [](ModelType &t) { t.head_dim = 128, t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
+        type("qwen3", [](ModelType &t) {
+            t.head_dim = 128, t.qk_norm = Span::EachHead, t.qwen_windows = t.windows_by_layer_types = true;
+        }),
         type("qwen3_moe", [](ModelType &t) { t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
         type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = true; }),
@@ -158,6 +163,26 @@ void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfi
     }
 }
 
+// Qwen slides only with use_sliding_window (a missing sliding_window then means 4096, a null one
+// none, on which transformers' masks fail); which layers (from max_window_layers on, or all) depends
+// on the model type and the transformers version unless layer_types says, and sliding layer_types
+// without use_sliding_window fail there too.
+void check_qwen_windows(const ConfigReader &c, const ModelType &t, bool slides) {
+    const std::string src = c.source();
+    require(!slides || t.windows_by_layer_types,
+            src + ": use_sliding_window is not supported for " + t.name +
+                " (which layers slide depends on the layer's index and the transformers version)");
+    require(!slides || c.has("layer_types"), src + ": use_sliding_window without layer_types is not supported for " +
+                                                 t.name + " (which layers slide depends on the transformers version: "
+                                                          "state layer_types)");
+    require(!slides || !c.states_null("sliding_window"),
+            src + ": use_sliding_window with a null sliding_window (transformers builds no window, or fails)");
+    const auto types = t.windows_by_layer_types ? c.get_optional_string_list("layer_types") : std::nullopt;
+    const bool names_sliding = types && std::find(types->begin(), types->end(), "sliding_attention") != types->end();
+    require(slides || !names_sliding,
+            src + ": layer_types names sliding layers, but use_sliding_window is false (transformers fails on it)");
+}
+
 // The index of the layer this config is read for, where a model's layers differ by it.
 int64_t layer_index(const ConfigReader &c, const ModelType &t, std::optional<int64_t> layer) {
     const std::string src = c.source();
@@ -222,7 +247,8 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
             src + ": " + t.name + " needs its rope_scaling stated (transformers takes a missing one as YaRN x32 and "
                                   "transformers 4 a null one as none)");
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
-    const HfRope rope = hf_rope(c, {t.rope_theta, 1.0, true, layer_type, true});
+    const HfRope rope =
+        hf_rope(c, {t.rope_theta, 1.0, true, layer_type, true, t.phi3 ? std::optional<double>(4096.0) : std::nullopt});
     // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75); the other models'
     // attention rotates whole heads (transformers fails on a fraction there).
     require(t.phi3 || rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) +
@@ -231,9 +257,9 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     require(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1 && rotary >= 2 && rotary % 2 == 0,
             src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " of head_dim " +
                 str(cfg.head_dimension) + " must turn an even number of dims, got " + str(rotary));
-    require(rope.scaling.type != RopeScaling::Type::LongRope || int64_t(rope.scaling.pair_factors.size()) == rotary / 2,
+    require(rope.scaling.type != RopeScaling::Type::LongRope || int64_t(rope.scaling.short_factors.size()) == rotary / 2,
             src + ": longrope's short_factor and long_factor need one value per rotated pair (" + str(rotary / 2) +
-                "), got " + std::to_string(rope.scaling.pair_factors.size()));
+                "), got " + std::to_string(rope.scaling.short_factors.size()));
     cfg.rotary_dimension = rotary == cfg.head_dimension ? 0 : rotary;  // 0: the whole head
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
@@ -262,13 +288,8 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     cfg.layer = layer;
     read_shape(c, t, cfg);
     read_biases(c, t, cfg);
-    // Qwen slides only with use_sliding_window (a missing sliding_window then means 4096); which
-    // layers (from max_window_layers on, or all) depends on the model type and the transformers
-    // version unless layer_types says.
     const bool qwen_slides = t.qwen_windows && c.get_bool("use_sliding_window", false);
-    require(!qwen_slides || c.has("layer_types"),
-            c.source() + ": use_sliding_window without layer_types is not supported for " + t.name +
-                " (which layers slide depends on the transformers version: state layer_types)");
+    check_qwen_windows(c, t, qwen_slides);
     std::optional<bool> slides;
     bool rotates = true;
     if (t.sliding_pattern || t.nope_layers || qwen_slides) {

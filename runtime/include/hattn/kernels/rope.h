@@ -18,7 +18,7 @@ namespace hattn {
 // `factor`, ramps linearly (in pair index) in between, and scales cos and sin, so q and k, by
 // attention_factor. `LongRope` (Phi-3, Phi-4-mini) divides each pair's frequency by a factor of
 // its own and scales cos and sin by attention_factor too; it has two sets of factors, the long one
-// for calls whose positions pass original_context (past_original_context() gives that scaling).
+// for calls whose positions pass original_context (long_factor_scaling() gives that scaling).
 struct RopeScaling {
     enum class Type { None, Linear, Llama3, Yarn, LongRope };
     Type type = Type::None;
@@ -28,17 +28,19 @@ struct RopeScaling {
     double beta_fast = 32.0, beta_slow = 1.0;               // Yarn: the ramp's ends, in turns
     bool truncate = true;                                   // Yarn: the ends rounded outwards to whole dims
     double attention_factor = 1.0;                          // Yarn, LongRope: the table's amplitude
-    // LongRope: each pair's divisor (short_factor), and the ones past original_context (long_factor).
-    std::vector<double> pair_factors, long_pair_factors;
+    // LongRope: each pair's divisor, in the set for calls within original_context (short_factor)
+    // and the set past it (long_factor); `long_factors_used` says which this table's frequencies take.
+    std::vector<double> short_factors, long_factors;
+    bool long_factors_used = false;
 };
 
 // The amplitude a table of this scaling has: YaRN's and LongRope's attention_factor, else 1.
 double rope_amplitude(const RopeScaling &scaling);
 
-// LongRope's scaling for calls whose positions pass original_context: long_pair_factors in
-// pair_factors' place. (As transformers does, each call rotates all its tokens by one set, chosen
-// by its last position; keys already cached keep theirs.)
-RopeScaling past_original_context(const RopeScaling &scaling);
+// LongRope's scaling for calls whose positions pass original_context: the long factors. (As
+// transformers does, each call rotates all its tokens by one set, chosen by its last position;
+// keys already cached keep theirs.)
+RopeScaling long_factor_scaling(const RopeScaling &scaling);
 
 // The rotation frequency of each pair i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled.
 std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling = {});
@@ -50,7 +52,7 @@ class RopeTable {
 public:
     RopeTable(int64_t rotary_dim, double base, int64_t positions);
     // rotary_dim = 2 x the frequencies' count; the table holds amplitude x cos and amplitude x sin
-    // (YaRN's attention_factor, else 1).
+    // (YaRN's and LongRope's attention_factor, else 1).
     RopeTable(std::vector<double> frequencies, int64_t positions, double amplitude = 1.0);
 
     int64_t rotary_dim() const { return 2 * static_cast<int64_t>(frequencies_.size()); }
@@ -78,7 +80,7 @@ private:
 class GrowingRopeTable {
 public:
     GrowingRopeTable(int64_t rotary_dim, double base);
-    // rope_frequencies(rotary_dim, base, scaling), with YaRN's attention factor as the amplitude.
+    // rope_frequencies(rotary_dim, base, scaling), with rope_amplitude(scaling) as the amplitude.
     GrowingRopeTable(int64_t rotary_dim, double base, const RopeScaling &scaling);
     explicit GrowingRopeTable(std::vector<double> frequencies, double amplitude = 1.0);
     GrowingRopeTable(const GrowingRopeTable &other);

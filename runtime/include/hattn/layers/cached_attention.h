@@ -82,15 +82,17 @@ struct CachedAttentionConfig {
     // differ by index (the second form):
     // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
     //   and gpt-oss's alternate (sliding first), Gemma 3's slide but every sixth, Cohere2's but
-    //   every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE), Qwen's
-    //   where use_sliding_window and layer_types say (without layer_types: refused);
+    //   every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE), Qwen2's
+    //   and Qwen3's where use_sliding_window and layer_types say (without layer_types, or in the
+    //   MoE types: refused);
     // - Gemma 3's sliding layers rotate by rope_local_base_freq; Cohere2's full layers and
     //   SmolLM3's no_rope_layers (every fourth by default) have no RoPE;
     // - Gemma 2 and 3 scale scores by query_pre_attn_scalar; Gemma 2 soft-caps them by
     //   attn_logit_softcapping (50 where missing, none where null; Gemma 3 where it states one);
     //   gpt-oss adds sinks.
     // What such a model may still do that this layer does not (other RoPE scalings, Qwen's sliding
-    // windows without layer_types, bidirectional attention) is refused, naming the key.
+    // windows without layer_types or in the MoE types, bidirectional attention) is refused, naming
+    // the key.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
 };
@@ -160,7 +162,7 @@ private:
     std::optional<GrowingRopeTable> rope_;
     // LongRope: the table of calls whose positions pass the original context (transformers picks
     // one set of factors per call, by its last position).
-    std::optional<GrowingRopeTable> rope_past_original_;
+    std::optional<GrowingRopeTable> long_rope_;
 };
 
 }  // namespace hattn
