@@ -26,9 +26,6 @@ bool is_hugging_face(const ConfigReader &c) {
     return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
 }
 
-// An optional view as the kernels take it: a pointer, null where there is none.
-const ConstTensorView *or_null(const std::optional<ConstTensorView> &view) { return view ? &*view : nullptr; }
-
 CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weights) {
     const std::optional<int64_t> layer = weights.layer_index();
     return layer && is_hugging_face(config) ? CachedAttentionConfig::from(config, *layer)
@@ -177,11 +174,21 @@ float CachedAttention::scale() const {
     return static_cast<float>(config_.attention_scale.value_or(1.0 / std::sqrt(double(config_.head_dimension))));
 }
 
-std::optional<ConstTensorView> CachedAttention::sinks() const {
-    return sinks_ ? std::optional<ConstTensorView>(sinks_->view()) : std::nullopt;
+float CachedAttention::softcap() const { return static_cast<float>(config_.score_softcap.value_or(0.0)); }
+
+void CachedAttention::prefill_kernel(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
+                                     const std::vector<int32_t> &lengths, bool causal, const MaskView *mask,
+                                     const TensorView &out) const {
+    const std::optional<ConstTensorView> sinks = sinks_ ? std::optional(sinks_->view()) : std::nullopt;
+    attention_prefill(q, keys, values, lengths, scale(), causal, mask, out, sinks ? &*sinks : nullptr, softcap());
 }
 
-float CachedAttention::softcap() const { return static_cast<float>(config_.score_softcap.value_or(0.0)); }
+void CachedAttention::decode_kernel(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
+                                    const std::vector<int32_t> &lengths, const std::vector<int32_t> &first_key,
+                                    const TensorView &out) const {
+    const std::optional<ConstTensorView> sinks = sinks_ ? std::optional(sinks_->view()) : std::nullopt;
+    attention_decode(q, keys, values, lengths, scale(), out, sinks ? &*sinks : nullptr, &first_key, softcap());
+}
 
 void CachedAttention::check_input(const Tensor &x, const char *what) const {
     require(x.rank() == 3 && x.dim(2) == config_.embedding_dimension,
@@ -300,7 +307,6 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
 
     Tensor attended = detail::scratch_tensor(q.shape());
     const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
-    const std::optional<ConstTensorView> head_sinks = sinks();
     if (S == 1 && !mask) {  // decode steps: one split-KV call, each sequence over its window if any
         std::vector<int32_t> first_key(B, 0);
         if (config_.sliding_window) {
@@ -309,13 +315,12 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
             }
         }
         const Shape heads{B, config_.heads, D};
-        attention_decode(TensorView(q.data(), heads), key_store, value_store, lengths, scale(),
-                         TensorView(attended.data(), heads), or_null(head_sinks), &first_key, softcap());
+        decode_kernel(TensorView(q.data(), heads), key_store, value_store, lengths, first_key,
+                      TensorView(attended.data(), heads));
     } else if (config_.sliding_window && longest > *config_.sliding_window) {
         attend_in_windows(q, key_store, value_store, start, lengths, attended);
     } else {
-        attention_prefill(q.view(), key_store, value_store, lengths, scale(), true, mask, attended.view(),
-                          or_null(head_sinks), softcap());
+        prefill_kernel(q.view(), key_store, value_store, lengths, true, mask, attended.view());
     }
     Tensor y = output(attended);
     if (cache) cache->commit(S);
@@ -326,7 +331,6 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
                                         const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
                                         Tensor &attended) const {
     const int64_t window = *config_.sliding_window;
-    const std::optional<ConstTensorView> head_sinks = sinks();
     // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes.
     constexpr int64_t block = 256;
     for (int64_t b = 0; b < q.dim(0); b++) {
@@ -343,8 +347,7 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
                 for (int64_t j = first; j <= p - window; j++) hidden[(p - p0) * (p1 - first) + (j - first)] = 1;
             }
             const MaskView mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
-            attention_prefill(tokens(q.view()), rows(keys), rows(values), visible, scale(), true, &mask,
-                              tokens(attended.view()), or_null(head_sinks), softcap());
+            prefill_kernel(tokens(q.view()), rows(keys), rows(values), visible, true, &mask, tokens(attended.view()));
         }
     }
 }
@@ -382,9 +385,7 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads, query_norm_);
     Tensor attended = detail::scratch_tensor(q.shape());
-    const std::optional<ConstTensorView> head_sinks = sinks();
-    attention_prefill(q.view(), kv.keys(), kv.values(), kv.lengths(), scale(), false, mask,
-                      attended.view(), or_null(head_sinks), softcap());
+    prefill_kernel(q.view(), kv.keys(), kv.values(), kv.lengths(), false, mask, attended.view());
     return output(attended);
 }
 

@@ -151,8 +151,14 @@ private:
     Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
     void check_input(const Tensor &x, const char *what) const;
     float scale() const;
-    std::optional<ConstTensorView> sinks() const;  // as the kernels take them
-    float softcap() const;                         // as the kernels take it: 0 for none
+    float softcap() const;  // as the kernels take it: 0 for none
+    // attention_prefill and attention_decode with this layer's scale, sinks and soft-capping.
+    void prefill_kernel(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
+                        const std::vector<int32_t> &lengths, bool causal, const MaskView *mask,
+                        const TensorView &out) const;
+    void decode_kernel(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
+                       const std::vector<int32_t> &lengths, const std::vector<int32_t> &first_key,
+                       const TensorView &out) const;
 
     CachedAttentionConfig config_;
     Linear query_, key_, value_, output_;
