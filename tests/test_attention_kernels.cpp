@@ -286,57 +286,68 @@ TEST(AttentionPrefillErrors, HeadsMustDivide) {
 
 // ---------------------------------------------------------------- decode
 
-// With first_key, sequence b's query sees its keys first_key[b] .. kv_len[b] - 1 (a sliding window).
-double decode_error(int64_t H, int64_t Hkv, int64_t D, std::vector<int32_t> kv_len, uint32_t seed,
-                    bool with_sinks = false, const std::vector<int32_t> *first_key = nullptr,
-                    float softcap = 0.0f, float score_scale = 0.0f, std::optional<float> kernel_softcap = std::nullopt) {
-    const int64_t B = kv_len.size();
+struct DecodeCase {
+    int64_t H, Hkv, D;
+    std::vector<int32_t> kv_len;
+    bool sinks = false;
+    // Sequence b's query sees its keys first_key[b] .. kv_len[b] - 1 (a sliding window); empty:
+    // every key.
+    std::vector<int32_t> first_key = {};
+    float softcap = 0.0f;  // as PrefillCase's
+    float scale = 0.0f;    // 0: 1 / sqrt(D)
+};
+
+// Runs the decode kernel on seeded data and returns its error against the reference. The kernel
+// caps at kernel_softcap where given (else as the case says); the reference at the case's.
+double decode_error(const DecodeCase &c, uint32_t seed, std::optional<float> kernel_softcap = std::nullopt) {
+    const int64_t B = c.kv_len.size();
     int64_t capacity = 1;
-    for (int32_t len : kv_len) capacity = std::max<int64_t>(capacity, len + 2);
-    const Tensor q = testing::random_tensor({B, 1, H, D}, seed);
-    const Tensor k = testing::random_tensor({B, Hkv, capacity, D}, seed + 1);
-    const Tensor v = testing::random_tensor({B, Hkv, capacity, D}, seed + 2);
-    const float scale = score_scale > 0 ? score_scale : 1.0f / std::sqrt(float(D));
-    Tensor out({B, 1, H, D});
-    const std::vector<float> sinks = test_sinks(H, seed + 3);
-    const ConstTensorView sinks_view(sinks.data(), {H});
-    attention_decode(ConstTensorView(q.data(), {B, H, D}), k.view(), v.view(),
-                     kv_len, scale, TensorView(out.data(), {B, H, D}), with_sinks ? &sinks_view : nullptr, first_key,
-                     kernel_softcap.value_or(softcap));
+    for (int32_t len : c.kv_len) capacity = std::max<int64_t>(capacity, len + 2);
+    const Tensor q = testing::random_tensor({B, 1, c.H, c.D}, seed);
+    const Tensor k = testing::random_tensor({B, c.Hkv, capacity, c.D}, seed + 1);
+    const Tensor v = testing::random_tensor({B, c.Hkv, capacity, c.D}, seed + 2);
+    const float scale = c.scale > 0 ? c.scale : 1.0f / std::sqrt(float(c.D));
+    Tensor out({B, 1, c.H, c.D});
+    const std::vector<float> sinks = test_sinks(c.H, seed + 3);
+    const ConstTensorView sinks_view(sinks.data(), {c.H});
+    const bool windowed = !c.first_key.empty();
+    attention_decode(ConstTensorView(q.data(), {B, c.H, c.D}), k.view(), v.view(), c.kv_len, scale,
+                     TensorView(out.data(), {B, c.H, c.D}), c.sinks ? &sinks_view : nullptr,
+                     windowed ? &c.first_key : nullptr, kernel_softcap.value_or(c.softcap));
     std::vector<reference::QueryRow> rows;
     for (int64_t b = 0; b < B; b++) rows.push_back({b, 0});
     // The keys before each first key are masked in the reference.
     std::vector<uint8_t> hidden(B * capacity, 0);
-    for (int64_t b = 0; first_key && b < B; b++) std::fill_n(hidden.begin() + b * capacity, (*first_key)[b], 1);
+    for (int64_t b = 0; windowed && b < B; b++) std::fill_n(hidden.begin() + b * capacity, c.first_key[b], 1);
     // A decode query is the newest token: causal against kv_len keys equals seeing them all.
-    return testing::relative_l2(out, reference::attention(q, k, v, kv_len, scale, false, first_key ? &hidden : nullptr,
-                                                          capacity, rows, with_sinks ? &sinks : nullptr, softcap));
+    return testing::relative_l2(out, reference::attention(q, k, v, c.kv_len, scale, false, windowed ? &hidden : nullptr,
+                                                          capacity, rows, c.sinks ? &sinks : nullptr, c.softcap));
 }
 
-TEST(AttentionDecode, GqaRaggedBatch) { EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 11), 1e-5); }
-TEST(AttentionDecode, MhaLongCache) { EXPECT_LE(decode_error(4, 4, 128, {4096}, 12), 1e-5); }
+TEST(AttentionDecode, GqaRaggedBatch) { EXPECT_LE(decode_error({8, 2, 64, {1, 700, 1500}}, 11), 1e-5); }
+TEST(AttentionDecode, MhaLongCache) { EXPECT_LE(decode_error({4, 4, 128, {4096}}, 12), 1e-5); }
 // From D = 128 the x86 QK takes one key row per step (its own specialisation per group size).
 TEST(AttentionDecode, GqaWideHeadDimGroupsOf4And2) {
-    EXPECT_LE(decode_error(16, 4, 128, {600, 1100}, 15), 1e-5);
-    EXPECT_LE(decode_error(8, 4, 128, {513}, 16), 1e-5);
-    EXPECT_LE(decode_error(3, 1, 256, {300}, 17), 1e-5);
+    EXPECT_LE(decode_error({16, 4, 128, {600, 1100}}, 15), 1e-5);
+    EXPECT_LE(decode_error({8, 4, 128, {513}}, 16), 1e-5);
+    EXPECT_LE(decode_error({3, 1, 256, {300}}, 17), 1e-5);
 }
 // One key past a chunk of 512 (ARM) and of 1024 (x86): the last chunk holds a single key.
-TEST(AttentionDecode, MqaOddHeadDim) { EXPECT_LE(decode_error(6, 1, 24, {33, 513, 1025}, 13), 1e-5); }
-TEST(AttentionDecode, EmptyCacheGivesZeros) { EXPECT_LE(decode_error(2, 2, 8, {0}, 14), 1e-12); }
+TEST(AttentionDecode, MqaOddHeadDim) { EXPECT_LE(decode_error({6, 1, 24, {33, 513, 1025}}, 13), 1e-5); }
+TEST(AttentionDecode, EmptyCacheGivesZeros) { EXPECT_LE(decode_error({2, 2, 8, {0}}, 14), 1e-12); }
 TEST(AttentionDecode, SinksTakeWeightFromTheKeys) {
-    EXPECT_LE(decode_error(8, 2, 64, {1, 700, 1500}, 18, true), 1e-5);
-    EXPECT_LE(decode_error(4, 4, 128, {2100}, 19, true), 1e-5);
-    EXPECT_LE(decode_error(4, 1, 24, {0, 33}, 20, true), 1e-5);  // an empty cache still gives zeros
+    EXPECT_LE(decode_error({8, 2, 64, {1, 700, 1500}, true}, 18), 1e-5);
+    EXPECT_LE(decode_error({4, 4, 128, {2100}, true}, 19), 1e-5);
+    EXPECT_LE(decode_error({4, 1, 24, {0, 33}, true}, 20), 1e-5);  // an empty cache still gives zeros
 }
 
 // Each sequence's own window in one call: starts inside the first chunk, past it, at the last key
 // and at the end (no key: zeros, or the sink alone, which also gives zeros).
 TEST(AttentionDecode, EachSequenceFromItsFirstKey) {
-    const std::vector<int32_t> first{3, 1100, 699, 1500, 0};
-    EXPECT_LE(decode_error(8, 2, 64, {130, 1500, 700, 1500, 40}, 21, false, &first), 1e-5);
-    EXPECT_LE(decode_error(8, 2, 64, {130, 1500, 700, 1500, 40}, 22, true, &first), 1e-5);
-    EXPECT_LE(decode_error(4, 4, 128, {130, 1500, 700, 1500, 40}, 23, false, &first), 1e-5);
+    const std::vector<int32_t> kv_len{130, 1500, 700, 1500, 40}, first{3, 1100, 699, 1500, 0};
+    EXPECT_LE(decode_error({8, 2, 64, kv_len, false, first}, 21), 1e-5);
+    EXPECT_LE(decode_error({8, 2, 64, kv_len, true, first}, 22), 1e-5);
+    EXPECT_LE(decode_error({4, 4, 128, kv_len, false, first}, 23), 1e-5);
 }
 
 TEST(AttentionDecode, AFirstKeyOutsideTheSequenceIsRefused) {
@@ -352,22 +363,25 @@ TEST(AttentionDecode, AFirstKeyOutsideTheSequenceIsRefused) {
     EXPECT_EQ(out.values(), std::vector<float>(32, 7.0f));  // the output is untouched
 }
 
+// Soft-capped decode (Gemma 2), each with its seed; also checked to differ from the uncapped output.
+const std::vector<std::pair<DecodeCase, uint32_t>> &softcap_decode_cases() {
+    static const std::vector<std::pair<DecodeCase, uint32_t>> cases{
+        {{8, 4, 256, {1, 700, 1500}, false, {}, 0.5f}, 47},
+        {{4, 4, 128, {2100}, true, {}, 0.6f}, 48},
+        {{8, 2, 64, {130, 1500, 40}, false, {3, 1100, 40}, 0.4f}, 49},
+        {{8, 4, 64, {700, 33}, false, {}, 50.0f, 10.0f}, 56},  // Gemma 2's cap
+    };
+    return cases;
+}
+
 TEST(AttentionDecode, SoftcapBoundsTheScores) {
-    EXPECT_LE(decode_error(8, 4, 256, {1, 700, 1500}, 47, false, nullptr, 0.5f), 1e-5);
-    EXPECT_LE(decode_error(4, 4, 128, {2100}, 48, true, nullptr, 0.6f), 1e-5);
-    const std::vector<int32_t> first{3, 1100, 40};
-    EXPECT_LE(decode_error(8, 2, 64, {130, 1500, 40}, 49, false, &first, 0.4f), 1e-5);
-    EXPECT_LE(decode_error(8, 4, 64, {700, 33}, 56, false, nullptr, 50.0f, 10.0f), 1e-5);  // Gemma 2's cap
+    for (const auto &[c, seed] : softcap_decode_cases()) EXPECT_LE(decode_error(c, seed), 1e-5) << seed;
 }
 
 // Soft-capping's effect is large enough for the comparisons above to see: the kernel without the
 // cap misses the capped reference by far more than their tolerance, case by case.
 TEST(AttentionSoftcap, LeavingItOutIsSeen) {
-    EXPECT_GT(decode_error(8, 4, 256, {1, 700, 1500}, 47, false, nullptr, 0.5f, 0.0f, 0.0f), 1e-3);
-    EXPECT_GT(decode_error(4, 4, 128, {2100}, 48, true, nullptr, 0.6f, 0.0f, 0.0f), 1e-3);
-    const std::vector<int32_t> first{3, 1100, 40};
-    EXPECT_GT(decode_error(8, 2, 64, {130, 1500, 40}, 49, false, &first, 0.4f, 0.0f, 0.0f), 1e-3);
-    EXPECT_GT(decode_error(8, 4, 64, {700, 33}, 56, false, nullptr, 50.0f, 10.0f, 0.0f), 1e-3);
+    for (const auto &[c, seed] : softcap_decode_cases()) EXPECT_GT(decode_error(c, seed, 0.0f), 1e-3) << seed;
     for (const PrefillCase &c : softcap_prefill_cases()) EXPECT_GT(prefill_error(c, 7, 0.0f), 1e-3) << c.name;
 }
 
@@ -454,22 +468,19 @@ const bool checks_registered =
     // and soft-capping.
     testing::register_kernel_check("attention_decode",
                                    {[] {
-                                        return std::max({decode_error(4, 2, 40, {77, 1030}, 24),
-                                                         decode_error(4, 2, 64, {300}, 31),
-                                                         decode_error(8, 4, 128, {300}, 32),
-                                                         decode_error(4, 4, 96, {300}, 33),
-                                                         decode_error(8, 2, 96, {130}, 34),
-                                                         decode_error(2, 2, 256, {200}, 35),
-                                                         decode_error(8, 2, 64, {0, 1030}, 44, true),
-                                                         decode_error(4, 2, 32, {0, 0}, 46, true),  // no keys at all
-                                                         decode_error(8, 4, 64, {300, 1030}, 55, false, nullptr, 0.5f),
-                                                         [] {
-                                                             const std::vector<int32_t> first{700, 2, 1};
-                                                             return decode_error(8, 2, 64, {1030, 9, 1}, 45, true, &first);
-                                                         }()});
+                                        return std::max({decode_error({4, 2, 40, {77, 1030}}, 24),
+                                                         decode_error({4, 2, 64, {300}}, 31),
+                                                         decode_error({8, 4, 128, {300}}, 32),
+                                                         decode_error({4, 4, 96, {300}}, 33),
+                                                         decode_error({8, 2, 96, {130}}, 34),
+                                                         decode_error({2, 2, 256, {200}}, 35),
+                                                         decode_error({8, 2, 64, {0, 1030}, true}, 44),
+                                                         decode_error({4, 2, 32, {0, 0}, true}, 46),  // no keys at all
+                                                         decode_error({8, 4, 64, {300, 1030}, false, {}, 0.5f}, 55),
+                                                         decode_error({8, 2, 64, {1030, 9, 1}, true, {700, 2, 1}}, 45)});
                                     },
                                     1e-5,
-                                    [] { return decode_error(32, 8, 128, {4096}, 28); }});
+                                    [] { return decode_error({32, 8, 128, {4096}}, 28); }});
 
 }  // namespace
 }  // namespace hattn
