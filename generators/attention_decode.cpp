@@ -30,10 +30,7 @@ void AttentionDecode::generate() {
     in.capacity = k_cache.dim(1).extent();
     in.longest_kv_len = longest_visible;
     in.scale = scale;
-    in.sink = clamped_sinks(sinks);
-    in.has_sink = has_sinks;
-    in.softcap = softcap;
-    in.has_softcap = has_softcap;
+    set_score_options(in, sinks, has_sinks, softcap, has_softcap);
     in.causal = Halide::Internal::const_false();
     a.define(in, ChunkedAttention::Merge::Partials, attended);
     out(d, hg, h, b) = attended(d, hg, h, 0, b);

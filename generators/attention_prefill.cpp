@@ -26,10 +26,7 @@ void AttentionPrefill::generate() {
     in.capacity = k_cache.dim(1).extent();
     in.longest_kv_len = longest_visible;
     in.scale = scale;
-    in.sink = clamped_sinks(sinks);
-    in.has_sink = has_sinks;
-    in.softcap = softcap;
-    in.has_softcap = has_softcap;
+    set_score_options(in, sinks, has_sinks, softcap, has_softcap);
     in.causal = causal;
     if (mask) in.masked(j, i, b) = (*mask)(min(j, mask->dim(0).extent() - 1), i, 0, b) != 0;
     // One state per query row (one exp per row and chunk) needs its channels updated in order, as

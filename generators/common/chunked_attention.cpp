@@ -18,10 +18,14 @@ Expr soft_capped(const Expr &s, const Expr &softcap) {
 }
 }  // namespace
 
-std::function<Expr(Expr, Expr)> clamped_sinks(const ImageParam &sinks) {
-    return [sinks](Expr hg, Expr hk) {
+void set_score_options(ChunkedAttentionInputs &in, const ImageParam &sinks, const Expr &has_sinks, const Expr &softcap,
+                       const Expr &has_softcap) {
+    in.sink = [sinks](Expr hg, Expr hk) {
         return sinks(clamp(hg, 0, sinks.dim(0).extent() - 1), clamp(hk, 0, sinks.dim(1).extent() - 1));
     };
+    in.has_sink = has_sinks;
+    in.softcap = softcap;
+    in.has_softcap = has_softcap;
 }
 
 void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Func out) {

@@ -26,7 +26,8 @@
 // Soft-capping (Gemma 2) bounds each scaled score s to softcap * tanh(s / softcap) before the
 // mask and the softmax. tanh is written with exp (Halide 14 vectorises exp, and calls the scalar
 // libm tanhf per lane). Schedules specialise `score` on has_softcap, so calls without it pay
-// nothing for it.
+// nothing for it. (The autoscheduled variants cannot specialise; they measured level with it, see
+// docs/perf/log.md.)
 #pragma once
 
 #include <functional>
@@ -52,7 +53,7 @@ struct ChunkedAttentionInputs {
     Halide::Func masked;   // masked(j, i, b) -> bool, or undefined for no mask
     // Attention sinks (gpt-oss): sink(hg, hk), a learned score of query head hk * g + hg that joins
     // its softmax's denominator as a key whose value is zero; read where has_sink is true. Both are
-    // required (clamped_sinks below gives sink).
+    // required (set_score_options below sets them).
     // An Expr of the input buffer, not a Func of its own: each Func renumbers the pipeline that
     // the committed tuned schedules (schedules/autotuned) address by position.
     std::function<Halide::Expr(Halide::Expr hg, Halide::Expr hk)> sink;
@@ -62,10 +63,11 @@ struct ChunkedAttentionInputs {
     Halide::Expr softcap, has_softcap;
 };
 
-// ChunkedAttentionInputs::sink from a (g, Hkv) buffer, its index clamped to the buffer: schedules
-// may compute whole tiles of heads past the last (the autoscheduled ones do), and callers without
-// sinks pass a 1 x 1 buffer.
-std::function<Halide::Expr(Halide::Expr, Halide::Expr)> clamped_sinks(const Halide::ImageParam &sinks);
+// Sets in's sinks and soft-capping from the inputs both attention generators declare: sinks a
+// (g, Hkv) buffer, read with its index clamped to it (schedules may compute whole tiles of heads
+// past the last, as the autoscheduled ones do; callers without sinks pass a 1 x 1 buffer).
+void set_score_options(ChunkedAttentionInputs &in, const Halide::ImageParam &sinks, const Halide::Expr &has_sinks,
+                       const Halide::Expr &softcap, const Halide::Expr &has_softcap);
 
 class ChunkedAttention {
 public:
