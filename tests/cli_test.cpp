@@ -123,6 +123,15 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
     EXPECT_EQ(capped.out, gemma2 + ": cached_attention, 2 layers\n  layer 0: E=64 H=4 Hkv=4 D=256; RoPE theta 10000; scale "
                                    "0.0625; window 4096; scores soft-capped at 50; biases none\n  layer 1: E=64 H=4 Hkv=4 "
                                    "D=256; RoPE theta 10000; scale 0.0625; every key; scores soft-capped at 50; biases none\n");
+    // Llama 4: three layers of four attend in chunks, rotate pairs and norm q and k without weights;
+    // the fourth scales its queries by position.
+    const std::string llama4 = tmp.file("llama4.json");
+    std::ofstream(llama4) << R"({"model_type": "llama4_text", "hidden_size": 5120, "num_hidden_layers": 4, "no_rope_layers": []})";
+    const CliResult chunked = hattn("inspect " + llama4);
+    EXPECT_EQ(chunked.out, llama4 + ": cached_attention, 4 layers\n  layers 0-2: E=5120 H=40 Hkv=8 D=128; RoPE theta 500000, "
+                                    "interleaved pairs; QK-norm per head without weights eps 1e-05; chunks of 8192; biases "
+                                    "none\n  layer 3: E=5120 H=40 Hkv=8 D=128; no RoPE; every key; queries scaled by "
+                                    "log(1 + floor((p + 1) / 8192)) * 0.1 + 1; biases none\n");
     // A refused config prints nothing but its one line.
     const std::string olmo = tmp.file("olmo.json");
     std::ofstream(olmo) << R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})";

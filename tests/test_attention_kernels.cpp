@@ -94,6 +94,22 @@ TEST(Rope, ATableScaledByItsAmplitude) {
     EXPECT_THROW(RopeTable(std::vector<double>{1.0}, 2, 0.0), Error);
 }
 
+// An amplitude per position over zero frequencies (Llama 4's query temperature): the kernel scales
+// every dim of token p by it, and keeps doing so as the table grows.
+TEST(Rope, ATableOfZeroFrequenciesScalesEachPosition) {
+    const GrowingRopeTable by_position(std::vector<double>(4, 0.0), [](int64_t p) { return 1.0 + 0.5 * double(p); });
+    const Tensor x = testing::random_tensor({2, 3, 2, 8}, 5);
+    Tensor y({2, 3, 2, 8});
+    by_position.covering(1);
+    apply_rope(x.view(), *by_position.covering(7), {0, 4}, y.view());
+    for (int64_t i = 0; i < x.size(); i++) {
+        const int64_t b = i / 48, s = (i / 16) % 3, position = (b == 0 ? 0 : 4) + s;
+        EXPECT_FLOAT_EQ(y.data()[i], x.data()[i] * float(1.0 + 0.5 * double(position))) << i;
+    }
+    EXPECT_EQ(testing::error_message([] { RopeTable({0.0}, 3, [](int64_t p) { return p < 2 ? 1.0 : -1.0; }); }),
+              "RoPE: the amplitude at position 2 must be positive, got -1.000000");
+}
+
 TEST(Rope, WritesIntoAStridedView) {
     // Keys [1, S=3, Hkv=2, D=4] written into cache storage [1, Hkv=2, capacity=5, 4] at position 1.
     const Tensor x = testing::random_tensor({1, 3, 2, 4}, 4);

@@ -353,6 +353,20 @@ std::map<std::string, Tensor> hugging_face_tensors(const TestLayer &t, bool qwen
     return tensors;
 }
 
+// The seed's Hugging Face tensors (no biases) under the prefix of each of `layers`
+// (model.layers.N.self_attn.), with `extra` under each prefix too.
+std::map<std::string, Tensor> layers_of(const TestLayer &seed, std::initializer_list<int> layers,
+                                        const std::map<std::string, Tensor> &extra = {}) {
+    std::map<std::string, Tensor> tensors;
+    const std::string from = "model.layers.0.self_attn.";
+    for (const int layer : layers) {
+        const std::string to = "model.layers." + std::to_string(layer) + ".self_attn.";
+        for (const auto &[name, tensor] : hugging_face_tensors(seed, false)) tensors.emplace(to + name.substr(from.size()), tensor);
+        for (const auto &[name, tensor] : extra) tensors.emplace(to + name, tensor);
+    }
+    return tensors;
+}
+
 // Prefill of 5 tokens and 2 decode steps through both layers; the worst relative L2 difference.
 double prefill_and_decode_difference(const CachedAttention &a, const CachedAttention &b) {
     const Tensor prompt = testing::random_tensor({2, 5, 64}, 90);
@@ -583,12 +597,7 @@ TEST(CachedAttentionHuggingFace, Qwen3NormsEachHeadOfQueriesAndKeys) { check_qk_
 void check_gemma3_layers() {
     TestLayer seed({64, 4, 2, 16, false, std::nullopt});
     const Tensor q_norm = testing::random_tensor({16}, 130), k_norm = testing::random_tensor({16}, 131);
-    std::map<std::string, Tensor> tensors;
-    for (const char *layer : {"0", "5"}) {
-        const std::string from = "model.layers.0.self_attn.", to = std::string("model.layers.") + layer + ".self_attn.";
-        for (const auto &[name, tensor] : hugging_face_tensors(seed, false)) tensors.emplace(to + name.substr(from.size()), tensor);
-        tensors.insert({{to + "q_norm.weight", q_norm}, {to + "k_norm.weight", k_norm}});
-    }
+    const auto tensors = layers_of(seed, {0, 5}, {{"q_norm.weight", q_norm}, {"k_norm.weight", k_norm}});
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), tensors);
     const ConfigReader config = testing::config_of({{"model_type", "gemma3_text"}, {"hidden_size", 64},
@@ -639,12 +648,7 @@ void check_gpt_oss_layers() {
     TestLayer seed({64, 4, 2, 16, true, 10000.0});
     Tensor sinks = testing::random_tensor({4}, 140);
     for (int64_t h = 0; h < 4; h++) sinks.data()[h] *= 1.5f;
-    std::map<std::string, Tensor> tensors;
-    for (const char *layer : {"0", "1"}) {
-        const std::string from = "model.layers.0.self_attn.", to = std::string("model.layers.") + layer + ".self_attn.";
-        for (const auto &[name, tensor] : hugging_face_tensors(seed, false)) tensors.emplace(to + name.substr(from.size()), tensor);
-        tensors.emplace(to + "sinks", sinks);
-    }
+    std::map<std::string, Tensor> tensors = layers_of(seed, {0, 1}, {{"sinks", sinks}});
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), tensors);
     const ConfigReader config = testing::config_of({{"model_type", "gpt_oss"}, {"hidden_size", 64},
@@ -682,13 +686,8 @@ TEST(CachedAttentionHuggingFace, GptOssLayersAddSinksAndAlternateWindows) { chec
 // prompt of 5 tokens, then 4 decode steps (past the window: the windowed decode path).
 void check_gemma2_layers() {
     TestLayer seed({64, 4, 2, 16, false, 10000.0});
-    std::map<std::string, Tensor> tensors;
-    for (const char *layer : {"0", "1"}) {
-        const std::string from = "model.layers.0.self_attn.", to = std::string("model.layers.") + layer + ".self_attn.";
-        for (const auto &[name, tensor] : hugging_face_tensors(seed, false)) tensors.emplace(to + name.substr(from.size()), tensor);
-    }
     testing::TempDir dir;
-    write_safetensors(dir.file("model.safetensors"), tensors);
+    write_safetensors(dir.file("model.safetensors"), layers_of(seed, {0, 1}));
     const ConfigReader config = testing::config_of({{"model_type", "gemma2"}, {"hidden_size", 64},
                                                     {"num_attention_heads", 4}, {"num_key_value_heads", 2},
                                                     {"head_dim", 16}, {"sliding_window", 3}, {"num_hidden_layers", 2},
@@ -709,6 +708,130 @@ void check_gemma2_layers() {
     }
 }
 TEST(CachedAttentionHuggingFace, Gemma2LayersSoftCapScoresAndAlternateWindows) { check_gemma2_layers(); }
+
+// Llama 4: layer 0 rotates pairs in place, RMS-normalises q and k without weights (after RoPE, as
+// transformers does) and attends within chunks of 4 keys; layer 3 has no RoPE and scales its
+// queries by position (floor_scale 3, attn_scale 0.5: 1.35 from position 2). Nine tokens through a
+// prompt of 5 (past the first chunk) and 4 decode steps (from the third chunk on), and at once.
+void check_llama4_layers() {
+    TestLayer seed({64, 4, 2, 16, false, 10000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), layers_of(seed, {0, 3}));
+    const ConfigReader config = testing::config_of({{"model_type", "llama4_text"}, {"hidden_size", 64},
+                                                    {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                                    {"head_dim", 16}, {"rope_theta", 10000.0}, {"num_hidden_layers", 4},
+                                                    {"attention_chunk_size", 4}, {"floor_scale", 3}, {"attn_scale", 0.5}});
+    const Tensor x = testing::random_tensor({2, 9, 64}, 143);
+    const Tensor ones({16}, std::vector<float>(16, 1.0f));
+    for (const int layer : {0, 3}) {
+        const CachedAttention llama4(config, Weights::open(dir.file("model.safetensors"),
+                                                           "model.layers." + std::to_string(layer) + ".self_attn."));
+        reference::CachedAttentionWeights ref = seed.ref;
+        if (layer == 0) {
+            ref.rope_pairs_in_place = ref.norm_after_rope = true;
+            ref.q_norm = ref.k_norm = ones;
+            ref.norm_eps = 1e-5;
+            ref.chunk = 4;
+        } else {
+            ref.rope_base.reset();
+            ref.temperature = {3.0, 0.5};
+        }
+        const auto expected = reference::cached_attention(ref, x, {}, {}, 0);
+        EXPECT_LE(testing::relative_l2(prompt_then_decode(llama4, x, 5), expected), 1e-5) << "layer " << layer;
+        EXPECT_LE(testing::relative_l2(llama4.self_attention(x), expected), 1e-5) << "layer " << layer;
+        // Without the chunks, or the temperature, the reference differs: the checks can fail.
+        ref.chunk.reset();
+        ref.temperature.reset();
+        EXPECT_GT(testing::relative_l2(llama4.self_attention(x), reference::cached_attention(ref, x, {}, {}, 0)), 1e-2)
+            << "layer " << layer;
+    }
+}
+TEST(CachedAttentionHuggingFace, Llama4LayersAttendInChunksOrScaleTheirQueries) { check_llama4_layers(); }
+
+// Llama 4's config: its class defaults, which layers rotate (no_rope_layers; Scout states an empty
+// list, which means the default) and attend in chunks (layer_types where stated), and its switches
+// (attn_temperature_tuning, 4 in Scout's config; use_qk_norm, false in Maverick's).
+TEST(CachedAttentionHuggingFace, Llama4ConfigsSayWhichLayersRotateAndChunk) {
+    const auto layer = [](const std::string &json, int64_t index) {
+        return CachedAttentionConfig::from(ConfigReader::parse("{" + json + "}", "c"), index);
+    };
+    const auto layer_error = [&](const std::string &json, int64_t index) {
+        return testing::error_message([&] { layer(json, index); });
+    };
+    const std::string scout = R"("model_type": "llama4_text", "hidden_size": 5120, "no_rope_layers": [], "attn_temperature_tuning": 4,
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192})";
+    const CachedAttentionConfig rope0 = layer(scout, 0), nope3 = layer(scout, 3);
+    EXPECT_EQ(rope0.heads, 40);
+    EXPECT_EQ(rope0.kv_heads, 8);
+    EXPECT_EQ(rope0.head_dimension, 128);
+    EXPECT_FALSE(rope0.bias || rope0.output_bias || rope0.sliding_window || rope0.query_temperature);
+    EXPECT_EQ(rope0.rope_base.value_or(0), 500000.0);
+    EXPECT_EQ(rope0.rope_scaling.type, RopeScaling::Type::Llama3);
+    EXPECT_EQ(rope0.rope_layout, RopeLayout::Interleaved);
+    EXPECT_EQ(rope0.attention_chunk.value_or(0), 8192);
+    ASSERT_TRUE(rope0.qk_norm.has_value());
+    EXPECT_FALSE(rope0.qk_norm->weighted);
+    EXPECT_EQ(rope0.qk_norm->eps, 1e-5);
+    EXPECT_FALSE(nope3.rope_base || nope3.attention_chunk || nope3.qk_norm);
+    ASSERT_TRUE(nope3.query_temperature.has_value());
+    EXPECT_EQ(nope3.query_temperature->floor_scale, 8192.0);
+    EXPECT_EQ(nope3.query_temperature->scale, 0.1);
+    EXPECT_FALSE(layer(scout + R"(, "attn_temperature_tuning": false)", 3).query_temperature);
+    EXPECT_FALSE(layer(scout + R"(, "use_qk_norm": false)", 0).qk_norm);
+    EXPECT_TRUE(layer(scout + R"(, "no_rope_layers": [1, 0])", 1).query_temperature);
+    EXPECT_EQ(layer(scout + R"(, "layer_types": ["full_attention"])", 0).attention_chunk, std::nullopt);
+    EXPECT_EQ(layer(scout + R"(, "attention_chunk_size": 16)", 2).attention_chunk.value_or(0), 16);
+    EXPECT_EQ(layer_error(scout + R"(, "attention_chunk_size": null)", 0), "c: a chunked layer needs attention_chunk_size, got null");
+    EXPECT_EQ(layer_error(scout + R"(, "layer_types": ["sliding_attention"])", 0),
+              "c: layer_types[0] 'sliding_attention' is not supported for llama4_text (chunked_attention, full_attention)");
+    EXPECT_EQ(layer_error(scout + R"(, "attn_temperature_tuning": "yes")", 3),
+              "c: key 'attn_temperature_tuning' must be true, false or a number, got \"yes\"");
+    EXPECT_EQ(layer_error(scout + R"(, "floor_scale": 0)", 3), "c: floor_scale must be positive, got 0.000000");
+    // SmolLM3 keeps reading an empty no_rope_layers as a list of no layers.
+    EXPECT_EQ(layer_error(R"("model_type": "smollm3", "hidden_size": 2048, "no_rope_layers": [])", 0),
+              "c: no_rope_layers lists 0 layers, not layer 0");
+    // The multimodal config, through its text_config.
+    EXPECT_EQ(layer(R"("model_type": "llama4", "text_config": {)" + scout + "}", 0).attention_chunk.value_or(0), 8192);
+}
+
+// The layer's own checks of chunks and temperature; a mask of the caller's own is not combined with
+// the chunks: refused past the first, changing nothing.
+TEST(CachedAttentionHuggingFace, ChunksAndTemperatureAreChecked) {
+    TestLayer seed({64, 4, 2, 16, false, 10000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
+    CachedAttentionConfig config = seed.layer->config();
+    config.names = CachedAttentionConfig::Names::HuggingFace;
+    const auto build_error = [&](const CachedAttentionConfig &c) {
+        return testing::error_message([&] { CachedAttention(c, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn.")); });
+    };
+    CachedAttentionConfig chunked = config;
+    chunked.attention_chunk = 0;
+    EXPECT_EQ(build_error(chunked), "cached_attention: attention_chunk must be positive, got 0");
+    chunked.attention_chunk = 4;
+    chunked.sliding_window = 8;
+    EXPECT_EQ(build_error(chunked),
+              "cached_attention: a layer slides (sliding_window) or attends in chunks (attention_chunk), not both");
+    CachedAttentionConfig warm = config;
+    warm.query_temperature = CachedAttentionConfig::QueryTemperature{0.0, 0.1};
+    EXPECT_EQ(build_error(warm), "cached_attention: the query temperature's floor_scale must be positive, got 0.000000");
+    warm.query_temperature = CachedAttentionConfig::QueryTemperature{8.0, -1.0};
+    EXPECT_EQ(build_error(warm), "cached_attention: the query temperature's scale must be 0 or positive, got -1.000000");
+
+    chunked.sliding_window.reset();
+    const CachedAttention layer(chunked, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    KVCache cache = layer.make_cache(1, 8);
+    std::vector<uint8_t> none(8, 0);
+    const MaskView own{none.data(), {1, 1, 1, 8}};
+    const Tensor x = testing::random_tensor({1, 3, 64}, 150);
+    layer.self_attention(x, &cache, nullptr);
+    EXPECT_NO_THROW(layer.self_attention(testing::random_tensor({1, 1, 64}, 151), &cache, &own));  // 4 tokens: one chunk
+    EXPECT_EQ(testing::error_message([&] { layer.self_attention(testing::random_tensor({1, 1, 64}, 152), &cache, &own); }),
+              "cached_attention: sequence 0 would hold 5 tokens, past the model's attention_chunk of 4, with a mask (a "
+              "masked call is not chunked)");
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({4}));
+}
 
 // The scale and the cap reach the kernels as floats: a value that would round to 0 (a cap the
 // kernels would read as none) or to inf is refused when the layer is built.
@@ -753,6 +876,10 @@ TEST_P(CachedOnGpu, Gemma2SoftCappingMatchesTheReference) {
     const testing::OnDevice on(GetParam());
     check_gemma2_layers();
 }
+TEST_P(CachedOnGpu, Llama4ChunksAndTemperatureMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_llama4_layers();
+}
 HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
 
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
@@ -769,12 +896,12 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"exaone4", "olmo", "olmo3", "qwen3_next", "llama4_text", "phi"}) {
+    for (const char *type : {"exaone4", "olmo", "olmo3", "qwen3_next", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, smollm3, "
-                      "granite, granitemoe, granitemoeshared)");
+                      "llama4_text, granite, granitemoe, granitemoeshared)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     try {

@@ -63,6 +63,11 @@ public:
         if (!value_.is_boolean()) wrong_type("true or false");
         return value_.get<bool>();
     }
+    bool as_flag() const {
+        if (value_.is_number()) return as_number() != 0.0;
+        if (!value_.is_boolean()) wrong_type("true, false or a number");
+        return value_.get<bool>();
+    }
     std::string as_string() const {
         if (!value_.is_string()) wrong_type("a string");
         return value_.get<std::string>();
@@ -181,6 +186,9 @@ bool ConfigReader::get_bool(const std::string &key) const {
 }
 bool ConfigReader::get_bool(const std::string &key, bool fallback) const {
     return optional(json().value, source(), key, &KeyValue::as_bool).value_or(fallback);
+}
+bool ConfigReader::get_flag(const std::string &key, bool fallback) const {
+    return optional(json().value, source(), key, &KeyValue::as_flag).value_or(fallback);
 }
 
 std::string ConfigReader::get_string(const std::string &key) const {

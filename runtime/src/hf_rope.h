@@ -26,7 +26,7 @@ struct HfRopeDefaults {
     bool longrope_allowed = false;  // longrope too (for a layer that picks its long table per call)
     // The config class's original_max_position_embeddings where the config leaves it out (Phi-3:
     // 4096); none: max_position_embeddings.
-    std::optional<double> original_context;
+    std::optional<double> original_context = std::nullopt;
 };
 
 // `rope_theta` and `partial_rotary_factor` at the top level, or (transformers 5) inside

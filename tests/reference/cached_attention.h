@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "hattn/tensor.h"
@@ -24,11 +25,17 @@ struct CachedAttentionWeights {
     std::optional<Tensor> q_norm, k_norm;
     double norm_eps = 1e-6;
     bool norm_centred = false;
+    bool norm_after_rope = false;  // Llama 4 norms the rotated q and k
+    bool rope_pairs_in_place = false;  // Llama 4: RoPE turns dims (2i, 2i + 1) as complex numbers
     std::optional<double> scale;  // the scores' scale; none: 1 / sqrt(D)
     // gpt-oss: head h's softmax also counts a key of score sinks[h] and value zero.
     std::optional<Tensor> sinks;
     std::optional<int64_t> window;  // a query sees at most this many keys, itself included
+    std::optional<int64_t> chunk;   // Llama 4: query p sees the keys j <= p with j / chunk == p / chunk
     std::optional<double> softcap;  // Gemma 2: scores s -> softcap tanh(s / softcap)
+    // Llama 4's layers without RoPE: the query at position p times
+    // log1p(floor((p + 1) / floor_scale)) * scale + 1, as {floor_scale, scale}.
+    std::optional<std::pair<double, double>> temperature;
 };
 
 namespace detail {
@@ -46,12 +53,13 @@ inline void qk_norm(std::vector<double> &x, const Tensor &weight, double eps, bo
     }
 }
 
-inline void rotate(double *head, int64_t D, double position, double base) {
+// Pair i, dims (i, i + D/2), or (2i, 2i + 1) where in_place, turned by position * base^(-2i / D).
+inline void rotate(double *head, int64_t D, double position, double base, bool in_place = false) {
     for (int64_t i = 0; i < D / 2; i++) {
         const double a = position * std::pow(base, -2.0 * i / D);
-        const double x1 = head[i], x2 = head[i + D / 2];
-        head[i] = x1 * std::cos(a) - x2 * std::sin(a);
-        head[i + D / 2] = x1 * std::sin(a) + x2 * std::cos(a);
+        double &x1 = head[in_place ? 2 * i : i], &x2 = head[in_place ? 2 * i + 1 : i + D / 2];
+        const double r1 = x1 * std::cos(a) - x2 * std::sin(a), r2 = x1 * std::sin(a) + x2 * std::cos(a);
+        x1 = r1, x2 = r2;
     }
 }
 }  // namespace detail
@@ -66,14 +74,25 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
     std::vector<double> q = linear(xd, B * S, w.wq, w.bq);
     std::vector<double> k = linear(xd, B * S, w.wk, w.bk);
     const std::vector<double> v = linear(xd, B * S, w.wv, w.bv);
-    if (w.q_norm) detail::qk_norm(q, *w.q_norm, w.norm_eps, w.norm_centred);
-    if (w.k_norm) detail::qk_norm(k, *w.k_norm, w.norm_eps, w.norm_centred);
+    const auto norm = [&] {
+        if (w.q_norm) detail::qk_norm(q, *w.q_norm, w.norm_eps, w.norm_centred);
+        if (w.k_norm) detail::qk_norm(k, *w.k_norm, w.norm_eps, w.norm_centred);
+    };
+    if (!w.norm_after_rope) norm();
     if (w.rope_base) {
+        const bool in_place = w.rope_pairs_in_place;
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++) {
-                for (int64_t h = 0; h < H; h++) detail::rotate(&q[((b * S + s) * H + h) * D], D, prior + s, *w.rope_base);
-                for (int64_t h = 0; h < Hkv; h++) detail::rotate(&k[((b * S + s) * Hkv + h) * D], D, prior + s, *w.rope_base);
+                for (int64_t h = 0; h < H; h++) detail::rotate(&q[((b * S + s) * H + h) * D], D, prior + s, *w.rope_base, in_place);
+                for (int64_t h = 0; h < Hkv; h++) detail::rotate(&k[((b * S + s) * Hkv + h) * D], D, prior + s, *w.rope_base, in_place);
             }
+    }
+    if (w.norm_after_rope) norm();
+    if (const auto t = w.temperature) {
+        for (int64_t i = 0; i < B * S * H * D; i++) {
+            const int64_t position = prior + (i / (H * D)) % S;
+            q[i] *= std::log1p(std::floor((position + 1.0) / t->first)) * t->second + 1.0;
+        }
     }
     const int64_t T = prior + S;
     auto key = [&](int64_t b, int64_t t, int64_t h) {
@@ -89,7 +108,8 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                 const double *qh = &q[((b * S + s) * H + h) * D];
                 std::vector<double> scores(prior + s + 1);
                 double m = w.sinks ? double(w.sinks->data()[h]) : -1e300;
-                const int64_t first = w.window ? std::max<int64_t>(0, prior + s + 1 - *w.window) : 0;
+                int64_t first = w.window ? std::max<int64_t>(0, prior + s + 1 - *w.window) : 0;
+                if (w.chunk) first = (prior + s) / *w.chunk * *w.chunk;
                 for (int64_t t = first; t <= prior + s && t < T; t++) {
                     double dot = 0;
                     for (int64_t d = 0; d < D; d++) dot += qh[d] * key(b, t, h / g)[d];

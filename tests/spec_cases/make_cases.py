@@ -394,6 +394,18 @@ def write_all(out_dir):
                    {'model_type': 'smollm3', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
                     'rope_theta': 10.0, 'num_hidden_layers': 4, 'no_rope_layers': [0, 1, 0, 0]}, 2, 10, biases=(),
                    layer=1),
+        # Llama 4: layer 0 rotates pairs in place (llama3-scaled, as Scout), L2-normalises q and k
+        # and attends within chunks of 4 keys; layer 3 has no RoPE and scales its queries by
+        # position (floor_scale 3, attn_scale 0.5: from position 2 on). The same weights' seed.
+        *[llama_case(out_dir, f'llama4_{kind}_layer_{layer}', 49,
+                     {'model_type': 'llama4_text', 'hidden_size': 64, 'num_attention_heads': 4,
+                      'num_key_value_heads': 2, 'head_dim': 16, 'rope_theta': 10000.0, 'num_hidden_layers': 4,
+                      'no_rope_layers': [], 'attention_chunk_size': 4, 'attn_temperature_tuning': 4,
+                      'floor_scale': 3, 'attn_scale': 0.5, 'rms_norm_eps': 1e-5,
+                      'rope_scaling': {'rope_type': 'llama3', 'factor': 8.0, 'low_freq_factor': 1.0,
+                                       'high_freq_factor': 4.0, 'original_max_position_embeddings': 8}},
+                     2, 11, biases=(), layer=layer)
+          for layer, kind in ((0, 'chunked'), (3, 'temperature'))],
         # Granite: Llama's attention with scores scaled by attention_multiplier (1 / head_dim in
         # the released configs; 0.3 here, far from 16^-1/2 = 0.25 and 1 / 16), four biases.
         llama_case(out_dir, 'granite_attention_multiplier', 44,

@@ -441,6 +441,49 @@ def gemma2_attention(config, w, x, layer):
     return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
 
 
+def llama4_attention(config, w, x, layer):
+    """§1 as Llama 4's text layer `layer` computes it (transformers' Llama4TextAttention, eager, and
+    its chunked causal mask). no_rope_layers[layer] (1: RoPE; a missing or empty list: all but
+    every no_rope_layer_interval-th layer, default 4) says whether the layer rotates. A rotating
+    layer turns pairs (2i, 2i+1) as complex numbers by pos * frequency_i (rope_theta default 5e5,
+    scaled as llama_rope_frequencies says), then, with use_qk_norm (default true), scales each
+    head of q and k by 1 / sqrt(mean(x^2) + rms_norm_eps) (default 1e-5; no weights); and its
+    query p sees only the keys j <= p of its own chunk, j // C == p // C for attention_chunk_size C
+    (default 8192). A layer without RoPE sees every earlier key; with attn_temperature_tuning
+    (default on) its query at position p is scaled by log1p(floor((p + 1) / floor_scale)) *
+    attn_scale + 1 (defaults 8192 and 0.1). Biases per attention_bias (default false); scores
+    scaled by head_dim^-1/2. Class defaults: 40 heads, 8 KV heads, head_dim 128."""
+    heads = config.get('num_attention_heads', 40)
+    kv_heads = config.get('num_key_value_heads', 8)
+    head_dim = config.get('head_dim', 128)
+    if config.get('no_rope_layers'):
+        rotates = bool(config['no_rope_layers'][layer])
+    else:
+        rotates = (layer + 1) % config.get('no_rope_layer_interval', 4) != 0
+    biased = config.get('attention_bias', False)
+
+    def project(name, n_heads):
+        return split_heads(linear(x, w[name + '.weight'], w[name + '.bias'] if biased else None), n_heads)
+
+    q, k, v = project('q_proj', heads), project('k_proj', kv_heads), project('v_proj', kv_heads)
+    positions = np.arange(x.shape[1])
+    hidden = positions[None, :] > positions[:, None]
+    if rotates:
+        frequencies = llama_rope_frequencies(dict(config, rope_theta=config.get('rope_theta', 500000.0)), head_dim)
+        q, k = rope_pairs_in_place(q, positions, frequencies), rope_pairs_in_place(k, positions, frequencies)
+        if config.get('use_qk_norm', True):
+            eps = config.get('rms_norm_eps', 1e-5)
+            q, k = rms_norm(q, 1.0, eps), rms_norm(k, 1.0, eps)
+        chunk = config.get('attention_chunk_size', 8192)
+        hidden |= positions[None, :] // chunk != positions[:, None] // chunk
+    elif config.get('attn_temperature_tuning', True):
+        scales = np.log1p(np.floor((positions + 1.0) / config.get('floor_scale', 8192))) * \
+            config.get('attn_scale', 0.1) + 1.0
+        q = q * scales[:, None]
+    o = attention(q, k, v, head_dim ** -0.5, causal=False, mask=hidden[None, None])
+    return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
+
+
 # §2 CCA and CCGQA
 
 def bitlinear(x, weight):
@@ -678,6 +721,8 @@ def run_case(folder, prefill=None):
         return gpt_oss_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and config.get('model_type') == 'gemma2':
         return gemma2_attention(config, w, x, case['layer'])
+    if kind == 'cached_attention' and config.get('model_type') == 'llama4_text':
+        return llama4_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
         return llama_attention(config, w, x, case.get('layer'), prefill)
     if kind == 'cached_attention':

@@ -46,10 +46,16 @@ std::string describe(const CachedAttentionConfig &c) {
         out << "; QK-norm " << (c.qk_norm->centred ? "LayerNorm " : "")
             << (c.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead ? "per head" : "over all heads")
             << (c.qk_norm->weights_per_head ? " with its own weights" : "")
+            << (c.qk_norm->weighted ? "" : " without weights")
             << (c.qk_norm->weight_plus_one ? " by 1 + w" : "") << " eps " << c.qk_norm->eps;
     }
     if (c.attention_scale) out << "; scale " << *c.attention_scale;
-    out << "; " << (c.sliding_window ? "window " + std::to_string(*c.sliding_window) : std::string("every key"));
+    out << "; " << (c.sliding_window    ? "window " + std::to_string(*c.sliding_window)
+                    : c.attention_chunk ? "chunks of " + std::to_string(*c.attention_chunk)
+                                        : std::string("every key"));
+    if (const auto &t = c.query_temperature) {
+        out << "; queries scaled by log(1 + floor((p + 1) / " << t->floor_scale << ")) * " << t->scale << " + 1";
+    }
     if (c.sinks) out << "; sinks";
     if (c.score_softcap) out << "; scores soft-capped at " << *c.score_softcap;
     out << "; biases " << (c.bias ? (c.output_bias ? "q, k, v, o" : "q, k, v") : (c.output_bias ? "o" : "none"));

@@ -47,6 +47,9 @@ public:
 
     bool get_bool(const std::string &key) const;
     bool get_bool(const std::string &key, bool fallback) const;
+    // A switch stated as a bool or as a number, true where non-zero (Llama 4 Scout's
+    // attn_temperature_tuning: 4).
+    bool get_flag(const std::string &key, bool fallback) const;
 
     std::string get_string(const std::string &key) const;
     std::string get_string(const std::string &key, const std::string &fallback) const;

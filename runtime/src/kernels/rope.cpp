@@ -68,20 +68,29 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
     return frequency;
 }
 
+namespace {
+RopeAmplitude constant(double amplitude) {
+    require(std::isfinite(amplitude) && amplitude > 0, "RoPE: the amplitude must be positive, got " + std::to_string(amplitude));
+    return [amplitude](int64_t) { return amplitude; };
+}
+}  // namespace
+
 RopeTable::RopeTable(int64_t rotary_dim, double base, int64_t positions)
-    : RopeTable(nullptr, rope_frequencies(rotary_dim, base), positions, 1.0) {}
+    : RopeTable(nullptr, rope_frequencies(rotary_dim, base), positions, constant(1.0)) {}
 
 RopeTable::RopeTable(std::vector<double> frequencies, int64_t positions, double amplitude)
-    : RopeTable(nullptr, std::move(frequencies), positions, amplitude) {}
+    : RopeTable(nullptr, std::move(frequencies), positions, constant(amplitude)) {}
+
+RopeTable::RopeTable(std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude)
+    : RopeTable(nullptr, std::move(frequencies), positions, std::move(amplitude)) {}
 
 RopeTable RopeTable::extended(int64_t positions) const {
     return RopeTable(this, frequencies_, std::max(positions, positions_), amplitude_);
 }
 
-RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, double amplitude)
-    : frequencies_(std::move(frequencies)), amplitude_(amplitude), positions_(positions) {
+RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude)
+    : frequencies_(std::move(frequencies)), amplitude_(std::move(amplitude)), positions_(positions) {
     require(!frequencies_.empty(), "RoPE: a table needs at least one frequency");
-    require(std::isfinite(amplitude) && amplitude > 0, "RoPE: the amplitude must be positive, got " + std::to_string(amplitude));
     for (double f : frequencies_) {
         require(std::isfinite(f) && f >= 0, "RoPE: frequencies must be finite and non-negative, got " + std::to_string(f));
     }
@@ -95,10 +104,13 @@ RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, i
         std::copy(prefix->sin_.values().begin(), prefix->sin_.values().end(), sin_.data());
     }
     for (int64_t p = kept; p < positions; p++) {
+        const double amplitude = amplitude_(p);
+        require(std::isfinite(amplitude) && amplitude > 0,
+                "RoPE: the amplitude at position " + std::to_string(p) + " must be positive, got " + std::to_string(amplitude));
         for (int64_t i = 0; i < half; i++) {
             const double angle = double(p) * frequencies_[i];
-            cos_.data()[p * half + i] = static_cast<float>(amplitude_ * std::cos(angle));
-            sin_.data()[p * half + i] = static_cast<float>(amplitude_ * std::sin(angle));
+            cos_.data()[p * half + i] = static_cast<float>(amplitude * std::cos(angle));
+            sin_.data()[p * half + i] = static_cast<float>(amplitude * std::sin(angle));
         }
     }
     cos_.keep_on_device(Residency::ReadOnly);
@@ -124,6 +136,9 @@ GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base, const RopeSc
 
 GrowingRopeTable::GrowingRopeTable(std::vector<double> frequencies, double amplitude)
     : table_(std::make_shared<const RopeTable>(std::move(frequencies), 0, amplitude)) {}
+
+GrowingRopeTable::GrowingRopeTable(std::vector<double> frequencies, RopeAmplitude amplitude)
+    : table_(std::make_shared<const RopeTable>(std::move(frequencies), 0, std::move(amplitude))) {}
 
 GrowingRopeTable::GrowingRopeTable(const GrowingRopeTable &other) : table_(std::atomic_load(&other.table_)) {}
 

@@ -102,6 +102,17 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
     require(!config.sliding_window || *config.sliding_window > 0,
             "cached_attention: sliding_window must be positive, got " + std::to_string(config.sliding_window.value_or(0)));
+    require(!config.attention_chunk || *config.attention_chunk > 0,
+            "cached_attention: attention_chunk must be positive, got " + std::to_string(config.attention_chunk.value_or(0)));
+    require(!config.sliding_window || !config.attention_chunk,
+            "cached_attention: a layer slides (sliding_window) or attends in chunks (attention_chunk), not both");
+    if (const auto &t = config.query_temperature) {
+        require(std::isfinite(t->floor_scale) && t->floor_scale > 0,
+                "cached_attention: the query temperature's floor_scale must be positive, got " + std::to_string(t->floor_scale));
+        require(std::isfinite(t->scale) && t->scale >= 0,
+                "cached_attention: the query temperature's scale must be 0 or positive, got " + std::to_string(t->scale));
+        require(D % 2 == 0, "cached_attention: a query temperature needs an even head dimension, got " + std::to_string(D));
+    }
     require(config.rotary_dimension >= 0 && config.rotary_dimension <= D && config.rotary_dimension % 2 == 0,
             "cached_attention: rotary_dimension must be even and at most the head dimension " + std::to_string(D) +
                 ", got " + std::to_string(config.rotary_dimension));
@@ -131,6 +142,7 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
                                              std::to_string(config.qk_norm->eps));
         const auto norm_weight = [&](const char *name, int64_t heads) {
             const Shape shape = !each_head ? Shape{heads * D} : config.qk_norm->weights_per_head ? Shape{heads, D} : Shape{D};
+            if (!config.qk_norm->weighted) return Tensor(shape, std::vector<float>(element_count(shape), 1.0f));
             Tensor weight = w.get(name, shape);
             if (config.qk_norm->weight_plus_one) {  // Gemma's norms scale by 1 + w: added once here
                 for (int64_t i = 0; i < weight.size(); i++) weight.data()[i] += 1.0f;
@@ -163,6 +175,12 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         if (config.rope_scaling.type == RopeScaling::Type::LongRope) {
             long_rope_.emplace(rotary, *config.rope_base, long_factor_scaling(config.rope_scaling));
         }
+    }
+    if (const auto t = config.query_temperature) {
+        // A table of zero frequencies: the rope kernel multiplies each query by its amplitude.
+        query_temperature_.emplace(std::vector<double>(D / 2, 0.0), [t](int64_t p) {
+            return std::log1p(std::floor((double(p) + 1.0) / t->floor_scale)) * t->scale + 1.0;
+        });
     }
 }
 
@@ -252,15 +270,17 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
     }
-    if (config_.sliding_window && mask) {
-        // A caller's mask and the window are not combined: while no sequence is longer than the
-        // window, every key is in it and the mask alone applies; past it, refused.
+    if ((config_.sliding_window || config_.attention_chunk) && mask) {
+        // A caller's mask and the window (or chunk) are not combined: while no sequence is longer,
+        // every key is in it and the mask alone applies; past it, refused.
+        const bool window = config_.sliding_window.has_value();
+        const int64_t span = window ? *config_.sliding_window : *config_.attention_chunk;
         for (int64_t b = 0; b < B; b++) {
             const int64_t length = (cache ? cache->lengths()[b] : 0) + S;
-            require(length <= *config_.sliding_window,
-                    "cached_attention: sequence " + std::to_string(b) + " would hold " + std::to_string(length) +
-                        " tokens, past the model's sliding_window of " + std::to_string(*config_.sliding_window) +
-                        ", with a mask (a masked call is not windowed)");
+            require(length <= span, "cached_attention: sequence " + std::to_string(b) + " would hold " +
+                                        std::to_string(length) + " tokens, past the model's " +
+                                        (window ? "sliding_window" : "attention_chunk") + " of " + std::to_string(span) +
+                                        ", with a mask (a masked call is not " + (window ? "windowed)" : "chunked)"));
         }
     }
     if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
@@ -280,8 +300,8 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     // own; with a cache they are copied into it like the values (on a GPU both copies run there),
     // and become part of it only at commit(), once everything else has succeeded.
     Tensor k_rotated;
+    const int64_t end = *std::max_element(lengths.begin(), lengths.end());
     if (rope_) {
-        const int64_t end = *std::max_element(lengths.begin(), lengths.end());
         const bool past_original = long_rope_ && end > config_.rope_scaling.original_context;
         const auto table = (past_original ? *long_rope_ : *rope_).covering(end);
         Tensor rotated = detail::scratch_tensor(q.shape());
@@ -289,6 +309,12 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         q = std::move(rotated);
         k_rotated = detail::scratch_tensor(k.shape());
         apply_rope(k.view(), *table, start, k_rotated.view(), config_.rope_layout);
+    }
+    // Below position floor_scale - 1 every query's temperature is exactly 1.
+    if (query_temperature_ && end >= config_.query_temperature->floor_scale) {
+        Tensor scaled = detail::scratch_tensor(q.shape());
+        apply_rope(q.view(), *query_temperature_->covering(end), start, scaled.view(), RopeLayout::NeoX);
+        q = std::move(scaled);
     }
     const Tensor &keys = rope_ ? k_rotated : k;
     ConstTensorView key_store, value_store;
@@ -306,19 +332,22 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     }
 
     Tensor attended = detail::scratch_tensor(q.shape());
-    const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
-    if (S == 1 && !mask) {  // decode steps: one split-KV call, each sequence over its window if any
+    if (S == 1 && !mask) {  // decode steps: one split-KV call, each sequence over its window or chunk
         std::vector<int32_t> first_key(B, 0);
-        if (config_.sliding_window) {
-            for (int64_t b = 0; b < B; b++) {
-                first_key[b] = std::max<int32_t>(0, lengths[b] - static_cast<int32_t>(*config_.sliding_window));
+        for (int64_t b = 0; b < B; b++) {
+            const int32_t newest = lengths[b] - 1;
+            if (config_.sliding_window) {
+                first_key[b] = std::max<int32_t>(0, newest + 1 - static_cast<int32_t>(*config_.sliding_window));
             }
+            if (config_.attention_chunk) first_key[b] = newest - newest % static_cast<int32_t>(*config_.attention_chunk);
         }
         const Shape heads{B, config_.heads, D};
         decode_kernel(TensorView(q.data(), heads), key_store, value_store, lengths, first_key,
                       TensorView(attended.data(), heads));
-    } else if (config_.sliding_window && longest > *config_.sliding_window) {
+    } else if (config_.sliding_window && end > *config_.sliding_window) {
         attend_in_windows(q, key_store, value_store, start, lengths, attended);
+    } else if (config_.attention_chunk && end > *config_.attention_chunk) {
+        attend_in_chunks(q, key_store, value_store, start, lengths, attended);
     } else {
         prefill_kernel(q.view(), key_store, value_store, lengths, true, mask, attended.view());
     }
@@ -336,20 +365,40 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
     for (int64_t b = 0; b < q.dim(0); b++) {
         for (int64_t p0 = start[b]; p0 < lengths[b]; p0 += block) {
             const int64_t p1 = std::min<int64_t>(p0 + block, lengths[b]), first = std::max<int64_t>(0, p0 - window + 1);
-            // The cache rows [first, p1) hold every key these queries' windows reach; the queries
-            // are the last p1 - p0 of them, as the kernels' causal rule takes them.
-            const auto rows = [&](const ConstTensorView &store) { return store.crop(0, b, b + 1).crop(2, first, p1); };
-            const std::vector<int32_t> visible{static_cast<int32_t>(p1 - first)};
-            const auto tokens = [&](auto view) { return view.crop(0, b, b + 1).crop(1, p0 - start[b], p1 - start[b]); };
             // Query p sees keys p - window < j <= p: the mask hides those before its window.
             std::vector<uint8_t> hidden((p1 - p0) * (p1 - first), 0);
             for (int64_t p = p0; p < p1; p++) {
                 for (int64_t j = first; j <= p - window; j++) hidden[(p - p0) * (p1 - first) + (j - first)] = 1;
             }
             const MaskView mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
-            prefill_kernel(tokens(q.view()), rows(keys), rows(values), visible, true, &mask, tokens(attended.view()));
+            attend_rows(q, keys, values, {b, start[b], p0, p1, first}, &mask, attended);
         }
     }
+}
+
+void CachedAttention::attend_in_chunks(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
+                                       const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
+                                       Tensor &attended) const {
+    const int64_t chunk = *config_.attention_chunk;
+    for (int64_t b = 0; b < q.dim(0); b++) {
+        // Each call takes the new queries of one chunk, which see its keys up to themselves: the
+        // kernels' causal rule over the chunk's rows, no mask.
+        for (int64_t p0 = start[b], p1; p0 < lengths[b]; p0 = p1) {
+            const int64_t first = p0 - p0 % chunk;
+            p1 = std::min<int64_t>(first + chunk, lengths[b]);
+            attend_rows(q, keys, values, {b, start[b], p0, p1, first}, nullptr, attended);
+        }
+    }
+}
+
+void CachedAttention::attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
+                                  const QueryRows &r, const MaskView *mask, Tensor &attended) const {
+    // The cache rows [first, p1) hold every key these queries reach; the queries are the last
+    // p1 - p0 of them, as the kernels' causal rule takes them.
+    const auto rows = [&](const ConstTensorView &store) { return store.crop(0, r.b, r.b + 1).crop(2, r.first, r.p1); };
+    const auto tokens = [&](auto view) { return view.crop(0, r.b, r.b + 1).crop(1, r.p0 - r.start, r.p1 - r.start); };
+    const std::vector<int32_t> visible{static_cast<int32_t>(r.p1 - r.first)};
+    prefill_kernel(tokens(q.view()), rows(keys), rows(values), visible, true, mask, tokens(attended.view()));
 }
 
 Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) const {

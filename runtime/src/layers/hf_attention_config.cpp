@@ -16,8 +16,8 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that clips or rotates otherwise (OLMo 1's clip_qkv, Llama
-// 4) is not listed, so it is refused by name.
+// look-alike with the same weight names that clips or rotates otherwise (OLMo 1's clip_qkv) is not
+// listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
     // Which projections have biases: all four as attention_bias says, none, or q, k and v only
@@ -55,6 +55,9 @@ struct ModelType {
     bool full_layers_without_rope = false;  // Cohere2: only its sliding layers rotate
     // SmolLM3: layers differ by index in whether they rotate (no_rope_layers, no_rope_layer_interval).
     bool nope_layers = false;
+    // Llama 4: nope_layers (an empty no_rope_layers meaning the default); the layers with RoPE turn
+    // pairs in place, L2-norm q and k and attend in chunks, those without scale their queries.
+    bool llama4 = false;
     bool sinks = false;                     // gpt-oss: a learned sink per query head
     // gpt-oss: transformers' class default is YaRN where rope_scaling is missing, and 4.x reads a
     // null one as none; this reader cannot tell the two apart, so the config must state it.
@@ -104,6 +107,10 @@ const std::vector<ModelType> &model_types() {
         // Every fourth layer without RoPE (no_rope_layers says which); Llama's attention otherwise.
         type("smollm3", [](ModelType &t) {
             t.heads = 16, t.kv_heads = 4, t.rope_theta = 2e6, t.nope_layers = true, t.sliding_window = std::nullopt;
+        }),
+        type("llama4_text", [](ModelType &t) {
+            t.heads = 40, t.kv_heads = 8, t.head_dim = 128, t.rope_theta = 500000.0;
+            t.nope_layers = t.llama4 = true, t.sliding_window = std::nullopt;
         }),
         // Granite 3 (dense and MoE): Llama's attention, its scores scaled by attention_multiplier.
         type("granite", [](ModelType &t) { t.attention_multiplier = true; }),
@@ -214,11 +221,12 @@ bool layer_slides(const ConfigReader &c, const ModelType &t, int64_t layer, bool
     return (layer + 1) % pattern != 0;
 }
 
-// SmolLM3: whether layer `layer` rotates, as no_rope_layers says (1: RoPE, 0: none), else all but
-// every no_rope_layer_interval-th layer (4).
-bool layer_rotates(const ConfigReader &c, int64_t layer) {
+// SmolLM3, Llama 4: whether layer `layer` rotates, as no_rope_layers says (1: RoPE, 0: none), else
+// all but every no_rope_layer_interval-th layer (4). Llama 4 reads an empty list as none.
+bool layer_rotates(const ConfigReader &c, const ModelType &t, int64_t layer) {
     const std::string src = c.source();
-    if (const auto rotates = c.get_optional_int_list("no_rope_layers")) {
+    const auto rotates = c.get_optional_int_list("no_rope_layers");
+    if (rotates && !(t.llama4 && rotates->empty())) {
         require(layer < static_cast<int64_t>(rotates->size()),
                 src + ": no_rope_layers lists " + std::to_string(rotates->size()) + " layers, not layer " + str(layer));
         return (*rotates)[layer] != 0;
@@ -226,6 +234,48 @@ bool layer_rotates(const ConfigReader &c, int64_t layer) {
     const int64_t interval = c.get_int("no_rope_layer_interval", 4);
     require(interval > 0, src + ": no_rope_layer_interval must be positive, got " + str(interval));
     return (layer + 1) % interval != 0;
+}
+
+// Llama 4's layer `layer`: the layers with RoPE (layer_types' chunked_attention where stated) see
+// attention_chunk_size keys (8192) and RMS-normalise q and k without weights (use_qk_norm); the
+// others scale their queries by position (attn_temperature_tuning, a bool or, as Scout states it, a
+// number). Their RoPE turns pairs (2i, 2i + 1), as complex numbers.
+void read_llama4_layer(const ConfigReader &c, int64_t layer, bool rotates, CachedAttentionConfig &cfg) {
+    const std::string src = c.source();
+    bool chunked = rotates;
+    if (const auto types = c.get_optional_string_list("layer_types")) {
+        require(layer < static_cast<int64_t>(types->size()),
+                src + ": layer_types lists " + std::to_string(types->size()) + " layers, not layer " + str(layer));
+        const std::string &type = (*types)[layer];
+        require(type == "chunked_attention" || type == "full_attention",
+                src + ": layer_types[" + str(layer) + "] '" + type + "' is not supported for llama4_text "
+                      "(chunked_attention, full_attention)");
+        chunked = type == "chunked_attention";
+    }
+    if (chunked) {
+        require(!c.states_null("attention_chunk_size"), src + ": a chunked layer needs attention_chunk_size, got null");
+        const int64_t chunk = c.get_int("attention_chunk_size", 8192);
+        require(chunk > 0, src + ": attention_chunk_size must be positive, got " + str(chunk));
+        cfg.attention_chunk = chunk;
+    }
+    cfg.rope_layout = RopeLayout::Interleaved;
+    if (rotates && c.get_bool("use_qk_norm", true)) {
+        const double eps = c.get_number("rms_norm_eps", 1e-5);
+        require(eps > 0, src + ": rms_norm_eps must be positive, got " + str(eps));
+        CachedAttentionConfig::QkNorm norm{Span::EachHead, eps};
+        norm.weighted = false;
+        cfg.qk_norm = norm;
+    }
+    if (!rotates && c.get_flag("attn_temperature_tuning", true)) {
+        CachedAttentionConfig::QueryTemperature temperature;
+        temperature.floor_scale = c.get_number("floor_scale", temperature.floor_scale);
+        temperature.scale = c.get_number("attn_scale", temperature.scale);
+        require(temperature.floor_scale > 0 && std::isfinite(temperature.floor_scale),
+                src + ": floor_scale must be positive, got " + str(temperature.floor_scale));
+        require(temperature.scale >= 0 && std::isfinite(temperature.scale),
+                src + ": attn_scale must be 0 or positive, got " + str(temperature.scale));
+        cfg.query_temperature = temperature;
+    }
 }
 
 void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> slides, bool rotates,
@@ -294,12 +344,16 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     bool rotates = true;
     if (t.sliding_pattern || t.nope_layers || qwen_slides) {
         const int64_t index = layer_index(c, t, layer);
-        if (t.nope_layers) rotates = layer_rotates(c, index);
+        if (t.nope_layers) rotates = layer_rotates(c, t, index);
         // SmolLM3 slides its layers without RoPE where use_sliding_window and sliding_window say so.
         const bool nope_slides =
             t.nope_layers && !rotates && c.get_bool("use_sliding_window", false) && c.has("sliding_window");
-        slides = layer_slides(c, t, index, nope_slides);
-        if (!*slides && t.full_layers_without_rope) rotates = false;
+        if (t.llama4) {
+            read_llama4_layer(c, index, rotates, cfg);
+        } else {
+            slides = layer_slides(c, t, index, nope_slides);
+            if (!*slides && t.full_layers_without_rope) rotates = false;
+        }
     }
     read_rope(c, t, slides, rotates, cfg);
     read_window(c, t, slides.value_or(false), cfg);

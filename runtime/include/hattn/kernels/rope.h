@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -45,15 +46,20 @@ RopeScaling long_factor_scaling(const RopeScaling &scaling);
 // The rotation frequency of each pair i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled.
 std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling = {});
 
+// A table's amplitude at each position, positive. Constant for RoPE (YaRN's and LongRope's
+// attention_factor, else 1); Llama 4's query temperature is a table of zero frequencies whose
+// amplitude grows with the position, so that the rope kernel scales each token by it.
+using RopeAmplitude = std::function<double(int64_t position)>;
+
 // cos and sin of pos * frequency[i] for each pair i (by default base^(-2i / rotary_dim)), computed
 // in double and stored as float, for positions [0, positions()). Immutable once built, so the
 // kernel calls of any number of threads may read one table.
 class RopeTable {
 public:
     RopeTable(int64_t rotary_dim, double base, int64_t positions);
-    // rotary_dim = 2 x the frequencies' count; the table holds amplitude x cos and amplitude x sin
-    // (YaRN's and LongRope's attention_factor, else 1).
+    // rotary_dim = 2 x the frequencies' count; the table holds amplitude x cos and amplitude x sin.
     RopeTable(std::vector<double> frequencies, int64_t positions, double amplitude = 1.0);
+    RopeTable(std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude);
 
     int64_t rotary_dim() const { return 2 * static_cast<int64_t>(frequencies_.size()); }
     int64_t positions() const { return positions_; }
@@ -66,10 +72,10 @@ public:
     ConstTensorView sin() const { return sin_.view(); }
 
 private:
-    RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, double amplitude);
+    RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude);
 
     std::vector<double> frequencies_;
-    double amplitude_;
+    RopeAmplitude amplitude_;
     int64_t positions_;
     Tensor cos_, sin_;
 };
@@ -83,6 +89,7 @@ public:
     // rope_frequencies(rotary_dim, base, scaling), with rope_amplitude(scaling) as the amplitude.
     GrowingRopeTable(int64_t rotary_dim, double base, const RopeScaling &scaling);
     explicit GrowingRopeTable(std::vector<double> frequencies, double amplitude = 1.0);
+    GrowingRopeTable(std::vector<double> frequencies, RopeAmplitude amplitude);
     GrowingRopeTable(const GrowingRopeTable &other);
     GrowingRopeTable &operator=(const GrowingRopeTable &other);
 

@@ -38,10 +38,16 @@ struct CachedAttentionConfig {
     // Hugging Face configs only (Mistral 7B v0.1's 4096): a query sees at most this many keys,
     // itself included. (A call with a mask of its own runs only while no sequence is longer.)
     std::optional<int64_t> sliding_window;
+    // Hugging Face configs only (Llama 4's attention_chunk_size, on its layers with RoPE): the query
+    // at position p sees the keys j <= p of its own chunk of this many positions, j / C == p / C.
+    // (A call with a mask of its own runs only while no sequence passes the first chunk.)
+    std::optional<int64_t> attention_chunk;
     // Hugging Face configs only: an RMSNorm of the projected queries and keys before RoPE, with
     // weights q_norm.weight and k_norm.weight, over each head's D (Qwen3, Gemma 3) or over all of
     // a token's heads at once, H·D and Hkv·D (OLMo 2); or a LayerNorm without bias over each head's
-    // D with each head's own weights, [H, D] and [Hkv, D] (Cohere's use_qk_norm).
+    // D with each head's own weights, [H, D] and [Hkv, D] (Cohere's use_qk_norm); or an RMSNorm
+    // without weights over each head's D (Llama 4's L2 norm, which transformers applies after RoPE:
+    // the same, as RoPE keeps each head's sum of squares).
     struct QkNorm {
         enum class Span { EachHead, AllHeads };
         Span span = Span::EachHead;
@@ -49,8 +55,17 @@ struct CachedAttentionConfig {
         bool weight_plus_one = false;   // Gemma 3: the norm scales by 1 + w, w as stored
         bool centred = false;           // a LayerNorm (mean removed, no bias) rather than an RMSNorm
         bool weights_per_head = false;  // EachHead with each head's own weights, [heads, D]
+        bool weighted = true;           // false: no weights (Llama 4), nothing read
     };
     std::optional<QkNorm> qk_norm;
+    // Hugging Face configs only (Llama 4's attn_temperature_tuning, on its layers without RoPE): the
+    // query at position p is multiplied by log(1 + floor((p + 1) / floor_scale)) * scale + 1, which
+    // is 1 below position floor_scale - 1.
+    struct QueryTemperature {
+        double floor_scale = 8192.0;
+        double scale = 0.1;
+    };
+    std::optional<QueryTemperature> query_temperature;
     // The scores' scale; none: 1 / sqrt(D). Gemma 2 and 3: query_pre_attn_scalar^-1/2; Granite:
     // attention_multiplier.
     std::optional<double> attention_scale;
@@ -69,8 +84,8 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, smollm3, granite,
-    // granitemoe, granitemoeshared; others are refused by name, since a look-alike such as OLMo 1
+    // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, smollm3, llama4_text,
+    // granite, granitemoe, granitemoeshared; others are refused by name, since a look-alike such as OLMo 1
     // changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
     // (linear, llama3, yarn or longrope scaling; longrope's set of factors chosen per call, by its
     // last position, as transformers does), biases as each model builds them (Llama, Qwen3, OLMo 2,
@@ -78,15 +93,18 @@ struct CachedAttentionConfig {
     // Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's
     // partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm (per-head LayerNorms,
     // layer_norm_eps), Granite's attention_multiplier (the scores' scale).
-    // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3 and (with use_sliding_window) Qwen
-    // differ by index (the second form):
+    // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3, Llama 4 and (with use_sliding_window)
+    // Qwen differ by index (the second form):
     // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
     //   and gpt-oss's alternate (sliding first), Gemma 3's slide but every sixth, Cohere2's but
     //   every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE), Qwen2's
     //   and Qwen3's where use_sliding_window and layer_types say (without layer_types, or in the
     //   MoE types: refused);
     // - Gemma 3's sliding layers rotate by rope_local_base_freq; Cohere2's full layers and
-    //   SmolLM3's no_rope_layers (every fourth by default) have no RoPE;
+    //   SmolLM3's and Llama 4's no_rope_layers (every fourth by default) have no RoPE;
+    // - Llama 4's layers with RoPE turn pairs (2i, 2i + 1), RMS-normalise q and k without weights
+    //   (use_qk_norm) and attend within attention_chunk_size chunks; those without scale their
+    //   queries by position (attn_temperature_tuning, floor_scale, attn_scale);
     // - Gemma 2 and 3 scale scores by query_pre_attn_scalar; Gemma 2 soft-caps them by
     //   attn_logit_softcapping (50 where missing, none where null; Gemma 3 where it states one);
     //   gpt-oss adds sinks.
@@ -144,6 +162,16 @@ private:
     // [B, S, H, D], the keys and values those of the cache storage (or the new tokens) holding every key.
     void attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
                            const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, Tensor &attended) const;
+    // The same where a sequence passes the first attention chunk: a call per chunk the new tokens reach.
+    void attend_in_chunks(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
+                          const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, Tensor &attended) const;
+    // Sequence b's new queries at positions [p0, p1) (its first new token at `start`) against the
+    // cache rows [first, p1), causal, hiding what mask [1, 1, p1 - p0, p1 - first] hides (if any).
+    struct QueryRows {
+        int64_t b, start, p0, p1, first;
+    };
+    void attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values, const QueryRows &rows,
+                     const MaskView *mask, Tensor &attended) const;
     // q, k or v projected: [B, S, heads, D], then normed where `norm` holds a QK-norm's weight. On a
     // GPU it stays there for the next kernel.
     Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads,
@@ -169,6 +197,8 @@ private:
     // LongRope: the table of calls whose positions pass the original context (transformers picks
     // one set of factors per call, by its last position).
     std::optional<GrowingRopeTable> long_rope_;
+    // Llama 4's query temperature, as a table the rope kernel scales the queries by.
+    std::optional<GrowingRopeTable> query_temperature_;
 };
 
 }  // namespace hattn
