@@ -2,6 +2,7 @@
 // reaches it. Runs on each GPU API the machine offers (OpenCL through PoCL on CI machines).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include "device_residency.h"
@@ -136,8 +137,10 @@ TEST_P(GpuResidency, HostWritesAndCpuCopiesSeeWhatOnlyTheDeviceHeld) {
     EXPECT_LE(testing::relative_l2(y, expected), 1e-6) << "the fetch overwrote the host's row";
 }
 
-// A GQA layer with RoPE and biases, seeded random weights, loaded from a safetensors file.
-CachedAttention gqa_layer(const testing::TempDir &dir, int64_t E, int64_t H, int64_t Hkv, int64_t D) {
+// A GQA layer with RoPE and biases, seeded random weights, loaded from a safetensors file; `shape`
+// changes its config before it is built.
+CachedAttention gqa_layer(const testing::TempDir &dir, int64_t E, int64_t H, int64_t Hkv, int64_t D,
+                          const std::function<void(CachedAttentionConfig &)> &shape = {}) {
     std::map<std::string, Tensor> tensors{
         {"query_projection.weight", testing::random_tensor({H * D, E}, 50)},
         {"key_projection.weight", testing::random_tensor({Hkv * D, E}, 51)},
@@ -151,6 +154,7 @@ CachedAttention gqa_layer(const testing::TempDir &dir, int64_t E, int64_t H, int
     CachedAttentionConfig config;
     config.embedding_dimension = E, config.heads = H, config.kv_heads = Hkv, config.head_dimension = D;
     config.bias = true, config.rope_base = 10000.0;
+    if (shape) shape(config);
     return CachedAttention(config, Weights::open(dir.file("gqa.safetensors")));
 }
 
@@ -158,22 +162,22 @@ CachedAttention gqa_layer(const testing::TempDir &dir, int64_t E, int64_t H, int
 // device, a decode step uploads only its input token and downloads only its output and the new
 // K and V rows (written into the cache on the device, then mirrored to the host). The head dim
 // keeps every cache row aligned for OpenCL sub-buffers.
-TEST_P(GpuResidency, AnAttentionLayerDecodeStepMovesOnlyItsInputOutputAndNewRows) {
+void check_decode_step_transfers(Device device, const std::function<void(CachedAttentionConfig &)> &shape = {}) {
     const int64_t B = 2, E = 64, H = 4, Hkv = 2, D = 32;
     const testing::TempDir dir;
     // Two instances: CPU kernels touching the GPU layer's weights would make them stale.
-    CachedAttention layer = gqa_layer(dir, E, H, Hkv, D), cpu_layer = gqa_layer(dir, E, H, Hkv, D);
+    CachedAttention layer = gqa_layer(dir, E, H, Hkv, D, shape), cpu_layer = gqa_layer(dir, E, H, Hkv, D, shape);
     KVCache gpu_cache = layer.make_cache(B, 32), cpu_cache = layer.make_cache(B, 32);
     const Tensor prompt = testing::random_tensor({B, 9, E}, 58);
     cpu_layer.self_attention(prompt, &cpu_cache);
     {
-        const testing::OnDevice on(GetParam());
+        const testing::OnDevice on(device);
         layer.self_attention(prompt, &gpu_cache);
     }
     for (int step = 0; step < 4; step++) {
         const Tensor x = testing::random_tensor({B, 1, E}, 60 + step);
         const Tensor expected = cpu_layer.decode_step(x, cpu_cache);
-        const testing::OnDevice on(GetParam());
+        const testing::OnDevice on(device);
         const detail::Transfers before = detail::data_transfers();
         const Tensor got = layer.decode_step(x, gpu_cache);
         const detail::Transfers after = detail::data_transfers();
@@ -189,6 +193,21 @@ TEST_P(GpuResidency, AnAttentionLayerDecodeStepMovesOnlyItsInputOutputAndNewRows
     const Tensor x = testing::random_tensor({B, 1, E}, 70);
     EXPECT_LE(testing::relative_l2(layer.decode_step(x, gpu_cache), cpu_layer.decode_step(x, cpu_cache)), 1e-5)
         << "the host copy of the cache written on the device differs";
+}
+
+TEST_P(GpuResidency, AnAttentionLayerDecodeStepMovesOnlyItsInputOutputAndNewRows) {
+    check_decode_step_transfers(GetParam());
+}
+
+// The same with what Llama 4's layers add: a QK-norm (its weights resident too), chunks, and the
+// query temperature's table (grown at step 0 with the RoPE table).
+TEST_P(GpuResidency, AQkNormedChunkedLayerDecodeStepMovesNoMore) {
+    check_decode_step_transfers(GetParam(), [](CachedAttentionConfig &c) {
+        c.qk_norm = CachedAttentionConfig::QkNorm{};
+        c.qk_norm->weighted = false;
+        c.attention_chunk = 8;
+        c.query_temperature = CachedAttentionConfig::QueryTemperature{4.0, 0.5};
+    });
 }
 
 HATTN_INSTANTIATE_ON_EACH_GPU(GpuResidency);

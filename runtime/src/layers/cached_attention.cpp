@@ -154,6 +154,10 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         query_norm_ = norm_weight("q_norm.weight", config.heads);
         key_norm_ = norm_weight("k_norm.weight", config.kv_heads);
         if (config.qk_norm->centred) qk_norm_bias_ = Tensor({D}, std::vector<float>(D, 0.0f));
+        // On a GPU uploaded once, like the projections' weights (not with every call).
+        for (std::optional<Tensor> *t : {&query_norm_, &key_norm_, &qk_norm_bias_}) {
+            if (*t) (*t)->keep_on_device(Residency::ReadOnly);
+        }
     }
     if (config.sinks) {
         sinks_ = w.get("sinks", {config.heads});
