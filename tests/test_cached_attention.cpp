@@ -795,6 +795,48 @@ TEST(CachedAttentionHuggingFace, Llama4ConfigsSayWhichLayersRotateAndChunk) {
     EXPECT_EQ(layer(R"("model_type": "llama4", "text_config": {)" + scout + "}", 0).attention_chunk.value_or(0), 8192);
 }
 
+// A GLM-4 layer (its q, k and v biases; none on o) through a prompt of 5 and 4 decode steps: the
+// first 8 of each head's 16 dims turn, their pairs in place.
+void check_glm_layer() {
+    TestLayer seed({64, 4, 2, 16, true, 10000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, true));
+    const CachedAttention glm(testing::config_of({{"model_type", "glm"}, {"hidden_size", 64}, {"num_attention_heads", 4},
+                                                  {"head_dim", 16}, {"rope_theta", 10000.0}}),
+                              Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    reference::CachedAttentionWeights ref = seed.ref;
+    ref.bo = Tensor({64});  // no output bias
+    ref.rope_pairs_in_place = true;
+    ref.rotary_dim = 8;
+    const Tensor x = testing::random_tensor({2, 9, 64}, 144);
+    const Tensor out = prompt_then_decode(glm, x, 5);
+    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
+    ref.rotary_dim = 0;  // the whole head turned: the check can fail
+    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-2);
+}
+TEST(CachedAttentionHuggingFace, AGlmLayerTurnsHalfOfEachHeadInPlace) { check_glm_layer(); }
+
+// GLM-4 (glm, glm4): half of each head rotates, its pairs in place; q, k and v biased unless
+// attention_bias says otherwise, o never; 2 KV heads and head_dim 128 by default.
+TEST(CachedAttentionHuggingFace, GlmConfigsRotateHalfOfEachHeadInPlace) {
+    for (const char *type : {"glm", "glm4"}) {
+        const std::string glm = R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 4096, "num_attention_heads": 32)";
+        const CachedAttentionConfig c = CachedAttentionConfig::from(ConfigReader::parse(glm + "}", "c"));
+        EXPECT_EQ(c.kv_heads, 2) << type;
+        EXPECT_EQ(c.head_dimension, 128) << type;
+        EXPECT_EQ(c.rotary_dimension, 64) << type;
+        EXPECT_EQ(c.rope_layout, RopeLayout::Interleaved) << type;
+        EXPECT_TRUE(c.bias && !c.output_bias) << type;
+        const CachedAttentionConfig whole =
+            CachedAttentionConfig::from(ConfigReader::parse(glm + R"(, "partial_rotary_factor": 1.0, "attention_bias": false})", "c"));
+        EXPECT_EQ(whole.rotary_dimension, 0) << type;
+        EXPECT_FALSE(whole.bias || whole.output_bias) << type;
+    }
+    // GLM-4.5's MoE type (whose attention has changed between transformers versions): refused by name.
+    testing::expect_contains(config_error(R"({"model_type": "glm4_moe", "hidden_size": 64, "num_attention_heads": 4})"),
+                             "model_type 'glm4_moe' is not supported by cached_attention");
+}
+
 // The layer's own checks of chunks and temperature; a mask of the caller's own is not combined with
 // the chunks: refused past the first, changing nothing.
 TEST(CachedAttentionHuggingFace, ChunksAndTemperatureAreChecked) {
@@ -880,6 +922,10 @@ TEST_P(CachedOnGpu, Llama4ChunksAndTemperatureMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_llama4_layers();
 }
+TEST_P(CachedOnGpu, GlmPartialPairsMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_glm_layer();
+}
 HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
 
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
@@ -900,8 +946,8 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, gpt_oss, smollm3, "
-                      "llama4_text, granite, granitemoe, granitemoeshared)");
+                      "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, gpt_oss, "
+                      "smollm3, llama4_text, granite, granitemoe, granitemoeshared)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     try {

@@ -26,7 +26,8 @@ struct CachedAttentionWeights {
     double norm_eps = 1e-6;
     bool norm_centred = false;
     bool norm_after_rope = false;  // Llama 4 norms the rotated q and k
-    bool rope_pairs_in_place = false;  // Llama 4: RoPE turns dims (2i, 2i + 1) as complex numbers
+    bool rope_pairs_in_place = false;  // Llama 4, GLM: RoPE turns dims (2i, 2i + 1) as complex numbers
+    int64_t rotary_dim = 0;            // RoPE turns the first this many dims (GLM: half); 0: all
     std::optional<double> scale;  // the scores' scale; none: 1 / sqrt(D)
     // gpt-oss: head h's softmax also counts a key of score sinks[h] and value zero.
     std::optional<Tensor> sinks;
@@ -53,7 +54,8 @@ inline void qk_norm(std::vector<double> &x, const Tensor &weight, double eps, bo
     }
 }
 
-// Pair i, dims (i, i + D/2), or (2i, 2i + 1) where in_place, turned by position * base^(-2i / D).
+// Pair i of a head's first D dims, (i, i + D/2), or (2i, 2i + 1) where in_place, turned by
+// position * base^(-2i / D).
 inline void rotate(double *head, int64_t D, double position, double base, bool in_place = false) {
     for (int64_t i = 0; i < D / 2; i++) {
         const double a = position * std::pow(base, -2.0 * i / D);
@@ -81,10 +83,11 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
     if (!w.norm_after_rope) norm();
     if (w.rope_base) {
         const bool in_place = w.rope_pairs_in_place;
+        const int64_t rd = w.rotary_dim ? w.rotary_dim : D;
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++) {
-                for (int64_t h = 0; h < H; h++) detail::rotate(&q[((b * S + s) * H + h) * D], D, prior + s, *w.rope_base, in_place);
-                for (int64_t h = 0; h < Hkv; h++) detail::rotate(&k[((b * S + s) * Hkv + h) * D], D, prior + s, *w.rope_base, in_place);
+                for (int64_t h = 0; h < H; h++) detail::rotate(&q[((b * S + s) * H + h) * D], rd, prior + s, *w.rope_base, in_place);
+                for (int64_t h = 0; h < Hkv; h++) detail::rotate(&k[((b * S + s) * Hkv + h) * D], rd, prior + s, *w.rope_base, in_place);
             }
     }
     if (w.norm_after_rope) norm();

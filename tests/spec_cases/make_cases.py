@@ -108,9 +108,10 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
     that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3), 'all' (OLMo 2) or 'each_head_own'
     (Command R+): norm weights of a head's width, all heads', or each head's own [heads, D]. sinks: gpt-oss's [H] weight `sinks`."""
     rng = np.random.default_rng(seed)
-    gemma = config['model_type'] in ('gemma2', 'gemma3_text')  # whose class defaults configs may leave out
+    # Class defaults configs may leave out: Gemma's heads, GLM's KV heads.
+    gemma, glm = config['model_type'] in ('gemma2', 'gemma3_text'), config['model_type'] in ('glm', 'glm4')
     e, heads = config['hidden_size'], config.get('num_attention_heads', 8 if gemma else None)
-    kv_heads = config.get('num_key_value_heads', 4 if gemma else heads)
+    kv_heads = config.get('num_key_value_heads', 4 if gemma else 2 if glm else heads)
     head_dim = config.get('head_dim') or e // heads
     shapes = attention_shapes(('q_proj', 'k_proj', 'v_proj', 'o_proj'), e, heads, kv_heads, head_dim)
     weights = projections(rng, shapes, lambda layer: layer in biases)
@@ -406,6 +407,15 @@ def write_all(out_dir):
                                        'high_freq_factor': 4.0, 'original_max_position_embeddings': 8}},
                      2, 11, biases=(), layer=layer)
           for layer, kind in ((0, 'chunked'), (3, 'temperature'))],
+        # GLM-4: the first half of each head (8 of 16 dims) turns its pairs in place; q, k and v
+        # biased (attention_bias's default), o not. GLM-4-0414 (glm4) without biases, three
+        # quarters of each head rotated.
+        llama_case(out_dir, 'glm_half_rotary_pairs', 50,
+                   {'model_type': 'glm', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'rope_theta': 10000.0}, 2, 11, biases=('q_proj', 'k_proj', 'v_proj')),
+        llama_case(out_dir, 'glm4_three_quarters_rotary_no_bias', 51,
+                   {'model_type': 'glm4', 'hidden_size': 64, 'num_attention_heads': 4, 'head_dim': 16,
+                    'rope_theta': 500.0, 'partial_rotary_factor': 0.75, 'attention_bias': False}, 1, 12, biases=()),
         # Granite: Llama's attention with scores scaled by attention_multiplier (1 / head_dim in
         # the released configs; 0.3 here, far from 16^-1/2 = 0.25 and 1 / 16), four biases.
         llama_case(out_dir, 'granite_attention_multiplier', 44,

@@ -231,14 +231,19 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     LayerNorm without bias over each head's D, each head its own weights [heads, D] (eps
     layer_norm_eps, default 1e-5), before RoPE. Granite has its four per attention_bias too, and
     scales the scores by attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's
-    layer `layer` rotates only where smollm3_rotates says (sliding windows not covered here).
+    layer `layer` rotates only where smollm3_rotates says (sliding windows not covered here). GLM
+    (glm, glm4) turns pairs (2i, 2i+1) in place within the first int(head_dim * partial_rotary_factor)
+    dims (default 0.5) and biases q, k and v per attention_bias (default true), never o; its class
+    defaults are 2 KV heads and head_dim 128.
     LongRoPE rotates each token by its call's factors: `prefill` says how `hattn run --prefill`
     splits the sequence into calls (None: one call)."""
     heads = config['num_attention_heads']
-    kv_heads = config.get('num_key_value_heads') or heads
     model = config['model_type']
-    head_dim = config.get('head_dim') or (128 if model == 'qwen3' else config['hidden_size'] // heads)
-    rotary_dim = int(head_dim * config.get('partial_rotary_factor', 1.0)) if model == 'phi3' else head_dim
+    glm = model in ('glm', 'glm4')
+    kv_heads = config.get('num_key_value_heads') or (2 if glm else heads)
+    head_dim = config.get('head_dim') or (128 if model == 'qwen3' or glm else config['hidden_size'] // heads)
+    rotary_dim = int(head_dim * config.get('partial_rotary_factor', 0.5 if glm else 1.0)) if model == 'phi3' or glm \
+        else head_dim
     frequencies = llama_rope_frequencies(config, rotary_dim)
     qwen, mistral = model in ('qwen2', 'qwen2_moe'), model in ('mistral', 'mixtral', 'phi3')
     if 'qkv_proj.weight' in w:  # Phi-3
@@ -248,6 +253,8 @@ def llama_attention(config, w, x, layer=None, prefill=None):
                        'v_proj.weight': qkv[q_rows + kv_rows:]})
     if qwen:
         biased = {'q_proj', 'k_proj', 'v_proj'} if config.get('qkv_bias', True) else set()
+    elif glm:
+        biased = {'q_proj', 'k_proj', 'v_proj'} if config.get('attention_bias', True) else set()
     else:
         biased = {'q_proj', 'k_proj', 'v_proj', 'o_proj'} if config.get('attention_bias') and not mistral else set()
 
@@ -268,8 +275,9 @@ def llama_attention(config, w, x, layer=None, prefill=None):
 
     positions = np.arange(x.shape[1])
     amplitude = yarn_attention_factor(config)  # cos and sin scaled: q and k are
-    rotate = rope_rotate_half if model != 'cohere' else \
-        lambda x, p, base, rd, f: rope_pairs_in_place(x, p, f)
+    rotate = rope_rotate_half
+    if model == 'cohere' or glm:  # pairs in place, within the rotated dims
+        rotate = lambda x, p, base, rd, f: np.concatenate([rope_pairs_in_place(x[..., :rd], p, f), x[..., rd:]], axis=-1)
     if model == 'smollm3' and not smollm3_rotates(config, layer):
         rotate = lambda x, p, base, rd, f: x
     if longrope(config) is not None:  # each token by its call's factors

@@ -20,9 +20,9 @@ using Span = CachedAttentionConfig::QkNorm::Span;
 // listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
-    // Which projections have biases: all four as attention_bias says, none, or q, k and v only
-    // (Qwen2; Qwen2-MoE as its qkv_bias says).
-    enum class Biases { ByAttentionBias, None, QkvOnly } biases = Biases::ByAttentionBias;
+    // Which projections have biases: all four as attention_bias says, none, q, k and v only (Qwen2;
+    // Qwen2-MoE as its qkv_bias says), or q, k and v as attention_bias says (GLM).
+    enum class Biases { ByAttentionBias, None, QkvOnly, QkvByAttentionBias } biases = Biases::ByAttentionBias;
     bool qkv_bias_key = false;
     bool attention_bias = false;  // attention_bias's default
     // The config class's defaults, where a config may leave them out (Gemma 3's text configs inside
@@ -36,7 +36,12 @@ struct ModelType {
     // use_sliding_window: the layers layer_types names slide (Qwen2, Qwen3), or refused (the MoE
     // types, whose attention slides every layer or not by transformers version).
     bool qwen_windows = false, windows_by_layer_types = false;
-    bool phi3 = false;                // q, k and v fused in qkv_proj; partial rotary
+    bool phi3 = false;                // q, k and v fused in qkv_proj
+    // partial_rotary_factor is read (default partial_rotary): RoPE turns the first
+    // int(head_dim x factor) dims (Phi-3, GLM); the others rotate whole heads.
+    bool partial_rotary_allowed = false;
+    double partial_rotary = 1.0;
+    bool pairs_in_place = false;      // RoPE pairs (2i, 2i + 1) (Cohere, GLM, Llama 4)
     bool gemma3 = false;              // its own norms, local RoPE and class defaults
     bool query_pre_attn_scalar = false;  // scores scaled by query_pre_attn_scalar^-1/2 (Gemma 2, 3)
     bool attention_multiplier = false;   // scores scaled by attention_multiplier, default 1 (Granite)
@@ -44,7 +49,7 @@ struct ModelType {
     // no cap) where the key is missing; a null one is none.
     bool reads_softcap = false;
     std::optional<double> default_softcap;
-    bool cohere = false;              // RoPE pairs (2i, 2i + 1)
+    bool cohere = false;              // use_qk_norm as below
     // use_qk_norm: a LayerNorm without bias of each head's q and k, each head its own weights
     // (Cohere, as Command R+ states; Cohere2's attention has none, so a stated one is refused).
     bool per_head_layer_norms = false;
@@ -63,6 +68,11 @@ struct ModelType {
     // null one as none; this reader cannot tell the two apart, so the config must state it.
     bool rope_scaling_stated = false;
 };
+
+void glm_attention(ModelType &t) {
+    t.biases = ModelType::Biases::QkvByAttentionBias, t.attention_bias = true;
+    t.kv_heads = 2, t.head_dim = 128, t.partial_rotary_allowed = true, t.partial_rotary = 0.5, t.pairs_in_place = true;
+}
 
 // The table, each entry naming what it changes.
 const std::vector<ModelType> &model_types() {
@@ -84,7 +94,7 @@ const std::vector<ModelType> &model_types() {
         }),
         type("qwen3_moe", [](ModelType &t) { t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
-        type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = true; }),
+        type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = t.partial_rotary_allowed = true; }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
         // Sliding and full layers alternate, the first sliding; scores soft-capped at 50 by default.
         type("gemma2", [](ModelType &t) {
@@ -96,8 +106,14 @@ const std::vector<ModelType> &model_types() {
             t.qk_norm = Span::EachHead, t.gemma3 = true, t.sliding_pattern = 6;
             t.query_pre_attn_scalar = true, t.reads_softcap = true;
         }),
-        type("cohere", [](ModelType &t) { t.cohere = true, t.per_head_layer_norms = true; }),
-        type("cohere2", [](ModelType &t) { t.cohere = true, t.sliding_pattern = 4, t.full_layers_without_rope = true; }),
+        type("cohere", [](ModelType &t) { t.cohere = t.pairs_in_place = true, t.per_head_layer_norms = true; }),
+        type("cohere2", [](ModelType &t) {
+            t.cohere = t.pairs_in_place = true, t.sliding_pattern = 4, t.full_layers_without_rope = true;
+        }),
+        // GLM-4 (9B, and GLM-4-0414's glm4): the first half of each head rotates, its pairs in
+        // place; q, k and v biased as attention_bias says (default true), o never.
+        type("glm", [](ModelType &t) { glm_attention(t); }),
+        type("glm4", [](ModelType &t) { glm_attention(t); }),
         // Sliding and full layers alternate, the first sliding; every layer rotates (YaRN in the
         // released configs) and has biases and sinks.
         type("gpt_oss", [](ModelType &t) {
@@ -110,7 +126,7 @@ const std::vector<ModelType> &model_types() {
         }),
         type("llama4_text", [](ModelType &t) {
             t.heads = 40, t.kv_heads = 8, t.head_dim = 128, t.rope_theta = 500000.0;
-            t.nope_layers = t.llama4 = true, t.sliding_window = std::nullopt;
+            t.nope_layers = t.llama4 = t.pairs_in_place = true, t.sliding_window = std::nullopt;
         }),
         // Granite 3 (dense and MoE): Llama's attention, its scores scaled by attention_multiplier.
         type("granite", [](ModelType &t) { t.attention_multiplier = true; }),
@@ -165,6 +181,10 @@ void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfi
     case ModelType::Biases::None: cfg.bias = cfg.output_bias = false; break;
     case ModelType::Biases::QkvOnly:
         cfg.bias = !t.qkv_bias_key || c.get_bool("qkv_bias", true);
+        cfg.output_bias = false;
+        break;
+    case ModelType::Biases::QkvByAttentionBias:
+        cfg.bias = c.get_bool("attention_bias", t.attention_bias);
         cfg.output_bias = false;
         break;
     }
@@ -258,7 +278,6 @@ void read_llama4_layer(const ConfigReader &c, int64_t layer, bool rotates, Cache
         require(chunk > 0, src + ": attention_chunk_size must be positive, got " + str(chunk));
         cfg.attention_chunk = chunk;
     }
-    cfg.rope_layout = RopeLayout::Interleaved;
     if (rotates && c.get_bool("use_qk_norm", true)) {
         const double eps = c.get_number("rms_norm_eps", 1e-5);
         require(eps > 0, src + ": rms_norm_eps must be positive, got " + str(eps));
@@ -298,11 +317,12 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
                                   "transformers 4 a null one as none)");
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
     const HfRope rope =
-        hf_rope(c, {t.rope_theta, 1.0, true, layer_type, true, t.phi3 ? std::optional<double>(4096.0) : std::nullopt});
-    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75); the other models'
-    // attention rotates whole heads (transformers fails on a fraction there).
-    require(t.phi3 || rope.partial_rotary_factor == 1.0, src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) +
-                                                             " is not supported for " + t.name + " (whole-head RoPE only)");
+        hf_rope(c, {t.rope_theta, t.partial_rotary, true, layer_type, true, t.phi3 ? std::optional<double>(4096.0) : std::nullopt});
+    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75), GLM half; the other
+    // models' attention rotates whole heads (transformers fails on a fraction there).
+    require(t.partial_rotary_allowed || rope.partial_rotary_factor == 1.0,
+            src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " is not supported for " + t.name +
+                " (whole-head RoPE only)");
     const auto rotary = static_cast<int64_t>(double(cfg.head_dimension) * rope.partial_rotary_factor);
     require(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1 && rotary >= 2 && rotary % 2 == 0,
             src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " of head_dim " +
@@ -363,8 +383,8 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         require(eps > 0, c.source() + ": rms_norm_eps must be positive, got " + str(eps));
         cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, eps, t.gemma3};
     }
+    if (t.pairs_in_place) cfg.rope_layout = RopeLayout::Interleaved;
     if (t.cohere) {
-        cfg.rope_layout = RopeLayout::Interleaved;
         const bool norms = c.get_bool("use_qk_norm", false);
         require(!norms || t.per_head_layer_norms,
                 c.source() + ": use_qk_norm is not supported for " + t.name + " (its attention has no QK-norm)");
