@@ -532,7 +532,9 @@ void check_qk_norm(const std::string &model_type) {
 // Command R+'s QK-norm: a LayerNorm without bias over each head's D, each head its own weights
 // ([H, D] and [Hkv, D]). A Llama layer given that norm by hand (the reference rotates halves;
 // Cohere's interleaved RoPE with it is a spec case), through a prompt and decode steps.
-void check_per_head_layer_norms() {
+// in_head_modules: each head's weights under a name of its own (StableLM's
+// q_layernorm.norms.<h>.weight), where Command R+ stacks them in q_norm.weight [heads, D].
+void check_per_head_layer_norms(bool in_head_modules) {
     TestLayer seed({64, 4, 2, 16, false, 1e4});
     seed.ref.norm_eps = 1e-5;
     seed.ref.norm_centred = true;
@@ -544,14 +546,21 @@ void check_per_head_layer_norms() {
     seed.ref.q_norm = norm_weight(4, 123);
     seed.ref.k_norm = norm_weight(2, 124);
     std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, false);
-    tensors.insert({{"model.layers.0.self_attn.q_norm.weight", *seed.ref.q_norm},
-                    {"model.layers.0.self_attn.k_norm.weight", *seed.ref.k_norm}});
+    for (const auto &[of, weights] : {std::pair{"q", *seed.ref.q_norm}, {"k", *seed.ref.k_norm}}) {
+        const std::string prefix = std::string("model.layers.0.self_attn.") + of;
+        if (!in_head_modules) tensors.emplace(prefix + "_norm.weight", weights);
+        for (int64_t h = 0; in_head_modules && h < weights.dim(0); h++) {
+            tensors.emplace(prefix + "_layernorm.norms." + std::to_string(h) + ".weight",
+                            Tensor({16}, std::vector<float>(weights.data() + h * 16, weights.data() + (h + 1) * 16)));
+        }
+    }
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), tensors);
     CachedAttentionConfig config = CachedAttentionConfig::from(testing::config_of(
         {{"model_type", "llama"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}}));
     CachedAttentionConfig::QkNorm norm{CachedAttentionConfig::QkNorm::Span::EachHead, 1e-5};
     norm.centred = norm.weights_per_head = true;
+    norm.weights_in_head_modules = in_head_modules;
     config.qk_norm = norm;
     const CachedAttention layer(config, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
     const Tensor x = testing::random_tensor({2, 9, 64}, 125);
@@ -564,7 +573,10 @@ void check_per_head_layer_norms() {
     seed.ref.q_norm = Tensor({16}, std::vector<float>(seed.ref.q_norm->data(), seed.ref.q_norm->data() + 16));
     EXPECT_GT(testing::relative_l2(out, reference::cached_attention(seed.ref, x, {}, {}, 0)), 1e-2);
 }
-TEST(CachedAttentionHuggingFace, PerHeadLayerNormsOfQueriesAndKeys) { check_per_head_layer_norms(); }
+TEST(CachedAttentionHuggingFace, PerHeadLayerNormsOfQueriesAndKeys) {
+    check_per_head_layer_norms(false);
+    check_per_head_layer_norms(true);
+}
 
 // Phi-3: q, k and v stacked in qkv_proj, no biases, Mistral's sliding window (here wider than the
 // test's 7 tokens, so every key is seen); the same layer as the seed's without biases.
@@ -837,6 +849,24 @@ TEST(CachedAttentionHuggingFace, GlmConfigsRotateHalfOfEachHeadInPlace) {
                              "model_type 'glm4_moe' is not supported by cached_attention");
 }
 
+// StableLM: a quarter of each head rotates (as halves); q, k and v biased as use_qkv_bias says, o
+// never; qk_layernorm's per-head LayerNorms read from a module per head.
+TEST(CachedAttentionHuggingFace, StableLmConfigsRotateAQuarterOfEachHead) {
+    const std::string stablelm = R"({"model_type": "stablelm", "hidden_size": 2048, "num_attention_heads": 32)";
+    const CachedAttentionConfig c = CachedAttentionConfig::from(ConfigReader::parse(stablelm + "}", "c"));
+    EXPECT_EQ(c.kv_heads, 32);
+    EXPECT_EQ(c.head_dimension, 64);
+    EXPECT_EQ(c.rotary_dimension, 16);
+    EXPECT_EQ(c.rope_layout, RopeLayout::NeoX);
+    EXPECT_FALSE(c.bias || c.output_bias || c.qk_norm);
+    const CachedAttentionConfig stablelm2 = CachedAttentionConfig::from(
+        ConfigReader::parse(stablelm + R"(, "use_qkv_bias": true, "qk_layernorm": true, "layer_norm_eps": 1e-6})", "c"));
+    EXPECT_TRUE(stablelm2.bias && !stablelm2.output_bias);
+    ASSERT_TRUE(stablelm2.qk_norm.has_value());
+    EXPECT_TRUE(stablelm2.qk_norm->centred && stablelm2.qk_norm->weights_per_head && stablelm2.qk_norm->weights_in_head_modules);
+    EXPECT_EQ(stablelm2.qk_norm->eps, 1e-6);
+}
+
 // The layer's own checks of chunks and temperature; a mask of the caller's own is not combined with
 // the chunks: refused past the first, changing nothing.
 TEST(CachedAttentionHuggingFace, ChunksAndTemperatureAreChecked) {
@@ -908,7 +938,8 @@ TEST_P(CachedOnGpu, QkNormMatchesTheReference) {
     check_qk_norm("qwen3");
     check_qk_norm("olmo2");
     check_gemma3_layers();
-    check_per_head_layer_norms();
+    check_per_head_layer_norms(false);
+    check_per_head_layer_norms(true);
 }
 TEST_P(CachedOnGpu, GptOssSinksMatchTheReference) {
     const testing::OnDevice on(GetParam());
@@ -947,7 +978,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, gpt_oss, "
-                      "smollm3, llama4_text, granite, granitemoe, granitemoeshared)");
+                      "smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared)");
     }
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     try {

@@ -105,8 +105,9 @@ def cached_case(out_dir, name, seed, config, batch, seq_len, context_len=None, m
 def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None, layer=None, sinks=False,
                outputs_by_prefill=False):
     """§1 under a Hugging Face Llama-family config.json and names; `biases` lists the projections
-    that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3), 'all' (OLMo 2) or 'each_head_own'
-    (Command R+): norm weights of a head's width, all heads', or each head's own [heads, D]. sinks: gpt-oss's [H] weight `sinks`."""
+    that have one (Qwen2: q, k and v). qk_norm 'head' (Qwen3), 'all' (OLMo 2), 'each_head_own'
+    (Command R+) or 'head_modules' (StableLM): norm weights of a head's width, all heads', each
+    head's own [heads, D], or each head's [D] under a name of its own. sinks: gpt-oss's [H] weight `sinks`."""
     rng = np.random.default_rng(seed)
     # Class defaults configs may leave out: Gemma's heads, GLM's KV heads.
     gemma, glm = config['model_type'] in ('gemma2', 'gemma3_text'), config['model_type'] in ('glm', 'glm4')
@@ -115,7 +116,11 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
     head_dim = config.get('head_dim') or e // heads
     shapes = attention_shapes(('q_proj', 'k_proj', 'v_proj', 'o_proj'), e, heads, kv_heads, head_dim)
     weights = projections(rng, shapes, lambda layer: layer in biases)
-    if qk_norm:
+    if qk_norm == 'head_modules':  # StableLM: each head's weights in a module of its own
+        for of, n_heads in (('q', heads), ('k', kv_heads)):
+            for h in range(n_heads):
+                weights[f'{of}_layernorm.norms.{h}.weight'] = noise(rng, head_dim, mean=1.0)
+    elif qk_norm:
         for norm, n_heads in (('q_norm', heads), ('k_norm', kv_heads)):
             shape = {'head': (head_dim,), 'all': (n_heads * head_dim,), 'each_head_own': (n_heads, head_dim)}[qk_norm]
             weights[norm + '.weight'] = noise(rng, *shape, mean=1.0)
@@ -416,6 +421,15 @@ def write_all(out_dir):
         llama_case(out_dir, 'glm4_three_quarters_rotary_no_bias', 51,
                    {'model_type': 'glm4', 'hidden_size': 64, 'num_attention_heads': 4, 'head_dim': 16,
                     'rope_theta': 500.0, 'partial_rotary_factor': 0.75, 'attention_bias': False}, 1, 12, biases=()),
+        # StableLM: a quarter of each head rotated (4 of 16 dims, as halves), q, k and v biased
+        # (use_qkv_bias); StableLM 2 12B's per-head LayerNorms of q and k (qk_layernorm).
+        llama_case(out_dir, 'stablelm_quarter_rotary_qkv_bias', 52,
+                   {'model_type': 'stablelm', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10000.0, 'use_qkv_bias': True}, 2, 11, biases=('q_proj', 'k_proj', 'v_proj')),
+        llama_case(out_dir, 'stablelm_qk_layernorm_per_head', 53,
+                   {'model_type': 'stablelm', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10000.0, 'partial_rotary_factor': 0.5, 'qk_layernorm': True,
+                    'layer_norm_eps': 1e-4}, 1, 12, biases=(), qk_norm='head_modules'),
         # Granite: Llama's attention with scores scaled by attention_multiplier (1 / head_dim in
         # the released configs; 0.3 here, far from 16^-1/2 = 0.25 and 1 / 16), four biases.
         llama_case(out_dir, 'granite_attention_multiplier', 44,

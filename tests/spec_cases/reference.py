@@ -234,16 +234,20 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     layer `layer` rotates only where smollm3_rotates says (sliding windows not covered here). GLM
     (glm, glm4) turns pairs (2i, 2i+1) in place within the first int(head_dim * partial_rotary_factor)
     dims (default 0.5) and biases q, k and v per attention_bias (default true), never o; its class
-    defaults are 2 KV heads and head_dim 128.
+    defaults are 2 KV heads and head_dim 128. StableLM turns the first int(head_dim *
+    partial_rotary_factor) dims (default 0.25) as halves, biases q, k and v per use_qkv_bias
+    (default false), never o; with qk_layernorm, q and k take a LayerNorm without bias over each
+    head, its weights in a module per head (q_layernorm.norms.<h>.weight), before RoPE.
     LongRoPE rotates each token by its call's factors: `prefill` says how `hattn run --prefill`
     splits the sequence into calls (None: one call)."""
     heads = config['num_attention_heads']
     model = config['model_type']
-    glm = model in ('glm', 'glm4')
+    glm, stablelm = model in ('glm', 'glm4'), model == 'stablelm'
     kv_heads = config.get('num_key_value_heads') or (2 if glm else heads)
     head_dim = config.get('head_dim') or (128 if model == 'qwen3' or glm else config['hidden_size'] // heads)
-    rotary_dim = int(head_dim * config.get('partial_rotary_factor', 0.5 if glm else 1.0)) if model == 'phi3' or glm \
-        else head_dim
+    rotary_dim = head_dim
+    if model in ('phi3', 'glm', 'glm4', 'stablelm'):
+        rotary_dim = int(head_dim * config.get('partial_rotary_factor', {'phi3': 1.0, 'stablelm': 0.25}.get(model, 0.5)))
     frequencies = llama_rope_frequencies(config, rotary_dim)
     qwen, mistral = model in ('qwen2', 'qwen2_moe'), model in ('mistral', 'mixtral', 'phi3')
     if 'qkv_proj.weight' in w:  # Phi-3
@@ -253,8 +257,9 @@ def llama_attention(config, w, x, layer=None, prefill=None):
                        'v_proj.weight': qkv[q_rows + kv_rows:]})
     if qwen:
         biased = {'q_proj', 'k_proj', 'v_proj'} if config.get('qkv_bias', True) else set()
-    elif glm:
-        biased = {'q_proj', 'k_proj', 'v_proj'} if config.get('attention_bias', True) else set()
+    elif glm or stablelm:
+        qkv_bias = config.get('attention_bias', True) if glm else config.get('use_qkv_bias', False)
+        biased = {'q_proj', 'k_proj', 'v_proj'} if qkv_bias else set()
     else:
         biased = {'q_proj', 'k_proj', 'v_proj', 'o_proj'} if config.get('attention_bias') and not mistral else set()
 
@@ -271,6 +276,9 @@ def llama_attention(config, w, x, layer=None, prefill=None):
             y = rms_norm(y, w[norm + '.weight'], config.get('rms_norm_eps', 1e-6))
         if model == 'cohere' and config.get('use_qk_norm') and norm:  # y [B, heads, S, D], weights [heads, D]
             y = layer_norm(y, w[norm + '.weight'][:, None, :], 0.0, config.get('layer_norm_eps', 1e-5))
+        if stablelm and config.get('qk_layernorm') and norm:  # a module per head: q_layernorm.norms.<h>
+            weights = np.stack([w[f'{name[0]}_layernorm.norms.{h}.weight'] for h in range(n_heads)])
+            y = layer_norm(y, weights[:, None, :], 0.0, config.get('layer_norm_eps', 1e-5))
         return y
 
     positions = np.arange(x.shape[1])

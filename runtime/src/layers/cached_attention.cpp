@@ -140,10 +140,19 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
         require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +
                                              std::to_string(config.qk_norm->eps));
-        const auto norm_weight = [&](const char *name, int64_t heads) {
+        // q's or k's ("q", "k") norm weights.
+        const auto norm_weight = [&](const std::string &of, int64_t heads) {
             const Shape shape = !each_head ? Shape{heads * D} : config.qk_norm->weights_per_head ? Shape{heads, D} : Shape{D};
             if (!config.qk_norm->weighted) return Tensor(shape, std::vector<float>(element_count(shape), 1.0f));
-            Tensor weight = w.get(name, shape);
+            if (config.qk_norm->weights_in_head_modules) {  // StableLM: a module per head, stacked here
+                Tensor weight(shape, Tensor::unset);
+                for (int64_t h = 0; h < heads; h++) {
+                    const Tensor head = w.get(of + "_layernorm.norms." + std::to_string(h) + ".weight", {D});
+                    std::copy_n(head.data(), D, weight.data() + h * D);
+                }
+                return weight;
+            }
+            Tensor weight = w.get(of + "_norm.weight", shape);
             if (config.qk_norm->weight_plus_one) {  // Gemma's norms scale by 1 + w: added once here
                 for (int64_t i = 0; i < weight.size(); i++) weight.data()[i] += 1.0f;
             }
@@ -151,8 +160,10 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         };
         require(each_head || !config.qk_norm->weights_per_head,
                 "cached_attention: a QK-norm with weights per head spans each head");
-        query_norm_ = norm_weight("q_norm.weight", config.heads);
-        key_norm_ = norm_weight("k_norm.weight", config.kv_heads);
+        require(!config.qk_norm->weights_in_head_modules || config.qk_norm->weights_per_head,
+                "cached_attention: QK-norm weights in modules of their own per head are weights per head");
+        query_norm_ = norm_weight("q", config.heads);
+        key_norm_ = norm_weight("k", config.kv_heads);
         if (config.qk_norm->centred) qk_norm_bias_ = Tensor({D}, std::vector<float>(D, 0.0f));
         // On a GPU uploaded once, like the projections' weights (not with every call).
         for (std::optional<Tensor> *t : {&query_norm_, &key_norm_, &qk_norm_bias_}) {

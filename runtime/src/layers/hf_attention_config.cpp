@@ -20,10 +20,12 @@ using Span = CachedAttentionConfig::QkNorm::Span;
 // listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
-    // Which projections have biases: all four as attention_bias says, none, q, k and v only (Qwen2;
-    // Qwen2-MoE as its qkv_bias says), or q, k and v as attention_bias says (GLM).
-    enum class Biases { ByAttentionBias, None, QkvOnly, QkvByAttentionBias } biases = Biases::ByAttentionBias;
-    bool qkv_bias_key = false;
+    // Which projections have biases: all four as attention_bias says, none, or q, k and v only:
+    // always (Qwen2), or as qkv_bias_key says, its default qkv_bias (Qwen2-MoE's qkv_bias, GLM's
+    // attention_bias, StableLM's use_qkv_bias).
+    enum class Biases { ByAttentionBias, None, QkvOnly } biases = Biases::ByAttentionBias;
+    const char *qkv_bias_key = nullptr;
+    bool qkv_bias = true;
     bool attention_bias = false;  // attention_bias's default
     // The config class's defaults, where a config may leave them out (Gemma 3's text configs inside
     // multimodal checkpoints do): heads (none: required), KV heads (none: the heads), head_dim
@@ -53,6 +55,8 @@ struct ModelType {
     // use_qk_norm: a LayerNorm without bias of each head's q and k, each head its own weights
     // (Cohere, as Command R+ states; Cohere2's attention has none, so a stated one is refused).
     bool per_head_layer_norms = false;
+    // StableLM: qk_layernorm, the same norms with each head's weights in a module of its own.
+    bool stablelm = false;
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
@@ -70,7 +74,7 @@ struct ModelType {
 };
 
 void glm_attention(ModelType &t) {
-    t.biases = ModelType::Biases::QkvByAttentionBias, t.attention_bias = true;
+    t.biases = ModelType::Biases::QkvOnly, t.qkv_bias_key = "attention_bias";
     t.kv_heads = 2, t.head_dim = 128, t.partial_rotary_allowed = true, t.partial_rotary = 0.5, t.pairs_in_place = true;
 }
 
@@ -88,7 +92,7 @@ const std::vector<ModelType> &model_types() {
         type("mistral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
         type("mixtral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
         type("qwen2", [](ModelType &t) { t.biases = B::QkvOnly, t.qwen_windows = t.windows_by_layer_types = true; }),
-        type("qwen2_moe", [](ModelType &t) { t.biases = B::QkvOnly, t.qkv_bias_key = true, t.qwen_windows = true; }),
+        type("qwen2_moe", [](ModelType &t) { t.biases = B::QkvOnly, t.qkv_bias_key = "qkv_bias", t.qwen_windows = true; }),
         type("qwen3", [](ModelType &t) {
             t.head_dim = 128, t.qk_norm = Span::EachHead, t.qwen_windows = t.windows_by_layer_types = true;
         }),
@@ -127,6 +131,12 @@ const std::vector<ModelType> &model_types() {
         type("llama4_text", [](ModelType &t) {
             t.heads = 40, t.kv_heads = 8, t.head_dim = 128, t.rope_theta = 500000.0;
             t.nope_layers = t.llama4 = t.pairs_in_place = true, t.sliding_window = std::nullopt;
+        }),
+        // StableLM (3B-4E1T, 2): a quarter of each head rotates; q, k and v biased as use_qkv_bias
+        // says (default none), o never; heads of hidden_size / heads dims.
+        type("stablelm", [](ModelType &t) {
+            t.biases = B::QkvOnly, t.qkv_bias_key = "use_qkv_bias", t.qkv_bias = false;
+            t.partial_rotary_allowed = true, t.partial_rotary = 0.25, t.stablelm = true;
         }),
         // Granite 3 (dense and MoE): Llama's attention, its scores scaled by attention_multiplier.
         type("granite", [](ModelType &t) { t.attention_multiplier = true; }),
@@ -180,11 +190,7 @@ void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfi
     case ModelType::Biases::ByAttentionBias: cfg.bias = cfg.output_bias = c.get_bool("attention_bias", t.attention_bias); break;
     case ModelType::Biases::None: cfg.bias = cfg.output_bias = false; break;
     case ModelType::Biases::QkvOnly:
-        cfg.bias = !t.qkv_bias_key || c.get_bool("qkv_bias", true);
-        cfg.output_bias = false;
-        break;
-    case ModelType::Biases::QkvByAttentionBias:
-        cfg.bias = c.get_bool("attention_bias", t.attention_bias);
+        cfg.bias = !t.qkv_bias_key || c.get_bool(t.qkv_bias_key, t.qkv_bias);
         cfg.output_bias = false;
         break;
     }
@@ -297,6 +303,17 @@ void read_llama4_layer(const ConfigReader &c, int64_t layer, bool rotates, Cache
     }
 }
 
+// A LayerNorm without bias of each head's q and k, each head its own weights (Command R+'s
+// use_qk_norm; StableLM's qk_layernorm, its weights in a module per head), eps layer_norm_eps.
+CachedAttentionConfig::QkNorm per_head_layer_norms(const ConfigReader &c, bool weights_in_head_modules) {
+    const double eps = c.get_number("layer_norm_eps", 1e-5);
+    require(eps > 0, c.source() + ": layer_norm_eps must be positive, got " + str(eps));
+    CachedAttentionConfig::QkNorm norm{Span::EachHead, eps};
+    norm.centred = norm.weights_per_head = true;
+    norm.weights_in_head_modules = weights_in_head_modules;
+    return norm;
+}
+
 void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> slides, bool rotates,
                CachedAttentionConfig &cfg) {
     const std::string src = c.source();
@@ -384,17 +401,12 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, eps, t.gemma3};
     }
     if (t.pairs_in_place) cfg.rope_layout = RopeLayout::Interleaved;
+    if (t.stablelm && c.get_bool("qk_layernorm", false)) cfg.qk_norm = per_head_layer_norms(c, true);
     if (t.cohere) {
         const bool norms = c.get_bool("use_qk_norm", false);
         require(!norms || t.per_head_layer_norms,
                 c.source() + ": use_qk_norm is not supported for " + t.name + " (its attention has no QK-norm)");
-        if (norms) {
-            const double eps = c.get_number("layer_norm_eps", 1e-5);
-            require(eps > 0, c.source() + ": layer_norm_eps must be positive, got " + str(eps));
-            CachedAttentionConfig::QkNorm norm{Span::EachHead, eps};
-            norm.centred = norm.weights_per_head = true;
-            cfg.qk_norm = norm;
-        }
+        if (norms) cfg.qk_norm = per_head_layer_norms(c, false);
     }
     if (t.query_pre_attn_scalar) {
         // Gemma 3 27B: 168 against a head_dim of 128.

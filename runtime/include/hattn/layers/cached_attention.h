@@ -45,7 +45,8 @@ struct CachedAttentionConfig {
     // Hugging Face configs only: an RMSNorm of the projected queries and keys before RoPE, with
     // weights q_norm.weight and k_norm.weight, over each head's D (Qwen3, Gemma 3) or over all of
     // a token's heads at once, H·D and Hkv·D (OLMo 2); or a LayerNorm without bias over each head's
-    // D with each head's own weights, [H, D] and [Hkv, D] (Cohere's use_qk_norm); or an RMSNorm
+    // D with each head's own weights, [H, D] and [Hkv, D] (Cohere's use_qk_norm; StableLM's
+    // qk_layernorm, q_layernorm.norms.<h>.weight); or an RMSNorm
     // without weights over each head's D (Llama 4's L2 norm, which transformers applies after RoPE:
     // the same, as RoPE keeps each head's sum of squares).
     struct QkNorm {
@@ -55,6 +56,9 @@ struct CachedAttentionConfig {
         bool weight_plus_one = false;   // Gemma 3: the norm scales by 1 + w, w as stored
         bool centred = false;           // a LayerNorm (mean removed, no bias) rather than an RMSNorm
         bool weights_per_head = false;  // EachHead with each head's own weights, [heads, D]
+        // With weights_per_head, each head's weights in a module of its own (StableLM:
+        // q_layernorm.norms.<h>.weight and k_layernorm...) instead of q_norm.weight [heads, D].
+        bool weights_in_head_modules = false;
         bool weighted = true;           // false: no weights (Llama 4), nothing read
     };
     std::optional<QkNorm> qk_norm;
@@ -85,7 +89,7 @@ struct CachedAttentionConfig {
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
     // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, gpt_oss, smollm3,
-    // llama4_text, granite, granitemoe, granitemoeshared; others are refused by name, since a look-alike such as OLMo 1
+    // llama4_text, stablelm, granite, granitemoe, granitemoeshared; others are refused by name, since a look-alike such as OLMo 1
     // changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
     // (linear, llama3, yarn or longrope scaling; longrope's set of factors chosen per call, by its
     // last position, as transformers does), biases as each model builds them (Llama, Qwen3, OLMo 2,
@@ -93,8 +97,9 @@ struct CachedAttentionConfig {
     // Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's
     // partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm (per-head LayerNorms,
     // layer_norm_eps), GLM-4's (the first half of each head, partial_rotary_factor 0.5 by default,
-    // its pairs in place; q, k and v biased per attention_bias, o never), Granite's
-    // attention_multiplier (the scores' scale).
+    // its pairs in place; q, k and v biased per attention_bias, o never), StableLM's (a quarter of
+    // each head by default; q, k and v biased per use_qkv_bias; qk_layernorm's per-head LayerNorms,
+    // a module per head), Granite's attention_multiplier (the scores' scale).
     // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3, Llama 4 and (with use_sliding_window)
     // Qwen differ by index (the second form):
     // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
