@@ -973,13 +973,19 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"exaone4", "olmo", "olmo3", "qwen3_next", "phi"}) {
+    for (const char *type : {"exaone4", "olmo3", "qwen3_next", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, gpt_oss, "
+                      "qwen3_moe, olmo, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, gpt_oss, "
                       "smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared)");
     }
+    // OLMo 1 is Llama's attention unless clip_qkv clamps q, k and v.
+    const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";
+    EXPECT_FALSE(CachedAttentionConfig::from(ConfigReader::parse(olmo + R"(, "clip_qkv": null})", "c")).bias);
+    EXPECT_EQ(config_error(olmo + R"(, "clip_qkv": 8.0})"),
+              "config.json: clip_qkv 8.000000 is not supported (q, k and v are not clamped here; OLMo checkpoints whose "
+              "clip_qkv is null run)");
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     try {
         CachedAttentionConfig::from(ConfigReader::parse(R"({"model_type": "gpt_oss", "hidden_size": 64, "rope_scaling": null})",

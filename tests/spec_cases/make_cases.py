@@ -421,6 +421,11 @@ def write_all(out_dir):
         llama_case(out_dir, 'glm4_three_quarters_rotary_no_bias', 51,
                    {'model_type': 'glm4', 'hidden_size': 64, 'num_attention_heads': 4, 'head_dim': 16,
                     'rope_theta': 500.0, 'partial_rotary_factor': 0.75, 'attention_bias': False}, 1, 12, biases=()),
+        # OLMo 1: Llama's attention where clip_qkv is null (OLMo-1B-hf, OLMo-7B-hf), biases as
+        # attention_bias says.
+        llama_case(out_dir, 'olmo_clip_qkv_null_biases', 54,
+                   {'model_type': 'olmo', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
+                    'clip_qkv': None, 'attention_bias': True}, 2, 9, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
         # StableLM: a quarter of each head rotated (4 of 16 dims, as halves), q, k and v biased
         # (use_qkv_bias); StableLM 2 12B's per-head LayerNorms of q and k (qk_layernorm).
         llama_case(out_dir, 'stablelm_quarter_rotary_qkv_bias', 52,

@@ -16,8 +16,8 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that clips or rotates otherwise (OLMo 1's clip_qkv) is not
-// listed, so it is refused by name.
+// look-alike with the same weight names that computes otherwise (Exaone 4, OLMo 3, Qwen3-Next) is
+// not listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
     // Which projections have biases: all four as attention_bias says, none, or q, k and v only:
@@ -57,6 +57,9 @@ struct ModelType {
     bool per_head_layer_norms = false;
     // StableLM: qk_layernorm, the same norms with each head's weights in a module of its own.
     bool stablelm = false;
+    // OLMo 1: clip_qkv, where stated, clamps q, k and v after their projections (OLMo-7B-0424),
+    // which this layer does not do: refused, naming the key.
+    bool clip_qkv_key = false;
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
@@ -97,6 +100,7 @@ const std::vector<ModelType> &model_types() {
             t.head_dim = 128, t.qk_norm = Span::EachHead, t.qwen_windows = t.windows_by_layer_types = true;
         }),
         type("qwen3_moe", [](ModelType &t) { t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
+        type("olmo", [](ModelType &t) { t.clip_qkv_key = true; }),
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
         type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = t.partial_rotary_allowed = true; }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
@@ -370,6 +374,9 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     require(!c.get_bool("use_bidirectional_attention", false) && c.get_bool("is_causal", true),
             c.source() + ": bidirectional attention (use_bidirectional_attention, is_causal) is not supported: these "
                          "layers are causal");
+    require(!t.clip_qkv_key || !c.has("clip_qkv"), c.source() + ": clip_qkv " + str(c.get_number("clip_qkv", 0.0)) +
+                                                        " is not supported (q, k and v are not clamped here; OLMo "
+                                                        "checkpoints whose clip_qkv is null run)");
     CachedAttentionConfig cfg;
     cfg.names = t.phi3 ? Names::HuggingFaceFusedQkv : Names::HuggingFace;
     cfg.layer = layer;

@@ -88,9 +88,9 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, gpt_oss, smollm3,
-    // llama4_text, stablelm, granite, granitemoe, granitemoeshared; others are refused by name, since a look-alike such as OLMo 1
-    // changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
+    // olmo (without clip_qkv), olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4,
+    // gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared; others are
+    // refused by name, since a look-alike such as Qwen3-Next changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
     // (linear, llama3, yarn or longrope scaling; longrope's set of factors chosen per call, by its
     // last position, as transformers does), biases as each model builds them (Llama, Qwen3, OLMo 2,
     // Gemma, Granite: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and
