@@ -867,6 +867,30 @@ TEST(CachedAttentionHuggingFace, StableLmConfigsRotateAQuarterOfEachHead) {
     EXPECT_EQ(stablelm2.qk_norm->eps, 1e-6);
 }
 
+// OLMo 3: OLMo 2's norms; three layers of four slide (4096 keys) with an unscaled RoPE, the fourth
+// sees all with rope_scaling; rope_theta must be stated (transformers' default has changed).
+TEST(CachedAttentionHuggingFace, Olmo3ConfigsSlideThreeLayersOfFour) {
+    const auto layer = [](const std::string &json, int64_t index) {
+        return CachedAttentionConfig::from(ConfigReader::parse("{" + json + "}", "c"), index);
+    };
+    const std::string olmo3 = R"("model_type": "olmo3", "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000,
+        "rope_scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192})";
+    const CachedAttentionConfig sliding = layer(olmo3, 2), full = layer(olmo3, 3);
+    EXPECT_EQ(sliding.sliding_window.value_or(0), 4096);
+    EXPECT_FALSE(full.sliding_window.has_value());
+    EXPECT_EQ(sliding.rope_base.value_or(0), 500000.0);
+    EXPECT_EQ(sliding.rope_scaling.type, RopeScaling::Type::None);
+    EXPECT_EQ(full.rope_scaling.type, RopeScaling::Type::Yarn);
+    for (const CachedAttentionConfig &c : {sliding, full}) {
+        ASSERT_TRUE(c.qk_norm.has_value());
+        EXPECT_EQ(c.qk_norm->span, CachedAttentionConfig::QkNorm::Span::AllHeads);
+        EXPECT_EQ(c.qk_norm->eps, 1e-5);
+    }
+    EXPECT_FALSE(layer(olmo3 + R"(, "layer_types": ["full_attention"])", 0).sliding_window.has_value());
+    EXPECT_EQ(testing::error_message([&] { layer(R"("model_type": "olmo3", "hidden_size": 64, "num_attention_heads": 4)", 0); }),
+              "c: olmo3 needs its rope_theta stated (transformers' default for it has changed)");
+}
+
 // The layer's own checks of chunks and temperature; a mask of the caller's own is not combined with
 // the chunks: refused past the first, changing nothing.
 TEST(CachedAttentionHuggingFace, ChunksAndTemperatureAreChecked) {
@@ -973,12 +997,12 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"exaone4", "olmo3", "qwen3_next", "phi"}) {
+    for (const char *type : {"exaone4", "qwen3_next", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
-                      "qwen3_moe, olmo, olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, gpt_oss, "
-                      "smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared)");
+                      "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
+                      "gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared)");
     }
     // OLMo 1 is Llama's attention unless clip_qkv clamps q, k and v.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";

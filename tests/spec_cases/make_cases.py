@@ -421,6 +421,15 @@ def write_all(out_dir):
         llama_case(out_dir, 'glm4_three_quarters_rotary_no_bias', 51,
                    {'model_type': 'glm4', 'hidden_size': 64, 'num_attention_heads': 4, 'head_dim': 16,
                     'rope_theta': 500.0, 'partial_rotary_factor': 0.75, 'attention_bias': False}, 1, 12, biases=()),
+        # OLMo 3: OLMo 2's norms over all heads; layer 0 slides over 3 keys with plain RoPE, layer 3
+        # (every fourth) sees all with YaRN (x8 from 4 positions: most pairs slowed, cos and sin
+        # scaled by 0.1 ln 8 + 1).
+        *[llama_case(out_dir, f'olmo3_{kind}_layer_{layer}', 55,
+                     {'model_type': 'olmo3', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                      'rope_theta': 10000.0, 'sliding_window': 3, 'num_hidden_layers': 4, 'attention_bias': True,
+                      'rope_scaling': {'rope_type': 'yarn', 'factor': 8.0, 'original_max_position_embeddings': 4}},
+                     2, 10, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), qk_norm='all', layer=layer)
+          for layer, kind in ((0, 'sliding'), (3, 'full_yarn'))],
         # OLMo 1: Llama's attention where clip_qkv is null (OLMo-1B-hf, OLMo-7B-hf), biases as
         # attention_bias says.
         llama_case(out_dir, 'olmo_clip_qkv_null_biases', 54,

@@ -358,6 +358,39 @@ def gemma3_attention(config, w, x, layer):
     return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
 
 
+def olmo3_attention(config, w, x, layer):
+    """§1 as OLMo 3's layer `layer` computes it (transformers 4's Olmo3Attention): layer_types (else
+    every fourth layer is full) says whether it slides over sliding_window keys (default 4096) with
+    an unscaled RoPE of rope_theta, or attends to all with rope_theta scaled as rope_scaling says
+    (YaRN's attention factor scaling cos and sin); q and k RMSNormed over all of a token's heads
+    (q_norm, k_norm; eps rms_norm_eps, default 1e-5) before RoPE, halves rotated; the four biases
+    per attention_bias; scores scaled by head_dim^-1/2."""
+    heads = config['num_attention_heads']
+    kv_heads = config.get('num_key_value_heads') or heads
+    head_dim = config.get('head_dim') or config['hidden_size'] // heads
+    sliding = layer_slides(config, layer, 4)
+    unscaled = {k: v for k, v in config.items() if k != 'rope_scaling'}
+    frequencies = llama_rope_frequencies(unscaled if sliding else config, head_dim)
+    amplitude = 1.0 if sliding else yarn_attention_factor(config)
+    biased = config.get('attention_bias', False)
+
+    def project(name, n_heads):
+        y = linear(x, w[name + '.weight'], w[name + '.bias'] if biased else None)
+        norm = {'q_proj': 'q_norm', 'k_proj': 'k_norm'}.get(name)
+        if norm:
+            y = rms_norm(y, w[norm + '.weight'], config.get('rms_norm_eps', 1e-5))
+        return split_heads(y, n_heads)
+
+    positions = np.arange(x.shape[1])
+    q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies) * amplitude
+    k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies) * amplitude
+    mask = None
+    if sliding:
+        mask = (positions[None, :] <= positions[:, None] - config.get('sliding_window', 4096))[None, None]
+    o = attention(q, k, project('v_proj', kv_heads), head_dim ** -0.5, causal=True, mask=mask)
+    return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
+
+
 def cohere2_attention(config, w, x, layer):
     """§1 as Cohere2 (Command R7B) layer `layer` computes it: layer_types (else every
     sliding_window_pattern-th layer, default 4, is full) says whether it slides over sliding_window
@@ -737,6 +770,8 @@ def run_case(folder, prefill=None):
         return gpt_oss_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and config.get('model_type') == 'gemma2':
         return gemma2_attention(config, w, x, case['layer'])
+    if kind == 'cached_attention' and config.get('model_type') == 'olmo3':
+        return olmo3_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and config.get('model_type') == 'llama4_text':
         return llama4_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:

@@ -45,6 +45,10 @@ struct ModelType {
     double partial_rotary = 1.0;
     bool pairs_in_place = false;      // RoPE pairs (2i, 2i + 1) (Cohere, GLM, Llama 4)
     bool gemma3 = false;              // its own norms, local RoPE and class defaults
+    // transformers 4 turns the sliding layers by an unscaled RoPE (Gemma 3: of rope_local_base_freq;
+    // OLMo 3: of rope_theta), rope_scaling being the full layers' only.
+    bool sliding_layers_unscaled = false;
+    bool rope_theta_stated = false;   // OLMo 3: transformers' default moved (1e4, then 5e5)
     bool query_pre_attn_scalar = false;  // scores scaled by query_pre_attn_scalar^-1/2 (Gemma 2, 3)
     bool attention_multiplier = false;   // scores scaled by attention_multiplier, default 1 (Granite)
     // Reads attn_logit_softcapping (Gemma 2, 3), whose class default is default_softcap (none:
@@ -102,6 +106,12 @@ const std::vector<ModelType> &model_types() {
         type("qwen3_moe", [](ModelType &t) { t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
         type("olmo", [](ModelType &t) { t.clip_qkv_key = true; }),
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
+        // OLMo 3: OLMo 2's attention; three layers of four slide (layer_types, else every fourth is
+        // full) over sliding_window keys (4096).
+        type("olmo3", [](ModelType &t) {
+            t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5, t.sliding_pattern = 4;
+            t.sliding_layers_unscaled = t.rope_theta_stated = true;
+        }),
         type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = t.partial_rotary_allowed = true; }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
         // Sliding and full layers alternate, the first sliding; scores soft-capped at 50 by default.
@@ -111,7 +121,7 @@ const std::vector<ModelType> &model_types() {
         }),
         type("gemma3_text", [](ModelType &t) {
             t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.rope_theta = 1e6;
-            t.qk_norm = Span::EachHead, t.gemma3 = true, t.sliding_pattern = 6;
+            t.qk_norm = Span::EachHead, t.gemma3 = t.sliding_layers_unscaled = true, t.sliding_pattern = 6;
             t.query_pre_attn_scalar = true, t.reads_softcap = true;
         }),
         type("cohere", [](ModelType &t) { t.cohere = t.pairs_in_place = true, t.per_head_layer_norms = true; }),
@@ -323,13 +333,16 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     const std::string src = c.source();
     // A layer without RoPE reads none of its keys: a scaling this reader refuses passes there.
     if (!rotates) return;
-    if (slides && t.gemma3) {
+    require(!t.rope_theta_stated || c.has("rope_theta") || c.has("rope_parameters"),
+            src + ": " + t.name + " needs its rope_theta stated (transformers' default for it has changed)");
+    if (slides && t.sliding_layers_unscaled) {
         // transformers 5 nests rope_parameters by layer type; 4 gives the sliding layers an unscaled
-        // RoPE of rope_local_base_freq, and rope_theta and rope_scaling to the full ones.
+        // RoPE, and rope_scaling to the full ones.
         const bool nested = c.has("rope_parameters") && c.object("rope_parameters").has("sliding_attention");
         if (*slides && !nested) {
-            cfg.rope_base = c.get_number("rope_local_base_freq", 10000.0);
-            require(*cfg.rope_base > 0, src + ": rope_local_base_freq must be positive");
+            cfg.rope_base = t.gemma3 ? c.get_number("rope_local_base_freq", 10000.0)
+                                     : hf_rope(c, {t.rope_theta, 1.0, true, "", true}).theta;
+            require(*cfg.rope_base > 0, src + ": " + (t.gemma3 ? "rope_local_base_freq" : "rope_theta") + " must be positive");
             return;
         }
     }

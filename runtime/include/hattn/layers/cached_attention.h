@@ -88,7 +88,7 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo (without clip_qkv), olmo2, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4,
+    // olmo (without clip_qkv), olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4,
     // gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared; others are
     // refused by name, since a look-alike such as Qwen3-Next changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
     // (linear, llama3, yarn or longrope scaling; longrope's set of factors chosen per call, by its
@@ -100,14 +100,15 @@ struct CachedAttentionConfig {
     // its pairs in place; q, k and v biased per attention_bias, o never), StableLM's (a quarter of
     // each head by default; q, k and v biased per use_qkv_bias; qk_layernorm's per-head LayerNorms,
     // a module per head), Granite's attention_multiplier (the scores' scale).
-    // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3, Llama 4 and (with use_sliding_window)
-    // Qwen differ by index (the second form):
+    // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3, Llama 4, OLMo 3 and (with
+    // use_sliding_window) Qwen differ by index (the second form):
     // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
-    //   and gpt-oss's alternate (sliding first), Gemma 3's slide but every sixth, Cohere2's but
-    //   every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE), Qwen2's
+    //   and gpt-oss's alternate (sliding first), Gemma 3's slide but every sixth, Cohere2's and
+    //   OLMo 3's but every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE), Qwen2's
     //   and Qwen3's where use_sliding_window and layer_types say (without layer_types, or in the
     //   MoE types: refused);
-    // - Gemma 3's sliding layers rotate by rope_local_base_freq; Cohere2's full layers and
+    // - Gemma 3's sliding layers rotate by rope_local_base_freq, OLMo 3's by rope_theta, both
+    //   unscaled (rope_scaling is the full layers'); Cohere2's full layers and
     //   SmolLM3's and Llama 4's no_rope_layers (every fourth by default) have no RoPE;
     // - Llama 4's layers with RoPE turn pairs (2i, 2i + 1), RMS-normalise q and k without weights
     //   (use_qk_norm) and attend within attention_chunk_size chunks; those without scale their
