@@ -16,8 +16,8 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that computes otherwise (Exaone 4, OLMo 3, Qwen3-Next) is
-// not listed, so it is refused by name.
+// look-alike with the same weight names that computes otherwise (Exaone 4, Qwen3-Next, GLM-4.5's
+// MoE) is not listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
     // Which projections have biases: all four as attention_bias says, none, or q, k and v only:
