@@ -215,76 +215,89 @@ def smollm3_rotates(config, layer):
     return (layer + 1) % config.get('no_rope_layer_interval', 4) != 0
 
 
+# What a Llama-family model's attention changes, by model_type (transformers' classes): the default
+# of partial_rotary_factor where the model reads it (others turn whole heads), and the models whose
+# RoPE turns pairs (2i, 2i+1) in place rather than halves.
+PARTIAL_ROTARY_DEFAULT = {'phi3': 1.0, 'glm': 0.5, 'glm4': 0.5, 'stablelm': 0.25}
+PAIRS_IN_PLACE = {'cohere', 'glm', 'glm4'}
+
+
+def llama_family_biases(config):
+    """The projections that have a bias, as each model's attention builds them: Llama's four per
+    attention_bias (also Qwen3, OLMo, Cohere, Granite), Mistral/Mixtral/Phi-3 none, Qwen2 q, k and v
+    (Qwen2-MoE per qkv_bias), GLM q, k and v per attention_bias (default true), StableLM q, k and v
+    per use_qkv_bias (default false)."""
+    model, qkv = config['model_type'], {'q_proj', 'k_proj', 'v_proj'}
+    stated = {'qwen2': True, 'qwen2_moe': config.get('qkv_bias', True), 'glm': config.get('attention_bias', True),
+              'glm4': config.get('attention_bias', True), 'stablelm': config.get('use_qkv_bias', False)}
+    if model in stated:
+        return qkv if stated[model] else set()
+    if model in ('mistral', 'mixtral', 'phi3'):
+        return set()
+    return qkv | {'o_proj'} if config.get('attention_bias') else set()
+
+
+def llama_family_qk_norm(config, w, name, y, n_heads):
+    """q or k (name 'q' or 'k'), projected [B, S, heads * D], as [B, heads, S, D] normed before RoPE
+    where the model norms them: OLMo 2 RMSNorms all of a token's heads at once (q_norm, k_norm; eps
+    rms_norm_eps, default 1e-5), Qwen3 each head (default 1e-6); Command R+ (cohere's
+    use_qk_norm) takes a LayerNorm without bias over each head, each head its own weights [heads,
+    D], and StableLM (qk_layernorm) the same with each head's weights in a module of its own
+    (q_layernorm.norms.<h>.weight); both eps layer_norm_eps, default 1e-5."""
+    model = config['model_type']
+    if model == 'olmo2':
+        y = rms_norm(y, w[name + '_norm.weight'], config.get('rms_norm_eps', 1e-5))
+    y = split_heads(y, n_heads)
+    if model in ('qwen3', 'qwen3_moe'):
+        return rms_norm(y, w[name + '_norm.weight'], config.get('rms_norm_eps', 1e-6))
+    per_head = None
+    if model == 'cohere' and config.get('use_qk_norm'):
+        per_head = w[name + '_norm.weight']
+    if model == 'stablelm' and config.get('qk_layernorm'):
+        per_head = np.stack([w[f'{name}_layernorm.norms.{h}.weight'] for h in range(n_heads)])
+    if per_head is not None:  # y [B, heads, S, D], weights [heads, D]
+        y = layer_norm(y, per_head[:, None, :], 0.0, config.get('layer_norm_eps', 1e-5))
+    return y
+
+
 def llama_attention(config, w, x, layer=None, prefill=None):
     """§1 causal self-attention as a Hugging Face Llama-family checkpoint states it (not in the
     spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
-    num_key_value_heads (default: the heads), head_dim (default E/H), rope_theta (default 10000;
-    RoPE always, scaled as llama_rope_frequencies says), weights q_proj / k_proj / v_proj / o_proj,
-    as each model's attention builds them: Llama's four per attention_bias, Mistral/Mixtral none,
-    Qwen2 q, k and v (Qwen2-MoE per qkv_bias), Qwen3 and OLMo 2 their four per attention_bias;
-    sliding_window W (Mistral/Mixtral; Qwen with use_sliding_window the layers layer_types names):
-    query p sees keys p - W < j <= p. Qwen3 and OLMo 2 RMSNorm q and k before RoPE (q_norm, k_norm; eps
-    rms_norm_eps), Qwen3 over each head, OLMo 2 over all of a token's heads at once. Phi-3 stacks
-    q, k and v in qkv_proj (no biases), slides like Mistral, and turns only the first
-    int(head_dim * partial_rotary_factor) dims of each head. Cohere pairs dims (2i, 2i+1) in place
-    and has its four biases per attention_bias; with use_qk_norm (Command R+) q and k take a
-    LayerNorm without bias over each head's D, each head its own weights [heads, D] (eps
-    layer_norm_eps, default 1e-5), before RoPE. Granite has its four per attention_bias too, and
-    scales the scores by attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's
-    layer `layer` rotates only where smollm3_rotates says (sliding windows not covered here). GLM
-    (glm, glm4) turns pairs (2i, 2i+1) in place within the first int(head_dim * partial_rotary_factor)
-    dims (default 0.5) and biases q, k and v per attention_bias (default true), never o; its class
-    defaults are 2 KV heads and head_dim 128. StableLM turns the first int(head_dim *
-    partial_rotary_factor) dims (default 0.25) as halves, biases q, k and v per use_qkv_bias
-    (default false), never o; with qk_layernorm, q and k take a LayerNorm without bias over each
-    head, its weights in a module per head (q_layernorm.norms.<h>.weight), before RoPE.
-    LongRoPE rotates each token by its call's factors: `prefill` says how `hattn run --prefill`
-    splits the sequence into calls (None: one call)."""
+    num_key_value_heads (default: the heads; GLM 2), head_dim (default E/H; Qwen3 and GLM 128),
+    rope_theta (default 10000; RoPE always, scaled as llama_rope_frequencies says), weights q_proj /
+    k_proj / v_proj / o_proj with the biases llama_family_biases says, q and k normed as
+    llama_family_qk_norm says. RoPE turns the first int(head_dim * partial_rotary_factor) dims
+    where the model reads the factor (PARTIAL_ROTARY_DEFAULT: Phi-3, GLM, StableLM), as halves, or
+    as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM). Phi-3 stacks q, k and v in
+    qkv_proj. Sliding window W (Mistral/Mixtral/Phi-3; Qwen with use_sliding_window the layers
+    layer_types names): query p sees keys p - W < j <= p. Granite scales the scores by
+    attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's layer `layer` rotates
+    only where smollm3_rotates says (sliding windows not covered here). LongRoPE rotates each token
+    by its call's factors: `prefill` says how `hattn run --prefill` splits the sequence into calls
+    (None: one call)."""
     heads = config['num_attention_heads']
     model = config['model_type']
-    glm, stablelm = model in ('glm', 'glm4'), model == 'stablelm'
+    glm = model in ('glm', 'glm4')
     kv_heads = config.get('num_key_value_heads') or (2 if glm else heads)
     head_dim = config.get('head_dim') or (128 if model == 'qwen3' or glm else config['hidden_size'] // heads)
     rotary_dim = head_dim
-    if model in ('phi3', 'glm', 'glm4', 'stablelm'):
-        rotary_dim = int(head_dim * config.get('partial_rotary_factor', {'phi3': 1.0, 'stablelm': 0.25}.get(model, 0.5)))
+    if model in PARTIAL_ROTARY_DEFAULT:
+        rotary_dim = int(head_dim * config.get('partial_rotary_factor', PARTIAL_ROTARY_DEFAULT[model]))
     frequencies = llama_rope_frequencies(config, rotary_dim)
-    qwen, mistral = model in ('qwen2', 'qwen2_moe'), model in ('mistral', 'mixtral', 'phi3')
     if 'qkv_proj.weight' in w:  # Phi-3
         q_rows, kv_rows = heads * head_dim, kv_heads * head_dim
         qkv = w['qkv_proj.weight']
         w = dict(w, **{'q_proj.weight': qkv[:q_rows], 'k_proj.weight': qkv[q_rows:q_rows + kv_rows],
                        'v_proj.weight': qkv[q_rows + kv_rows:]})
-    if qwen:
-        biased = {'q_proj', 'k_proj', 'v_proj'} if config.get('qkv_bias', True) else set()
-    elif glm or stablelm:
-        qkv_bias = config.get('attention_bias', True) if glm else config.get('use_qkv_bias', False)
-        biased = {'q_proj', 'k_proj', 'v_proj'} if qkv_bias else set()
-    else:
-        biased = {'q_proj', 'k_proj', 'v_proj', 'o_proj'} if config.get('attention_bias') and not mistral else set()
-
-    def bias(name):
-        return w[name + '.bias'] if name in biased else None
+    biased = llama_family_biases(config)
 
     def project(name, n_heads):
-        y = linear(x, w[name + '.weight'], bias(name))
-        norm = {'q_proj': 'q_norm', 'k_proj': 'k_norm'}.get(name)
-        if model == 'olmo2' and norm:
-            y = rms_norm(y, w[norm + '.weight'], config.get('rms_norm_eps', 1e-5))
-        y = split_heads(y, n_heads)
-        if model in ('qwen3', 'qwen3_moe') and norm:
-            y = rms_norm(y, w[norm + '.weight'], config.get('rms_norm_eps', 1e-6))
-        if model == 'cohere' and config.get('use_qk_norm') and norm:  # y [B, heads, S, D], weights [heads, D]
-            y = layer_norm(y, w[norm + '.weight'][:, None, :], 0.0, config.get('layer_norm_eps', 1e-5))
-        if stablelm and config.get('qk_layernorm') and norm:  # a module per head: q_layernorm.norms.<h>
-            weights = np.stack([w[f'{name[0]}_layernorm.norms.{h}.weight'] for h in range(n_heads)])
-            y = layer_norm(y, weights[:, None, :], 0.0, config.get('layer_norm_eps', 1e-5))
-        return y
+        return linear(x, w[name + '.weight'], w[name + '.bias'] if name in biased else None)
 
     positions = np.arange(x.shape[1])
     amplitude = yarn_attention_factor(config)  # cos and sin scaled: q and k are
     rotate = rope_rotate_half
-    if model == 'cohere' or glm:  # pairs in place, within the rotated dims
+    if model in PAIRS_IN_PLACE:  # within the rotated dims
         rotate = lambda x, p, base, rd, f: np.concatenate([rope_pairs_in_place(x[..., :rd], p, f), x[..., rd:]], axis=-1)
     if model == 'smollm3' and not smollm3_rotates(config, layer):
         rotate = lambda x, p, base, rd, f: x
@@ -294,22 +307,23 @@ def llama_attention(config, w, x, layer=None, prefill=None):
         plain_rotate = rotate
         rotate = lambda x, p, base, rd, f: np.where(by_long, plain_rotate(x, p, base, rd, f / long),
                                                     plain_rotate(x, p, base, rd, f / short))
-    q = rotate(project('q_proj', heads), positions, None, rotary_dim, frequencies)
-    k = rotate(project('k_proj', kv_heads), positions, None, rotary_dim, frequencies)
+    q = rotate(llama_family_qk_norm(config, w, 'q', project('q_proj', heads), heads), positions, None, rotary_dim,
+               frequencies)
+    k = rotate(llama_family_qk_norm(config, w, 'k', project('k_proj', kv_heads), kv_heads), positions, None, rotary_dim,
+               frequencies)
     q[..., :rotary_dim] *= amplitude
     k[..., :rotary_dim] *= amplitude
-    window = config.get('sliding_window') if mistral else None
+    window = config.get('sliding_window') if model in ('mistral', 'mixtral', 'phi3') else None
     if model.startswith('qwen') and config.get('use_sliding_window') and \
             config['layer_types'][layer] == 'sliding_attention':
         window = config.get('sliding_window', 4096)
     mask = None
     if window:  # Mistral: query p sees keys p - window < j <= p
-        p = np.arange(x.shape[1])
-        mask = (p[None, :] <= p[:, None] - window)[None, None]
+        mask = (positions[None, :] <= positions[:, None] - window)[None, None]
     # Granite scales the scores by attention_multiplier (its class default 1), the others by head_dim^-1/2.
     scale = config.get('attention_multiplier', 1.0) if model.startswith('granite') else head_dim ** -0.5
-    o = attention(q, k, project('v_proj', kv_heads), scale, causal=True, mask=mask)
-    return linear(merge_heads(o), w['o_proj.weight'], bias('o_proj'))
+    o = attention(q, k, split_heads(project('v_proj', kv_heads), kv_heads), scale, causal=True, mask=mask)
+    return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if 'o_proj' in biased else None)
 
 
 def layer_slides(config, layer, pattern):
