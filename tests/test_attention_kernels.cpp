@@ -94,6 +94,32 @@ TEST(Rope, ATableScaledByItsAmplitude) {
     EXPECT_THROW(RopeTable(std::vector<double>{1.0}, 2, 0.0), Error);
 }
 
+// Dynamic NTK: up to the original context the plain frequencies; past it, those of base
+// base * (factor L / L0 - (factor - 1))^(d / (d - 2)) for the call's length L.
+TEST(Rope, DynamicNtkRaisesTheBaseForLongerCalls) {
+    RopeScaling dynamic;
+    dynamic.type = RopeScaling::Type::Dynamic;
+    dynamic.factor = 2.0;
+    dynamic.original_context = 16;
+    EXPECT_EQ(rope_frequencies(8, 100.0, dynamic_ntk_scaling(dynamic, 16)), rope_frequencies(8, 100.0));
+    const double base = 100.0 * std::pow(2.0 * 40 / 16 - 1.0, 8.0 / 6.0);
+    const std::vector<double> longer = rope_frequencies(8, 100.0, dynamic_ntk_scaling(dynamic, 40));
+    for (int i = 0; i < 4; i++) EXPECT_DOUBLE_EQ(longer[i], std::pow(base, -2.0 * i / 8.0)) << i;
+}
+
+// A table of rows [first, end) is indexed by position, as a whole one.
+TEST(Rope, ATableOfRowsFromAPositionOn) {
+    const Tensor x = testing::random_tensor({2, 3, 2, 8}, 6);
+    Tensor whole({2, 3, 2, 8}), part({2, 3, 2, 8});
+    const std::vector<double> f = rope_frequencies(8, 10000.0);
+    apply_rope(x.view(), RopeTable(f, 12), {5, 9}, whole.view());
+    apply_rope(x.view(), RopeTable::rows(f, 5, 12), {5, 9}, part.view());
+    EXPECT_EQ(part.values(), whole.values());
+    EXPECT_EQ(testing::error_message([&] { apply_rope(x.view(), RopeTable::rows(f, 6, 12), {5, 9}, part.view()); }),
+              "RoPE: positions 5 to 8 are outside the table's 6 to 12");
+    EXPECT_THROW(RopeTable::rows(f, 6, 12).extended(20), Error);
+}
+
 // An amplitude per position over zero frequencies (Llama 4's query temperature): the kernel scales
 // every dim of token p by it, and keeps doing so as the table grows.
 TEST(Rope, ATableOfZeroFrequenciesScalesEachPosition) {

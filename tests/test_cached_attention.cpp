@@ -987,8 +987,21 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const std::string llama = R"("model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2)";
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})"),
               "config.json (rope_scaling): missing key 'low_freq_factor'");
-    EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e6}})"),
-              "config.json (rope_parameters): rope_type 'dynamic' is not supported (default, linear, llama3, yarn and longrope)");
+    EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_type": "mrope", "rope_theta": 1e6}})"),
+              "config.json (rope_parameters): rope_type 'mrope' is not supported (default, linear, llama3, yarn, longrope and "
+              "dynamic)");
+    // Dynamic NTK grows from max_position_embeddings (transformers reads no other original).
+    const CachedAttentionConfig dynamic = CachedAttentionConfig::from(ConfigReader::parse(
+        "{" + llama + R"(, "max_position_embeddings": 64, "rope_scaling": {"type": "dynamic", "factor": 2.0}})", "c"));
+    EXPECT_EQ(dynamic.rope_scaling.type, RopeScaling::Type::Dynamic);
+    EXPECT_EQ(dynamic.rope_scaling.original_context, 64.0);
+    EXPECT_EQ(dynamic.rope_scaling.factor, 2.0);
+    EXPECT_EQ(config_error("{" + llama + R"(, "max_position_embeddings": 64, "rope_scaling": {"type": "dynamic", "factor": 0.5}})"),
+              "config.json (rope_scaling): dynamic scaling needs a factor of at least 1 and a positive max_position_embeddings");
+    EXPECT_EQ(config_error("{" + llama + R"(, "max_position_embeddings": 64, "rope_scaling": {"type": "dynamic", "factor": 2.0,
+        "original_max_position_embeddings": 32}})"),
+              "config.json (rope_scaling): original_max_position_embeddings 32.000000 differs from max_position_embeddings, "
+              "from which transformers' dynamic scaling grows");
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_scaling": {"type": "linear", "factor": 0}})"),
               "config.json (rope_scaling): factor must be positive");
     EXPECT_EQ(config_error("{" + llama + R"(, "partial_rotary_factor": 0.5})"),

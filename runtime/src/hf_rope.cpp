@@ -82,6 +82,24 @@ RopeScaling longrope(const ConfigReader &c, const ConfigReader &p, std::optional
     return s;
 }
 
+// Dynamic NTK (transformers' "dynamic"): a call whose positions pass max_position_embeddings L0
+// turns by a larger base, base * (factor * L / L0 - (factor - 1))^(dim / (dim - 2)) for the call's
+// length L (its last position + 1). transformers reads the config's max_position_embeddings, not
+// the scaling's original_max_position_embeddings: where that is stated and differs, refused.
+RopeScaling dynamic_ntk(const ConfigReader &c, const ConfigReader &p) {
+    RopeScaling s;
+    s.type = RopeScaling::Type::Dynamic;
+    s.factor = p.get_number("factor");
+    s.original_context = c.get_number("max_position_embeddings");
+    require(s.factor >= 1 && s.original_context > 0,
+            p.source() + ": dynamic scaling needs a factor of at least 1 and a positive max_position_embeddings");
+    const char *original = "original_max_position_embeddings";
+    require(!p.has(original) || p.get_number(original) == s.original_context,
+            p.source() + ": " + original + " " + std::to_string(p.get_number(original, 0)) +
+                " differs from max_position_embeddings, from which transformers' dynamic scaling grows");
+    return s;
+}
+
 }  // namespace
 
 HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
@@ -110,12 +128,14 @@ HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
         rope.partial_rotary_factor = p->get_number("partial_rotary_factor", rope.partial_rotary_factor);
     }
     const char *supported = !defaults.scaling_allowed   ? "(default only)"
-                            : defaults.longrope_allowed ? "(default, linear, llama3, yarn and longrope)"
+                            : defaults.per_call_allowed ? "(default, linear, llama3, yarn, longrope and dynamic)"
                                                         : "(default, linear, llama3 and yarn)";
     if (type == "yarn" && defaults.scaling_allowed) {
         rope.scaling = yarn(c, *p);
-    } else if (type == "longrope" && defaults.scaling_allowed && defaults.longrope_allowed) {
+    } else if (type == "longrope" && defaults.scaling_allowed && defaults.per_call_allowed) {
         rope.scaling = longrope(c, *p, defaults.original_context);
+    } else if (type == "dynamic" && defaults.scaling_allowed && defaults.per_call_allowed) {
+        rope.scaling = dynamic_ntk(c, *p);
     } else if (type != "default") {
         require(defaults.scaling_allowed && (type == "linear" || type == "llama3"),
                 p->source() + ": rope_type '" + type + "' is not supported " + supported);

@@ -23,7 +23,8 @@ struct HfRopeDefaults {
     // transformers 5 may nest rope_parameters per layer type: the type whose entry to read
     // ("hybrid" for ZAYA), or "" where the model has one type.
     std::string layer_type;
-    bool longrope_allowed = false;  // longrope too (for a layer that picks its long table per call)
+    // longrope and dynamic too: a layer that picks its table per call (by the call's last position)
+    bool per_call_allowed = false;
     // The config class's original_max_position_embeddings where the config leaves it out (Phi-3:
     // 4096); none: max_position_embeddings.
     std::optional<double> original_context = std::nullopt;
@@ -31,8 +32,8 @@ struct HfRopeDefaults {
 
 // `rope_theta` and `partial_rotary_factor` at the top level, or (transformers 5) inside
 // `rope_parameters`, and the scaling named there or in transformers 4's `rope_scaling` (both
-// with a scaling: refused). A scaling the layer does not implement (dynamic, longrope unless
-// longrope_allowed, ..., or any when !scaling_allowed) is refused, naming the key.
+// with a scaling: refused). A scaling the layer does not implement (longrope and dynamic unless
+// per_call_allowed, any when !scaling_allowed, other types) is refused, naming the key.
 HfRope hf_rope(const ConfigReader &config, const HfRopeDefaults &defaults);
 
 }  // namespace hattn::detail

@@ -385,6 +385,13 @@ def write_all(out_dir):
                     'rope_scaling': {'type': 'longrope', 'short_factor': [1.0, 1.1, 1.3, 2.0, 3.5, 5.0],
                                      'long_factor': [1.0, 1.6, 3.0, 6.0, 11.0, 16.0]}},
                    2, 12, biases=(), outputs_by_prefill=True),
+        # Dynamic NTK from max_position_embeddings 5: the forward's 12 tokens turn by the base of
+        # length 12; prefills of 0 and 1, then a call per token, by each call's own length (from
+        # position 5 on); a prefill of 6 by that of 6 for its tokens.
+        llama_case(out_dir, 'llama_dynamic_ntk_per_call', 56,
+                   {'model_type': 'llama', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 100.0, 'max_position_embeddings': 5, 'rope_scaling': {'type': 'dynamic', 'factor': 3.0}},
+                   2, 12, biases=(), outputs_by_prefill=True),
         # Qwen2 with use_sliding_window: layer 1 slides over 3 keys as layer_types says.
         llama_case(out_dir, 'qwen2_sliding_layer_1', 47,
                    {'model_type': 'qwen2', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,

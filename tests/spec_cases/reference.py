@@ -138,7 +138,8 @@ def llama_rope_frequencies(config, head_dim):
         return np.where(wavelength > original / low, f / factor, np.where(wavelength < original / high, f, mixed))
     if kind == 'yarn':
         return yarn_frequencies(config, scaling, f, head_dim, base)
-    assert kind in ('default', 'longrope'), kind  # longrope divides them per call: longrope() below
+    # longrope divides them per call (longrope() below), dynamic raises the base per call (dynamic_ntk())
+    assert kind in ('default', 'longrope', 'dynamic'), kind
     return f
 
 
@@ -199,12 +200,38 @@ def longrope(config):
     return np.array(scaling['short_factor']), np.array(scaling['long_factor']), original, amplitude
 
 
+def call_ends(seq_len, prefill):
+    """Per position, its forward call's last position + 1: prefill None, one call of every token;
+    else the first `prefill` tokens, then a call per token (`hattn run --prefill`)."""
+    return np.array([seq_len if prefill is None else prefill if t < prefill else t + 1 for t in range(seq_len)])
+
+
 def rotated_by_long_factors(seq_len, original, prefill):
     """Per position, whether LongRoPE rotates it by the long factors: transformers picks one set per
-    forward call, the long one where the call's last position + 1 passes the original context.
-    prefill None: one call of every token; else the first `prefill` tokens, then a call per token."""
-    call_end = [seq_len if prefill is None else prefill if t < prefill else t + 1 for t in range(seq_len)]
-    return np.array(call_end) > original
+    forward call, the long one where the call's end (call_ends) passes the original context."""
+    return call_ends(seq_len, prefill) > original
+
+
+def dynamic_ntk(config):
+    """Dynamic NTK scaling (transformers' "dynamic", growing from max_position_embeddings L0): a call
+    ending at L > L0 turns its tokens by base * (factor L / L0 - (factor - 1))^(d / (d - 2)); None
+    without it."""
+    scaling = config.get('rope_parameters') or config.get('rope_scaling') or {}
+    if scaling.get('rope_type', scaling.get('type')) != 'dynamic':
+        return None
+    return scaling['factor'], config['max_position_embeddings']
+
+
+def rope_by_call_length(x, positions, base, rotary_dim, ends, factor, original):
+    """Halves-rotation of x [..., S, D] whose token t turns by the dynamic NTK base of its call's
+    end ends[t] (the plain base up to `original`)."""
+    length = np.maximum(ends, original).astype(np.float64)
+    bases = base * (factor * length / original - (factor - 1)) ** (rotary_dim / (rotary_dim - 2))
+    half = rotary_dim // 2
+    angle = positions[:, None] * bases[:, None] ** (-2.0 * np.arange(half) / rotary_dim)
+    cos, sin = np.cos(angle), np.sin(angle)
+    x1, x2 = x[..., :half], x[..., half:rotary_dim]
+    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos, x[..., rotary_dim:]], axis=-1)
 
 
 def smollm3_rotates(config, layer):
@@ -273,8 +300,8 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     layer_types names): query p sees keys p - W < j <= p. Granite scales the scores by
     attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's layer `layer` rotates
     only where smollm3_rotates says (sliding windows not covered here). LongRoPE rotates each token
-    by its call's factors: `prefill` says how `hattn run --prefill` splits the sequence into calls
-    (None: one call)."""
+    by its call's factors, dynamic NTK by its call's base: `prefill` says how `hattn run --prefill`
+    splits the sequence into calls (None: one call)."""
     heads = config['num_attention_heads']
     model = config['model_type']
     glm = model in ('glm', 'glm4')
@@ -307,6 +334,11 @@ def llama_attention(config, w, x, layer=None, prefill=None):
         plain_rotate = rotate
         rotate = lambda x, p, base, rd, f: np.where(by_long, plain_rotate(x, p, base, rd, f / long),
                                                     plain_rotate(x, p, base, rd, f / short))
+    if dynamic_ntk(config) is not None:  # each token by its call's base
+        factor, original = dynamic_ntk(config)
+        ends = call_ends(x.shape[1], prefill)
+        rotate = lambda x, p, base, rd, f: rope_by_call_length(x, p, config.get('rope_theta', 10000.0), rd, ends,
+                                                               factor, original)
     q = rotate(llama_family_qk_norm(config, w, 'q', project('q_proj', heads), heads), positions, None, rotary_dim,
                frequencies)
     k = rotate(llama_family_qk_norm(config, w, 'k', project('k_proj', kv_heads), kv_heads), positions, None, rotary_dim,

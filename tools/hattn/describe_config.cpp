@@ -26,6 +26,9 @@ std::string scaling_text(const RopeScaling &s) {
         out << ", longrope (short factors, long past " << s.original_context << " positions; amplitude "
             << s.attention_factor << ")";
         break;
+    case RopeScaling::Type::Dynamic:
+        out << ", dynamic x" << s.factor << " (each call past " << s.original_context << " positions its own base)";
+        break;
     }
     return out.str();
 }

@@ -17,6 +17,11 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
     require(base > 0, "RoPE: base must be positive, got " + std::to_string(base));
     require(scaling.type == RopeScaling::Type::None || scaling.factor > 0,
             "RoPE: scaling factor must be positive, got " + std::to_string(scaling.factor));
+    if (scaling.type == RopeScaling::Type::Dynamic && scaling.length > scaling.original_context) {
+        require(rotary_dim > 2, "RoPE: dynamic scaling needs a rotary dimension above 2");
+        const double d = double(rotary_dim);
+        base *= std::pow(scaling.factor * scaling.length / scaling.original_context - (scaling.factor - 1.0), d / (d - 2.0));
+    }
     std::vector<double> frequency(rotary_dim / 2);
     for (size_t i = 0; i < frequency.size(); i++) {
         frequency[i] = std::pow(base, -2.0 * double(i) / double(rotary_dim));
@@ -84,21 +89,30 @@ RopeTable::RopeTable(std::vector<double> frequencies, int64_t positions, double 
 RopeTable::RopeTable(std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude)
     : RopeTable(nullptr, std::move(frequencies), positions, std::move(amplitude)) {}
 
+
+RopeTable RopeTable::rows(std::vector<double> frequencies, int64_t first, int64_t end) {
+    require(first >= 0 && end >= first, "RoPE: table rows [" + std::to_string(first) + ", " + std::to_string(end) +
+                                            ") must be an interval of non-negative positions");
+    return RopeTable(nullptr, std::move(frequencies), end, constant(1.0), first);
+}
+
 RopeTable RopeTable::extended(int64_t positions) const {
+    require(first_ == 0, "RoPE: a table of rows from position " + std::to_string(first_) + " does not grow");
     return RopeTable(this, frequencies_, std::max(positions, positions_), amplitude_);
 }
 
-RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude)
-    : frequencies_(std::move(frequencies)), amplitude_(std::move(amplitude)), positions_(positions) {
+RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude,
+                     int64_t first)
+    : frequencies_(std::move(frequencies)), amplitude_(std::move(amplitude)), first_(first), positions_(positions) {
     require(!frequencies_.empty(), "RoPE: a table needs at least one frequency");
     for (double f : frequencies_) {
         require(std::isfinite(f) && f >= 0, "RoPE: frequencies must be finite and non-negative, got " + std::to_string(f));
     }
     require(positions >= 0, "RoPE: a table needs a non-negative number of positions, got " + std::to_string(positions));
     const int64_t half = static_cast<int64_t>(frequencies_.size());
-    cos_ = Tensor({positions, half}, Tensor::unset);
-    sin_ = Tensor({positions, half}, Tensor::unset);
-    const int64_t kept = prefix ? prefix->positions_ : 0;
+    cos_ = Tensor({positions - first, half}, Tensor::unset);
+    sin_ = Tensor({positions - first, half}, Tensor::unset);
+    const int64_t kept = prefix ? prefix->positions_ : first;
     if (prefix) {
         std::copy(prefix->cos_.values().begin(), prefix->cos_.values().end(), cos_.data());
         std::copy(prefix->sin_.values().begin(), prefix->sin_.values().end(), sin_.data());
@@ -109,8 +123,8 @@ RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, i
                 "RoPE: the amplitude at position " + std::to_string(p) + " must be positive, got " + std::to_string(amplitude));
         for (int64_t i = 0; i < half; i++) {
             const double angle = double(p) * frequencies_[i];
-            cos_.data()[p * half + i] = static_cast<float>(amplitude * std::cos(angle));
-            sin_.data()[p * half + i] = static_cast<float>(amplitude * std::sin(angle));
+            cos_.data()[(p - first) * half + i] = static_cast<float>(amplitude * std::cos(angle));
+            sin_.data()[(p - first) * half + i] = static_cast<float>(amplitude * std::sin(angle));
         }
     }
     cos_.keep_on_device(Residency::ReadOnly);
@@ -123,6 +137,12 @@ GrowingRopeTable::GrowingRopeTable(int64_t rotary_dim, double base)
 double rope_amplitude(const RopeScaling &scaling) {
     const bool scaled = scaling.type == RopeScaling::Type::Yarn || scaling.type == RopeScaling::Type::LongRope;
     return scaled ? scaling.attention_factor : 1.0;
+}
+
+RopeScaling dynamic_ntk_scaling(const RopeScaling &scaling, int64_t length) {
+    RopeScaling call = scaling;
+    call.length = double(length);
+    return call;
 }
 
 RopeScaling long_factor_scaling(const RopeScaling &scaling) {
@@ -167,14 +187,17 @@ void apply_rope(const ConstTensorView &x, const RopeTable &table, const std::vec
             "RoPE: rotary dimension " + std::to_string(table.rotary_dim()) +
                 " exceeds head dimension " + std::to_string(x.dim(3)));
     require(static_cast<int64_t>(start.size()) == x.dim(0), "RoPE: one start position per sequence");
-    for (int32_t s : start) {
-        require(s >= 0 && s + x.dim(1) <= table.positions(),
-                "RoPE: positions up to " + std::to_string(s + x.dim(1)) + " exceed the table");
+    std::vector<int32_t> rows(start.size());  // each sequence's first row in the table
+    for (size_t b = 0; b < start.size(); b++) {
+        require(start[b] >= table.first_position() && start[b] + x.dim(1) <= table.positions(),
+                "RoPE: positions " + std::to_string(start[b]) + " to " + std::to_string(start[b] + x.dim(1)) +
+                    " are outside the table's " + std::to_string(table.first_position()) + " to " +
+                    std::to_string(table.positions()));
+        rows[b] = static_cast<int32_t>(start[b] - table.first_position());
     }
     if (x.size() == 0) return;
     auto cos_b = detail::halide_buffer(table.cos()), sin_b = detail::halide_buffer(table.sin());
-    Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()),
-                                            static_cast<int>(start.size()));
+    Halide::Runtime::Buffer<int32_t> start_b(rows.data(), static_cast<int>(rows.size()));
     auto xb = detail::halide_buffer(x), yb = detail::halide_buffer(y);
     const bool neox = layout == RopeLayout::NeoX;
     detail::call_kernel(neox ? "rope" : "rope_interleaved",

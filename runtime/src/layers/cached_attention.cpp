@@ -199,6 +199,18 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     }
 }
 
+std::shared_ptr<const RopeTable> CachedAttention::rope_table(int64_t first, int64_t end) const {
+    const RopeScaling &scaling = config_.rope_scaling;
+    const bool past_original = end > scaling.original_context;
+    if (scaling.type == RopeScaling::Type::Dynamic && past_original) {
+        // Dynamic NTK: a base of the call's own, for its rows only.
+        const int64_t rotary = config_.rotary_dimension ? config_.rotary_dimension : config_.head_dimension;
+        return std::make_shared<const RopeTable>(
+            RopeTable::rows(rope_frequencies(rotary, *config_.rope_base, dynamic_ntk_scaling(scaling, end)), first, end));
+    }
+    return (long_rope_ && past_original ? *long_rope_ : *rope_).covering(end);
+}
+
 KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
     return KVCache(batch, config_.kv_heads, config_.head_dimension, capacity);
 }
@@ -317,8 +329,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     Tensor k_rotated;
     const int64_t end = *std::max_element(lengths.begin(), lengths.end());
     if (rope_) {
-        const bool past_original = long_rope_ && end > config_.rope_scaling.original_context;
-        const auto table = (past_original ? *long_rope_ : *rope_).covering(end);
+        const auto table = rope_table(*std::min_element(start.begin(), start.end()), end);
         Tensor rotated = detail::scratch_tensor(q.shape());
         apply_rope(q.view(), *table, start, rotated.view(), config_.rope_layout);
         q = std::move(rotated);

@@ -20,8 +20,10 @@ namespace hattn {
 // attention_factor. `LongRope` (Phi-3, Phi-4-mini) divides each pair's frequency by a factor of
 // its own and scales cos and sin by attention_factor too; it has two sets of factors, the long one
 // for calls whose positions pass original_context (long_factor_scaling() gives that scaling).
+// `Dynamic` (dynamic NTK) raises the base for a call longer than original_context (its length
+// `length`, as dynamic_ntk_scaling() sets it): base (factor L / original - (factor - 1))^(d / (d - 2)).
 struct RopeScaling {
-    enum class Type { None, Linear, Llama3, Yarn, LongRope };
+    enum class Type { None, Linear, Llama3, Yarn, LongRope, Dynamic };
     Type type = Type::None;
     double factor = 1.0;
     double low_freq_factor = 1.0, high_freq_factor = 4.0;  // Llama3
@@ -33,6 +35,7 @@ struct RopeScaling {
     // and the set past it (long_factor); `long_factors_used` says which this table's frequencies take.
     std::vector<double> short_factors, long_factors;
     bool long_factors_used = false;
+    double length = 0;  // Dynamic: the call's length (last position + 1); at most original_context: none
 };
 
 // The amplitude a table of this scaling has: YaRN's and LongRope's attention_factor, else 1.
@@ -42,6 +45,11 @@ double rope_amplitude(const RopeScaling &scaling);
 // transformers does, each call rotates all its tokens by one set, chosen by its last position;
 // keys already cached keep theirs.)
 RopeScaling long_factor_scaling(const RopeScaling &scaling);
+
+// Dynamic NTK's scaling for a call of `length` positions (its last position + 1). (As transformers
+// does for a growing generation: each call turns its tokens by its own base; keys already cached
+// keep theirs.)
+RopeScaling dynamic_ntk_scaling(const RopeScaling &scaling, int64_t length);
 
 // The rotation frequency of each pair i < rotary_dim / 2: base^(-2i / rotary_dim), then scaled.
 std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling = {});
@@ -60,22 +68,29 @@ public:
     // rotary_dim = 2 x the frequencies' count; the table holds amplitude x cos and amplitude x sin.
     RopeTable(std::vector<double> frequencies, int64_t positions, double amplitude = 1.0);
     RopeTable(std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude);
+    // Only the positions [first, end): one call's table (dynamic NTK's), which apply_rope indexes by
+    // position as any other.
+    static RopeTable rows(std::vector<double> frequencies, int64_t first, int64_t end);
 
     int64_t rotary_dim() const { return 2 * static_cast<int64_t>(frequencies_.size()); }
-    int64_t positions() const { return positions_; }
+    int64_t first_position() const { return first_; }
+    int64_t positions() const { return positions_; }  // one past the last
 
     // The same table for more positions, reusing these values (growth costs only the new rows).
     RopeTable extended(int64_t positions) const;
 
-    // [positions, rotary_dim / 2]. Resident on a GPU: uploaded once per table, not per call.
+    // [positions - first_position, rotary_dim / 2]. Resident on a GPU: uploaded once per table, not
+    // per call.
     ConstTensorView cos() const { return cos_.view(); }
     ConstTensorView sin() const { return sin_.view(); }
 
 private:
-    RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude);
+    RopeTable(const RopeTable *prefix, std::vector<double> frequencies, int64_t positions, RopeAmplitude amplitude,
+              int64_t first = 0);
 
     std::vector<double> frequencies_;
     RopeAmplitude amplitude_;
+    int64_t first_ = 0;
     int64_t positions_;
     Tensor cos_, sin_;
 };

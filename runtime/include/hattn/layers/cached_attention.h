@@ -91,8 +91,8 @@ struct CachedAttentionConfig {
     // olmo (without clip_qkv), olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4,
     // gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared; others are
     // refused by name, since a look-alike such as Qwen3-Next changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
-    // (linear, llama3, yarn or longrope scaling; longrope's set of factors chosen per call, by its
-    // last position, as transformers does), biases as each model builds them (Llama, Qwen3, OLMo 2,
+    // (linear, llama3, yarn, longrope or dynamic scaling; longrope's set of factors and dynamic
+    // NTK's base chosen per call, by its last position, as transformers does), biases as each model builds them (Llama, Qwen3, OLMo 2,
     // Gemma, Granite: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and
     // Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's
     // partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm (per-head LayerNorms,
@@ -185,6 +185,9 @@ private:
     Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads,
                          const std::optional<Tensor> &norm = std::nullopt) const;
     Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
+    // The RoPE table of a call turning positions [first, end): past the original context
+    // LongRoPE's long one, or dynamic NTK's of the call's own base; else the layer's.
+    std::shared_ptr<const RopeTable> rope_table(int64_t first, int64_t end) const;
     void check_input(const Tensor &x, const char *what) const;
     float scale() const;
     float softcap() const;  // as the kernels take it: 0 for none
