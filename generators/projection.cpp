@@ -26,7 +26,7 @@ void Projection::generate() {
 
     acc(o, r) = bias(clamp(o, 0, outs - 1));
     acc(o, r) += x_tiles(r % row_tile, k, r / row_tile) * weight_panels(o % output_tile, k, o / output_tile);
-    y(o, r) = acc(o, r);
+    y(o, r) = select(clip > 0.0f, clamp(acc(o, r), -clip, clip), acc(o, r));
 }
 
 void Projection::schedule() {
@@ -36,6 +36,7 @@ void Projection::schedule() {
     set_matrix_estimates(x, 2048, rows);
     set_matrix_estimates(weight, 2048, 2048);
     bias.set_estimates({{0, 2048}});
+    clip.set_estimate(0.0f);
     y.set_estimates({{0, 2048}, {0, rows}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());

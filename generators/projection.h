@@ -1,4 +1,5 @@
-// Dense projection y = x W^T + b: the linear layer every attention variant starts and ends with.
+// Dense projection y = x W^T + b, optionally clamped: the linear layer every attention variant
+// starts and ends with.
 //
 // Shapes in PyTorch order: x [rows, in], W [out, in] exactly as safetensors stores it, b [out],
 // y [rows, out]; rows is batch x sequence flattened. Halide sees them reversed: x(k, r), weight(k, o).
@@ -23,6 +24,8 @@ public:
     Input<Buffer<float>> x{"x", 2};
     Input<Buffer<float>> weight{"weight", 2};
     Input<Buffer<float>> bias{"bias", 1};
+    // Above 0, y is clamped to [-clip, clip] (OLMo 1's clip_qkv); 0: not clamped.
+    Input<float> clip{"clip"};
     Output<Buffer<float>> y{"y", 2};
 
     // Named stages that schedules place and lay out.

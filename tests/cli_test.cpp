@@ -132,12 +132,12 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
                                     "interleaved pairs; QK-norm per head without weights eps 1e-05; chunks of 8192; biases "
                                     "none\n  layer 3: E=5120 H=40 Hkv=8 D=128; no RoPE; every key; queries scaled by "
                                     "log(1 + floor((p + 1) / 8192)) * 0.1 + 1; biases none\n");
-    // A refused config (OLMo 1 clamping q, k and v) prints nothing but its one line.
+    // A refused config prints nothing but its one line.
     const std::string olmo = tmp.file("olmo.json");
     std::ofstream(olmo) << R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
-        "clip_qkv": 8.0})";
+        "clip_qkv": -1})";
     const CliResult refused = hattn("inspect " + olmo);
-    expect_one_line_naming(refused, "clip_qkv 8.000000 is not supported");
+    expect_one_line_naming(refused, "clip_qkv must be positive (or null for none), got -1.000000");
     EXPECT_EQ(refused.out, "");
 }
 

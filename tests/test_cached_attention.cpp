@@ -828,6 +828,26 @@ void check_glm_layer() {
 }
 TEST(CachedAttentionHuggingFace, AGlmLayerTurnsHalfOfEachHeadInPlace) { check_glm_layer(); }
 
+// OLMo 1 (OLMo-7B-0424): q, k and v clamped to clip_qkv as projected, here 0.5 so that most of
+// them bend; a prompt of 5 and 4 decode steps.
+void check_olmo_clip() {
+    TestLayer seed({64, 4, 2, 16, true, 10000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
+    const CachedAttention olmo(testing::config_of({{"model_type", "olmo"}, {"hidden_size", 64}, {"num_attention_heads", 4},
+                                                   {"num_key_value_heads", 2}, {"rope_theta", 10000.0},
+                                                   {"attention_bias", true}, {"clip_qkv", 0.5}}),
+                               Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    const Tensor x = testing::random_tensor({2, 9, 64}, 145);
+    const Tensor out = prompt_then_decode(olmo, x, 5);
+    reference::CachedAttentionWeights ref = seed.ref;
+    ref.qkv_clip = 0.5;
+    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
+    ref.qkv_clip.reset();  // unclamped: the check can fail
+    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-2);
+}
+TEST(CachedAttentionHuggingFace, AnOlmoLayerClampsQKAndV) { check_olmo_clip(); }
+
 // GLM-4 (glm, glm4): half of each head rotates, its pairs in place; q, k and v biased unless
 // attention_bias says otherwise, o never; 2 KV heads and head_dim 128 by default.
 TEST(CachedAttentionHuggingFace, GlmConfigsRotateHalfOfEachHeadInPlace) {
@@ -981,6 +1001,10 @@ TEST_P(CachedOnGpu, GlmPartialPairsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_glm_layer();
 }
+TEST_P(CachedOnGpu, OlmoClampsMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_olmo_clip();
+}
 HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
 
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
@@ -1017,12 +1041,11 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                       "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
                       "gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared)");
     }
-    // OLMo 1 is Llama's attention unless clip_qkv clamps q, k and v.
+    // OLMo 1: Llama's attention, q, k and v clamped where clip_qkv says.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";
-    EXPECT_FALSE(CachedAttentionConfig::from(ConfigReader::parse(olmo + R"(, "clip_qkv": null})", "c")).bias);
-    EXPECT_EQ(config_error(olmo + R"(, "clip_qkv": 8.0})"),
-              "config.json: clip_qkv 8.000000 is not supported (q, k and v are not clamped here; OLMo checkpoints whose "
-              "clip_qkv is null run)");
+    EXPECT_FALSE(CachedAttentionConfig::from(ConfigReader::parse(olmo + R"(, "clip_qkv": null})", "c")).qkv_clip);
+    EXPECT_EQ(CachedAttentionConfig::from(ConfigReader::parse(olmo + R"(, "clip_qkv": 8.0})", "c")).qkv_clip.value_or(0), 8.0);
+    EXPECT_EQ(config_error(olmo + R"(, "clip_qkv": 0})"), "config.json: clip_qkv must be positive (or null for none), got 0.000000");
     testing::expect_contains(config_error(R"({"hidden_size": 64, "num_attention_heads": 4})"), "model_type ''");
     try {
         CachedAttentionConfig::from(ConfigReader::parse(R"({"model_type": "gpt_oss", "hidden_size": 64, "rope_scaling": null})",

@@ -22,7 +22,7 @@ TEST(HalideErrors, BecomeOneHattnError) {
     auto bb = detail::halide_buffer(b.view()), yb = detail::halide_buffer(y.view());
     try {
         detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(),
-                            wb.raw_buffer(), bb.raw_buffer(), yb.raw_buffer());
+                            wb.raw_buffer(), bb.raw_buffer(), 0.0f, yb.raw_buffer());
         FAIL() << "expected an error";
     } catch (const Error &e) {
         EXPECT_EQ(e.kind(), Error::Kind::Internal);
@@ -64,7 +64,7 @@ std::string projection_error(int64_t bias_size) {
     auto bb = detail::halide_buffer(b.view()), yb = detail::halide_buffer(y.view());
     try {
         detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(), wb.raw_buffer(),
-                            bb.raw_buffer(), yb.raw_buffer());
+                            bb.raw_buffer(), 0.0f, yb.raw_buffer());
     } catch (const Error &e) {
         return e.what();
     }

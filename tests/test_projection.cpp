@@ -7,6 +7,7 @@
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
 #include "support/compare.h"
+#include "support/errors.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
 
@@ -48,6 +49,23 @@ INSTANTIATE_TEST_SUITE_P(
                       ProjectionShape{{1, 9}, 129, 70, true}, ProjectionShape{{2, 37}, 96, 97, true},
                       ProjectionShape{{65}, 256, 48, false}, ProjectionShape{{2, 131}, 300, 517, true}));
 
+// OLMo 1's clip_qkv: outputs clamped to [-clip, clip]; at 2 most of these sums (about +-4) bend.
+TEST(Projection, AClipClampsTheOutputs) {
+    const Tensor x = testing::random_tensor({2, 7, 48}, 4), w = testing::random_tensor({33, 48}, 5);
+    const Tensor b = testing::random_tensor({33}, 6);
+    const ConstTensorView bias = b.view();
+    for (const int64_t rows : {1, 7}) {  // the gemv variant and the tiled one
+        const Tensor xs({2, rows, 48}, std::vector<float>(x.data(), x.data() + 2 * rows * 48));
+        Tensor y({2, rows, 33});
+        project(xs.view(), w.view(), &bias, y.view(), 2.0f);
+        EXPECT_LE(testing::relative_l2(y, reference::projection(xs, w, &b, 2.0)), 1e-5) << rows;
+        EXPECT_GT(testing::relative_l2(y, reference::projection(xs, w, &b)), 1e-2) << rows;
+    }
+    Tensor y({2, 7, 33});
+    EXPECT_EQ(testing::error_message([&] { project(x.view(), w.view(), &bias, y.view(), -1.0f); }),
+              "projection: clip must be 0 (none) or positive and finite, got -1.000000");
+}
+
 TEST(Projection, ShapeMismatchNamesBothShapes) {
     Tensor x({2, 5}), w({3, 4}), y({2, 3});
     try {
@@ -80,13 +98,13 @@ namespace {
 
 // y = x W^T + b on seeded data of the given size; the reference covers `sampled` rows (the
 // first, the last and a stride between) so that large shapes stay cheap to check.
-double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, uint32_t seed) {
+double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, uint32_t seed, float clip = 0.0f) {
     const Tensor x = testing::random_tensor({rows, in}, seed);
     const Tensor w = testing::random_tensor({out, in}, seed + 1);
     const Tensor b = testing::random_tensor({out}, seed + 2);
     Tensor y({rows, out});
     const ConstTensorView bias = b.view();
-    project(x.view(), w.view(), &bias, y.view());
+    project(x.view(), w.view(), &bias, y.view(), clip);
     const int64_t n = std::min(rows, sampled), step = std::max<int64_t>(1, (rows - 1) / std::max<int64_t>(n - 1, 1));
     Tensor x_rows({n, in}), y_rows({n, out});
     for (int64_t k = 0; k < n; k++) {
@@ -94,16 +112,22 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
         std::copy_n(x.data() + r * in, in, x_rows.data() + k * in);
         std::copy_n(y.data() + r * out, out, y_rows.data() + k * out);
     }
-    return testing::relative_l2(y_rows, reference::projection(x_rows, w, &b));
+    return testing::relative_l2(y_rows, reference::projection(x_rows, w, &b, clip));
 }
 
 // The projection's entry in the forced-variant tests: rows and widths off every tile size, and the
 // generator's estimate sizes for the autoscheduled variant.
 const bool projection_check_registered =
-    testing::register_kernel_check("projection", {[] { return projection_error(39, 71, 45, 39, 11); }, 1e-5,
-                                                  [] { return projection_error(512, 2048, 2048, 9, 12); }}) &&
-    testing::register_kernel_check("projection_gemv", {[] { return projection_error(3, 71, 45, 3, 13); }, 1e-5,
-                                                       [] { return projection_error(1, 2048, 2048, 1, 14); }});
+    testing::register_kernel_check("projection", {[] {
+                                                      return std::max(projection_error(39, 71, 45, 39, 11),
+                                                                      projection_error(39, 71, 45, 39, 15, 2.0f));
+                                                  },
+                                                  1e-5, [] { return projection_error(512, 2048, 2048, 9, 12); }}) &&
+    testing::register_kernel_check("projection_gemv", {[] {
+                                                           return std::max(projection_error(3, 71, 45, 3, 13),
+                                                                           projection_error(3, 71, 45, 3, 16, 2.0f));
+                                                       },
+                                                       1e-5, [] { return projection_error(1, 2048, 2048, 1, 14); }});
 
 }  // namespace
 }  // namespace hattn

@@ -8,7 +8,8 @@ struct halide_buffer_t;
 
 namespace hattn::detail {
 
-using ProjectionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+// (x, weight, bias, clip, y)
+using ProjectionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
                                  halide_buffer_t *);
 ProjectionKernel projection_kernel();
 ProjectionKernel projection_gemv_kernel();  // for calls with few rows (see project())

@@ -34,6 +34,7 @@ struct CachedAttentionWeights {
     std::optional<int64_t> window;  // a query sees at most this many keys, itself included
     std::optional<int64_t> chunk;   // Llama 4: query p sees the keys j <= p with j / chunk == p / chunk
     std::optional<double> softcap;  // Gemma 2: scores s -> softcap tanh(s / softcap)
+    std::optional<double> qkv_clip;  // OLMo 1: q, k and v clamped to [-clip, clip] as projected
     // Llama 4's layers without RoPE: the query at position p times
     // log1p(floor((p + 1) / floor_scale)) * scale + 1, as {floor_scale, scale}.
     std::optional<std::pair<double, double>> temperature;
@@ -75,7 +76,10 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
     const std::vector<double> xd(x.values().begin(), x.values().end());
     std::vector<double> q = linear(xd, B * S, w.wq, w.bq);
     std::vector<double> k = linear(xd, B * S, w.wk, w.bk);
-    const std::vector<double> v = linear(xd, B * S, w.wv, w.bv);
+    std::vector<double> v = linear(xd, B * S, w.wv, w.bv);
+    for (std::vector<double> *projected : {&q, &k, &v}) {
+        for (double &e : *projected) e = w.qkv_clip ? std::clamp(e, -*w.qkv_clip, *w.qkv_clip) : e;
+    }
     const auto norm = [&] {
         if (w.q_norm) detail::qk_norm(q, *w.q_norm, w.norm_eps, w.norm_centred);
         if (w.k_norm) detail::qk_norm(k, *w.k_norm, w.norm_eps, w.norm_centred);

@@ -437,11 +437,15 @@ def write_all(out_dir):
                       'rope_scaling': {'rope_type': 'yarn', 'factor': 8.0, 'original_max_position_embeddings': 4}},
                      2, 10, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), qk_norm='all', layer=layer)
           for layer, kind in ((0, 'sliding'), (3, 'full_yarn'))],
-        # OLMo 1: Llama's attention where clip_qkv is null (OLMo-1B-hf, OLMo-7B-hf), biases as
-        # attention_bias says.
+        # OLMo 1: Llama's attention with biases as attention_bias says, where clip_qkv is null
+        # (OLMo-1B-hf, OLMo-7B-hf); q, k and v clamped where it is set (OLMo-7B-0424's 8; 0.4 here,
+        # which bends most of them).
         llama_case(out_dir, 'olmo_clip_qkv_null_biases', 54,
                    {'model_type': 'olmo', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 10000.0,
                     'clip_qkv': None, 'attention_bias': True}, 2, 9, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
+        llama_case(out_dir, 'olmo_clip_qkv', 57,
+                   {'model_type': 'olmo', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10000.0, 'clip_qkv': 0.4}, 2, 11, biases=()),
         # StableLM: a quarter of each head rotated (4 of 16 dims, as halves), q, k and v biased
         # (use_qkv_bias); StableLM 2 12B's per-head LayerNorms of q and k (qk_layernorm).
         llama_case(out_dir, 'stablelm_quarter_rotary_qkv_bias', 52,

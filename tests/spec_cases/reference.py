@@ -296,7 +296,7 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     llama_family_qk_norm says. RoPE turns the first int(head_dim * partial_rotary_factor) dims
     where the model reads the factor (PARTIAL_ROTARY_DEFAULT: Phi-3, GLM, StableLM), as halves, or
     as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM). Phi-3 stacks q, k and v in
-    qkv_proj. Sliding window W (Mistral/Mixtral/Phi-3; Qwen with use_sliding_window the layers
+    qkv_proj. OLMo 1 clamps q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W (Mistral/Mixtral/Phi-3; Qwen with use_sliding_window the layers
     layer_types names): query p sees keys p - W < j <= p. Granite scales the scores by
     attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's layer `layer` rotates
     only where smollm3_rotates says (sliding windows not covered here). LongRoPE rotates each token
@@ -319,7 +319,10 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     biased = llama_family_biases(config)
 
     def project(name, n_heads):
-        return linear(x, w[name + '.weight'], w[name + '.bias'] if name in biased else None)
+        y = linear(x, w[name + '.weight'], w[name + '.bias'] if name in biased else None)
+        if model == 'olmo' and config.get('clip_qkv') is not None and name != 'o_proj':
+            y = np.clip(y, -config['clip_qkv'], config['clip_qkv'])
+        return y
 
     positions = np.arange(x.shape[1])
     amplitude = yarn_attention_factor(config)  # cos and sin scaled: q and k are

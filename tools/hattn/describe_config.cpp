@@ -52,6 +52,7 @@ std::string describe(const CachedAttentionConfig &c) {
             << (c.qk_norm->weighted ? "" : " without weights")
             << (c.qk_norm->weight_plus_one ? " by 1 + w" : "") << " eps " << c.qk_norm->eps;
     }
+    if (c.qkv_clip) out << "; q, k and v clamped to +-" << *c.qkv_clip;
     if (c.attention_scale) out << "; scale " << *c.attention_scale;
     out << "; " << (c.sliding_window    ? "window " + std::to_string(*c.sliding_window)
                     : c.attention_chunk ? "chunks of " + std::to_string(*c.attention_chunk)

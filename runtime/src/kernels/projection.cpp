@@ -1,5 +1,6 @@
 #include "hattn/kernels/projection.h"
 
+#include <cmath>
 #include <vector>
 
 #include "generators/common/kernel_contract.h"
@@ -24,7 +25,7 @@ Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *w
 }  // namespace
 
 void project(const ConstTensorView &x, const ConstTensorView &weight, const ConstTensorView *bias,
-             const TensorView &y) {
+             const TensorView &y, float clip) {
     require(weight.rank() == 2, "projection: weight must be [out, in], got " +
                                     shape_to_string(weight.shape));
     const int64_t out = weight.dim(0), in = weight.dim(1);
@@ -39,6 +40,8 @@ void project(const ConstTensorView &x, const ConstTensorView &weight, const Cons
         require(bias->shape == Shape{out}, "projection: bias is " + shape_to_string(bias->shape) +
                                                ", expected [" + std::to_string(out) + "]");
     }
+    require(clip == 0.0f || (std::isfinite(clip) && clip > 0.0f),
+            "projection: clip must be 0 (none) or positive and finite, got " + std::to_string(clip));
     if (y.size() == 0) return;
 
     auto b = detail::halide_buffer(bias ? *bias : detail::resident_zeros(out));
@@ -52,7 +55,7 @@ void project(const ConstTensorView &x, const ConstTensorView &weight, const Cons
     const bool few_rows = xb.dim(1).extent() <= gemv_max_rows;
     detail::call_kernel(few_rows ? "projection_gemv" : "projection",
                         few_rows ? detail::projection_gemv_kernel() : detail::projection_kernel(),
-                        xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), yb.raw_buffer());
+                        xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip, yb.raw_buffer());
 }
 
 }  // namespace hattn

@@ -118,24 +118,33 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
                 ", got " + std::to_string(config.rotary_dimension));
     using Names = CachedAttentionConfig::Names;
     const bool hf = config.names != Names::Seed;
-    const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols, bool has_bias) {
+    // Scale, caps and clip reach the kernels as floats: positive normal floats (a tiny cap would
+    // round to 0, which the kernels read as none; a huge scale to inf).
+    const auto positive_float = [](const std::optional<double> &v) {
+        return !v || (*v > 0 && std::isnormal(static_cast<float>(*v)));
+    };
+    require(positive_float(config.qkv_clip),
+            "cached_attention: qkv_clip must be a positive normal float, got " + std::to_string(config.qkv_clip.value_or(0)));
+    const float qkv_clip = static_cast<float>(config.qkv_clip.value_or(0.0));
+    const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols, bool has_bias,
+                            float clip) {
         const std::string name = hf ? hf_name : seed_name;
         return Linear::dense(w.get(name + ".weight", {rows, cols}),
-                             has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt);
+                             has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt, clip);
     };
     if (config.names == Names::HuggingFaceFusedQkv) {
         // Phi-3 has no biases. Split once here: the layer projects q, k and v as separate products.
         require(!config.bias, "cached_attention: a fused qkv_proj has no biases here (Phi-3 has none)");
         const Tensor qkv = w.get("qkv_proj.weight", {q_width + 2 * kv_width, E});
-        query_ = Linear::dense(rows_of(qkv, 0, q_width));
-        key_ = Linear::dense(rows_of(qkv, q_width, kv_width));
-        value_ = Linear::dense(rows_of(qkv, q_width + kv_width, kv_width));
+        query_ = Linear::dense(rows_of(qkv, 0, q_width), std::nullopt, qkv_clip);
+        key_ = Linear::dense(rows_of(qkv, q_width, kv_width), std::nullopt, qkv_clip);
+        value_ = Linear::dense(rows_of(qkv, q_width + kv_width, kv_width), std::nullopt, qkv_clip);
     } else {
-        query_ = linear("query_projection", "q_proj", q_width, E, config.bias);
-        key_ = linear("key_projection", "k_proj", kv_width, E, config.bias);
-        value_ = linear("value_projection", "v_proj", kv_width, E, config.bias);
+        query_ = linear("query_projection", "q_proj", q_width, E, config.bias, qkv_clip);
+        key_ = linear("key_projection", "k_proj", kv_width, E, config.bias, qkv_clip);
+        value_ = linear("value_projection", "v_proj", kv_width, E, config.bias, qkv_clip);
     }
-    output_ = linear("output_projection", "o_proj", E, q_width, config.output_bias);
+    output_ = linear("output_projection", "o_proj", E, q_width, config.output_bias, 0.0f);
     if (config.qk_norm) {
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
         require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +
@@ -175,11 +184,6 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         detail::require_finite("cached_attention: " + w.prefix() + "sinks", *sinks_);
         sinks_->keep_on_device(Residency::ReadOnly);
     }
-    // Both reach the kernels as floats: positive normal floats (a tiny cap would round to 0, which
-    // the kernels read as none; a huge scale to inf).
-    const auto positive_float = [](const std::optional<double> &v) {
-        return !v || (*v > 0 && std::isnormal(static_cast<float>(*v)));
-    };
     require(positive_float(config.attention_scale), "cached_attention: attention_scale must be a positive normal float, got " +
                                                         std::to_string(config.attention_scale.value_or(0)));
     require(positive_float(config.score_softcap), "cached_attention: score_softcap must be a positive normal float, got " +

@@ -61,8 +61,7 @@ struct ModelType {
     bool per_head_layer_norms = false;
     // StableLM: qk_layernorm, the same norms with each head's weights in a module of its own.
     bool stablelm = false;
-    // OLMo 1: clip_qkv, where stated, clamps q, k and v after their projections (OLMo-7B-0424),
-    // which this layer does not do: refused, naming the key.
+    // OLMo 1: clip_qkv, where stated, clamps q, k and v as projected (OLMo-7B-0424: 8).
     bool clip_qkv_key = false;
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
@@ -387,10 +386,12 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     require(!c.get_bool("use_bidirectional_attention", false) && c.get_bool("is_causal", true),
             c.source() + ": bidirectional attention (use_bidirectional_attention, is_causal) is not supported: these "
                          "layers are causal");
-    require(!t.clip_qkv_key || !c.has("clip_qkv"), c.source() + ": clip_qkv " + str(c.get_number("clip_qkv", 0.0)) +
-                                                        " is not supported (q, k and v are not clamped here; OLMo "
-                                                        "checkpoints whose clip_qkv is null run)");
     CachedAttentionConfig cfg;
+    if (t.clip_qkv_key && c.has("clip_qkv")) {
+        const double clip = c.get_number("clip_qkv");
+        require(clip > 0 && std::isfinite(clip), c.source() + ": clip_qkv must be positive (or null for none), got " + str(clip));
+        cfg.qkv_clip = clip;
+    }
     cfg.names = t.phi3 ? Names::HuggingFaceFusedQkv : Names::HuggingFace;
     cfg.layer = layer;
     read_shape(c, t, cfg);

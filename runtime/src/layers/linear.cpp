@@ -1,19 +1,24 @@
 #include "hattn/layers/linear.h"
 
+#include <cmath>
+
 #include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/kernels/projection.h"
 
 namespace hattn {
 
-Linear Linear::dense(Tensor weight, std::optional<Tensor> bias) {
+Linear Linear::dense(Tensor weight, std::optional<Tensor> bias, float clip) {
     require(weight.rank() == 2, "linear: weight must be [out, in], got " + shape_to_string(weight.shape()));
+    require(clip == 0.0f || (std::isfinite(clip) && clip > 0.0f),
+            "linear: clip must be 0 (none) or positive and finite, got " + std::to_string(clip));
     require(!bias || bias->shape() == Shape{weight.dim(0)},
             "linear: bias " + shape_to_string(bias ? bias->shape() : Shape{}) + " does not match weight " +
                 shape_to_string(weight.shape()));
     Linear l;
     l.weight_ = std::move(weight);
     l.bias_ = std::move(bias);
+    l.clip_ = clip;
     // On a GPU the weights are uploaded once, at the first call, and stay there.
     l.weight_.keep_on_device(Residency::ReadOnly);
     if (l.bias_) l.bias_->keep_on_device(Residency::ReadOnly);
@@ -45,7 +50,7 @@ void Linear::apply(const ConstTensorView &x, const TensorView &y) const {
         return;
     }
     const ConstTensorView b = bias_ ? bias_->view() : ConstTensorView();
-    project(x, weight_.view(), bias_ ? &b : nullptr, y);
+    project(x, weight_.view(), bias_ ? &b : nullptr, y, clip_);
 }
 
 }  // namespace hattn

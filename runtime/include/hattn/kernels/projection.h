@@ -1,4 +1,4 @@
-// The dense projection kernel: y = x W^T + b.
+// The dense projection kernel: y = x W^T + b, clamped to [-clip, clip] where clip > 0.
 #pragma once
 
 #include "hattn/tensor.h"
@@ -6,9 +6,9 @@
 namespace hattn {
 
 // x [..., in] and y [..., out] share their leading (row) dimensions and are contiguous; weight is
-// [out, in] as safetensors stores it; bias is [out] or null for none. Shapes are checked first and a
-// mismatch throws Error naming both shapes.
+// [out, in] as safetensors stores it; bias is [out] or null for none; clip 0 (none) or positive and
+// finite. Shapes are checked first and a mismatch throws Error naming both shapes.
 void project(const ConstTensorView &x, const ConstTensorView &weight, const ConstTensorView *bias,
-             const TensorView &y);
+             const TensorView &y, float clip = 0.0f);
 
 }  // namespace hattn

@@ -70,6 +70,9 @@ struct CachedAttentionConfig {
         double scale = 0.1;
     };
     std::optional<QueryTemperature> query_temperature;
+    // Hugging Face configs only (OLMo 1's clip_qkv): q, k and v are clamped to [-clip, clip] as
+    // projected; none: not clamped.
+    std::optional<double> qkv_clip;
     // The scores' scale; none: 1 / sqrt(D). Gemma 2 and 3: query_pre_attn_scalar^-1/2; Granite:
     // attention_multiplier.
     std::optional<double> attention_scale;
@@ -88,7 +91,7 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo (without clip_qkv), olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4,
+    // olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4,
     // gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared; others are
     // refused by name, since a look-alike such as Qwen3-Next changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
     // (linear, llama3, yarn, longrope or dynamic scaling; longrope's set of factors and dynamic
@@ -96,7 +99,7 @@ struct CachedAttentionConfig {
     // Gemma, Granite: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and
     // Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's
     // partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm (per-head LayerNorms,
-    // layer_norm_eps), GLM-4's (the first half of each head, partial_rotary_factor 0.5 by default,
+    // layer_norm_eps), OLMo 1's clip_qkv (q, k and v clamped), GLM-4's (the first half of each head, partial_rotary_factor 0.5 by default,
     // its pairs in place; q, k and v biased per attention_bias, o never), StableLM's (a quarter of
     // each head by default; q, k and v biased per use_qkv_bias; qk_layernorm's per-head LayerNorms,
     // a module per head), Granite's attention_multiplier (the scores' scale).

@@ -14,8 +14,9 @@ namespace hattn {
 class Linear {
 public:
     Linear() = default;
-    // W [out, in] as stored, b [out] or none.
-    static Linear dense(Tensor weight, std::optional<Tensor> bias = std::nullopt);
+    // W [out, in] as stored, b [out] or none; outputs clamped to [-clip, clip] where clip > 0
+    // (OLMo 1's clip_qkv).
+    static Linear dense(Tensor weight, std::optional<Tensor> bias = std::nullopt, float clip = 0.0f);
     // W [out, in] quantised to packed ternary weights now; the float weights are not kept.
     static Linear bitnet(const Tensor &weight);
 
@@ -33,6 +34,7 @@ public:
 private:
     Tensor weight_;
     std::optional<Tensor> bias_;
+    float clip_ = 0.0f;
     // BitLinear: packed once, shared by copies, and (on a GPU) kept there like dense weights.
     std::shared_ptr<const PackedTernary> ternary_;
     std::shared_ptr<detail::ResidentRegion> ternary_on_device_;
