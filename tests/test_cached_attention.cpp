@@ -481,19 +481,28 @@ void check_sliding_window() {
 
 TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_window(); }
 
-// The outputs [B, S, E] of x's first `prompt` tokens through self_attention into a cache, then of
-// the rest one decode step at a time.
-Tensor prompt_then_decode(const CachedAttention &layer, const Tensor &x, int64_t prompt) {
+// The outputs [B, S, E] of x's tokens through one cache, in calls of the given numbers of tokens (a
+// call of one token is a decode step).
+Tensor outputs_of_calls(const CachedAttention &layer, const Tensor &x, const std::vector<int64_t> &calls) {
     const int64_t B = x.dim(0), S = x.dim(1), E = x.dim(2);
     KVCache cache = layer.make_cache(B, S);
     Tensor out({B, S, E});
-    const auto place = [&](const Tensor &part, int64_t begin) {
-        for (int64_t b = 0; b < B; b++)
-            std::copy_n(part.data() + b * part.dim(1) * E, part.dim(1) * E, out.data() + (b * S + begin) * E);
-    };
-    place(layer.self_attention(x.tokens(0, prompt), &cache), 0);
-    for (int64_t s = prompt; s < S; s++) place(layer.decode_step(x.tokens(s, s + 1), cache), s);
+    int64_t begin = 0;
+    for (const int64_t count : calls) {
+        const Tensor part = count == 1 ? layer.decode_step(x.tokens(begin, begin + 1), cache)
+                                       : layer.self_attention(x.tokens(begin, begin + count), &cache);
+        for (int64_t b = 0; b < B; b++) std::copy_n(part.data() + b * count * E, count * E, out.data() + (b * S + begin) * E);
+        begin += count;
+    }
     return out;
+}
+
+// The outputs [B, S, E] of x's first `prompt` tokens through self_attention into a cache, then of
+// the rest one decode step at a time.
+Tensor prompt_then_decode(const CachedAttention &layer, const Tensor &x, int64_t prompt) {
+    std::vector<int64_t> calls{prompt};
+    calls.resize(x.dim(1) - prompt + 1, 1);
+    return outputs_of_calls(layer, x, calls);
 }
 
 // Qwen3 norms each head of q and k, OLMo 2 all of a token's heads at once (RMSNorm, before RoPE):
@@ -751,6 +760,8 @@ void check_llama4_layers() {
         const auto expected = reference::cached_attention(ref, x, {}, {}, 0);
         EXPECT_LE(testing::relative_l2(prompt_then_decode(llama4, x, 5), expected), 1e-5) << "layer " << layer;
         EXPECT_LE(testing::relative_l2(llama4.self_attention(x), expected), 1e-5) << "layer " << layer;
+        // Calls that start inside a chunk and reach into the next ones (positions 2-7, then 8).
+        EXPECT_LE(testing::relative_l2(outputs_of_calls(llama4, x, {2, 6, 1}), expected), 1e-5) << "layer " << layer;
         // Without the chunks, or the temperature, the reference differs: the checks can fail.
         ref.chunk.reset();
         ref.temperature.reset();
@@ -760,19 +771,27 @@ void check_llama4_layers() {
 }
 TEST(CachedAttentionHuggingFace, Llama4LayersAttendInChunksOrScaleTheirQueries) { check_llama4_layers(); }
 
-// Llama 4's config: its class defaults, which layers rotate (no_rope_layers; Scout states an empty
-// list, which means the default) and attend in chunks (layer_types where stated), and its switches
-// (attn_temperature_tuning, 4 in Scout's config; use_qk_norm, false in Maverick's).
+// Llama 4's config: its class defaults, which layers rotate (no_rope_layers; an empty list, as some
+// configs state, is the default) and attend in chunks (layer_types where stated), and its switches
+// (attn_temperature_tuning, a number in Scout's first config; use_qk_norm, false in Maverick's).
 TEST(CachedAttentionHuggingFace, Llama4ConfigsSayWhichLayersRotateAndChunk) {
-    const auto layer = [](const std::string &json, int64_t index) {
-        return CachedAttentionConfig::from(ConfigReader::parse("{" + json + "}", "c"), index);
+    const nlohmann::json scout{{"model_type", "llama4_text"}, {"hidden_size", 5120}, {"no_rope_layers", nlohmann::json::array()},
+                               {"attn_temperature_tuning", 4},
+                               {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                                                 {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}}};
+    // Scout's config with `key` set to `value` (null: removed).
+    const auto with = [&](const std::string &key, const nlohmann::json &value) {
+        nlohmann::json changed = scout;
+        if (value.is_null()) changed.erase(key);
+        else changed[key] = value;
+        return changed;
     };
-    const auto layer_error = [&](const std::string &json, int64_t index) {
-        return testing::error_message([&] { layer(json, index); });
+    const auto layer = [](const nlohmann::json &config, int64_t index) {
+        return CachedAttentionConfig::from(testing::config_of(config, "c"), index);
     };
-    const std::string scout = R"("model_type": "llama4_text", "hidden_size": 5120, "no_rope_layers": [], "attn_temperature_tuning": 4,
-        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                         "original_max_position_embeddings": 8192})";
+    const auto layer_error = [&](const nlohmann::json &config, int64_t index) {
+        return testing::error_message([&] { layer(config, index); });
+    };
     const CachedAttentionConfig rope0 = layer(scout, 0), nope3 = layer(scout, 3);
     EXPECT_EQ(rope0.heads, 40);
     EXPECT_EQ(rope0.kv_heads, 8);
@@ -789,22 +808,31 @@ TEST(CachedAttentionHuggingFace, Llama4ConfigsSayWhichLayersRotateAndChunk) {
     ASSERT_TRUE(nope3.query_temperature.has_value());
     EXPECT_EQ(nope3.query_temperature->floor_scale, 8192.0);
     EXPECT_EQ(nope3.query_temperature->scale, 0.1);
-    EXPECT_FALSE(layer(scout + R"(, "attn_temperature_tuning": false)", 3).query_temperature);
-    EXPECT_FALSE(layer(scout + R"(, "use_qk_norm": false)", 0).qk_norm);
-    EXPECT_TRUE(layer(scout + R"(, "no_rope_layers": [1, 0])", 1).query_temperature);
-    EXPECT_EQ(layer(scout + R"(, "layer_types": ["full_attention"])", 0).attention_chunk, std::nullopt);
-    EXPECT_EQ(layer(scout + R"(, "attention_chunk_size": 16)", 2).attention_chunk.value_or(0), 16);
-    EXPECT_EQ(layer_error(scout + R"(, "attention_chunk_size": null)", 0), "c: a chunked layer needs attention_chunk_size, got null");
-    EXPECT_EQ(layer_error(scout + R"(, "layer_types": ["sliding_attention"])", 0),
+    EXPECT_FALSE(layer(with("attn_temperature_tuning", false), 3).query_temperature);
+    EXPECT_TRUE(layer(with("attn_temperature_tuning", nullptr), 3).query_temperature);  // on by default
+    EXPECT_FALSE(layer(with("use_qk_norm", false), 0).qk_norm);
+    EXPECT_TRUE(layer(with("no_rope_layers", {1, 0}), 1).query_temperature);
+    EXPECT_EQ(layer(with("layer_types", {"full_attention"}), 0).attention_chunk, std::nullopt);
+    EXPECT_EQ(layer(with("attention_chunk_size", 16), 2).attention_chunk.value_or(0), 16);
+    // transformers norms q and k after RoPE, which takes out YaRN's amplitude: the table carries none.
+    const nlohmann::json yarn{{"rope_type", "yarn"}, {"factor", 8.0}, {"original_max_position_embeddings", 8192}};
+    nlohmann::json yarn_scout = with("rope_scaling", yarn);
+    EXPECT_EQ(rope_amplitude(layer(yarn_scout, 0).rope_scaling), 1.0);
+    yarn_scout["use_qk_norm"] = false;  // without the norm, the amplitude stays
+    EXPECT_GT(rope_amplitude(layer(yarn_scout, 0).rope_scaling), 1.0);
+    nlohmann::json null_chunk = scout;
+    null_chunk["attention_chunk_size"] = nullptr;
+    EXPECT_EQ(layer_error(null_chunk, 0), "c: a chunked layer needs attention_chunk_size, got null");
+    EXPECT_EQ(layer_error(with("layer_types", {"sliding_attention"}), 0),
               "c: layer_types[0] 'sliding_attention' is not supported for llama4_text (chunked_attention, full_attention)");
-    EXPECT_EQ(layer_error(scout + R"(, "attn_temperature_tuning": "yes")", 3),
+    EXPECT_EQ(layer_error(with("attn_temperature_tuning", "yes"), 3),
               "c: key 'attn_temperature_tuning' must be true, false or a number, got \"yes\"");
-    EXPECT_EQ(layer_error(scout + R"(, "floor_scale": 0)", 3), "c: floor_scale must be positive, got 0.000000");
+    EXPECT_EQ(layer_error(with("floor_scale", 0), 3), "c: floor_scale must be positive, got 0.000000");
     // SmolLM3 keeps reading an empty no_rope_layers as a list of no layers.
-    EXPECT_EQ(layer_error(R"("model_type": "smollm3", "hidden_size": 2048, "no_rope_layers": [])", 0),
+    EXPECT_EQ(layer_error({{"model_type", "smollm3"}, {"hidden_size", 2048}, {"no_rope_layers", nlohmann::json::array()}}, 0),
               "c: no_rope_layers lists 0 layers, not layer 0");
     // The multimodal config, through its text_config.
-    EXPECT_EQ(layer(R"("model_type": "llama4", "text_config": {)" + scout + "}", 0).attention_chunk.value_or(0), 8192);
+    EXPECT_EQ(layer({{"model_type", "llama4"}, {"text_config", scout}}, 0).attention_chunk.value_or(0), 8192);
 }
 
 // A GLM-4 layer (its q, k and v biases; none on o) through a prompt of 5 and 4 decode steps: the

@@ -222,16 +222,19 @@ def dynamic_ntk(config):
     return scaling['factor'], config['max_position_embeddings']
 
 
-def rope_by_call_length(x, positions, base, rotary_dim, ends, factor, original):
-    """Halves-rotation of x [..., S, D] whose token t turns by the dynamic NTK base of its call's
-    end ends[t] (the plain base up to `original`)."""
-    length = np.maximum(ends, original).astype(np.float64)
-    bases = base * (factor * length / original - (factor - 1)) ** (rotary_dim / (rotary_dim - 2))
-    half = rotary_dim // 2
-    angle = positions[:, None] * bases[:, None] ** (-2.0 * np.arange(half) / rotary_dim)
-    cos, sin = np.cos(angle), np.sin(angle)
-    x1, x2 = x[..., :half], x[..., half:rotary_dim]
-    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos, x[..., rotary_dim:]], axis=-1)
+def by_call_base(rotate, ends, factor, original):
+    """`rotate` (x, positions, base, rotary_dim, frequencies) with each token turned by the dynamic
+    NTK base of its call's end ends[t]: base^(-2i/d) scaled by g^(-2i/d), g = (factor L / L0 -
+    (factor - 1))^(d / (d - 2)) for L = max(ends[t], L0), so g = 1 up to the original context."""
+    def rotate_by_call(x, p, base, rd, f):
+        out = np.array(x, dtype=np.float64)
+        for end in np.unique(ends):
+            length = max(end, original)
+            g = (factor * length / original - (factor - 1)) ** (rd / (rd - 2))
+            rows = ends == end
+            out[..., rows, :] = rotate(x, p, base, rd, f * g ** (-2.0 * np.arange(rd // 2) / rd))[..., rows, :]
+        return out
+    return rotate_by_call
 
 
 def smollm3_rotates(config, layer):
@@ -339,9 +342,7 @@ def llama_attention(config, w, x, layer=None, prefill=None):
                                                     plain_rotate(x, p, base, rd, f / short))
     if dynamic_ntk(config) is not None:  # each token by its call's base
         factor, original = dynamic_ntk(config)
-        ends = call_ends(x.shape[1], prefill)
-        rotate = lambda x, p, base, rd, f: rope_by_call_length(x, p, config.get('rope_theta', 10000.0), rd, ends,
-                                                               factor, original)
+        rotate = by_call_base(rotate, call_ends(x.shape[1], prefill), factor, original)
     q = rotate(llama_family_qk_norm(config, w, 'q', project('q_proj', heads), heads), positions, None, rotary_dim,
                frequencies)
     k = rotate(llama_family_qk_norm(config, w, 'k', project('k_proj', kv_heads), kv_heads), positions, None, rotary_dim,

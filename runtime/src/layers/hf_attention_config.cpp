@@ -40,7 +40,7 @@ struct ModelType {
     bool qwen_windows = false, windows_by_layer_types = false;
     bool phi3 = false;                // q, k and v fused in qkv_proj
     // partial_rotary_factor is read (default partial_rotary): RoPE turns the first
-    // int(head_dim x factor) dims (Phi-3, GLM); the others rotate whole heads.
+    // int(head_dim x factor) dims (Phi-3, GLM, StableLM); the others rotate whole heads.
     bool partial_rotary_allowed = false;
     double partial_rotary = 1.0;
     bool pairs_in_place = false;      // RoPE pairs (2i, 2i + 1) (Cohere, GLM, Llama 4)
@@ -62,7 +62,7 @@ struct ModelType {
     // StableLM: qk_layernorm, the same norms with each head's weights in a module of its own.
     bool stablelm = false;
     // OLMo 1: clip_qkv, where stated, clamps q, k and v as projected (OLMo-7B-0424: 8).
-    bool clip_qkv_key = false;
+    bool reads_clip_qkv = false;
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
@@ -103,7 +103,7 @@ const std::vector<ModelType> &model_types() {
             t.head_dim = 128, t.qk_norm = Span::EachHead, t.qwen_windows = t.windows_by_layer_types = true;
         }),
         type("qwen3_moe", [](ModelType &t) { t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
-        type("olmo", [](ModelType &t) { t.clip_qkv_key = true; }),
+        type("olmo", [](ModelType &t) { t.reads_clip_qkv = true; }),
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
         // OLMo 3: OLMo 2's attention; three layers of four slide (layer_types, else every fourth is
         // full) over sliding_window keys (4096).
@@ -242,18 +242,27 @@ int64_t layer_index(const ConfigReader &c, const ModelType &t, std::optional<int
     return *layer;
 }
 
+// layer_types[layer], where the config states layer_types: `special` (sliding_attention,
+// chunked_attention) or full_attention, else refused.
+std::optional<std::string> stated_layer_type(const ConfigReader &c, const ModelType &t, int64_t layer,
+                                             const std::string &special) {
+    const auto types = c.get_optional_string_list("layer_types");
+    if (!types) return std::nullopt;
+    const std::string src = c.source();
+    require(layer < static_cast<int64_t>(types->size()),
+            src + ": layer_types lists " + std::to_string(types->size()) + " layers, not layer " + str(layer));
+    const std::string &type = (*types)[layer];
+    require(type == special || type == "full_attention", src + ": layer_types[" + str(layer) + "] '" + type +
+                                                             "' is not supported for " + t.name + " (" + special +
+                                                             ", full_attention)");
+    return type;
+}
+
 // Whether layer `layer` slides: as layer_types says, else every sliding_window_pattern-th layer is
 // full where the model type has a pattern, else as slides_without_pattern says.
 bool layer_slides(const ConfigReader &c, const ModelType &t, int64_t layer, bool slides_without_pattern) {
     const std::string src = c.source();
-    if (const auto types = c.get_optional_string_list("layer_types")) {
-        require(layer < static_cast<int64_t>(types->size()),
-                src + ": layer_types lists " + std::to_string(types->size()) + " layers, not layer " + str(layer));
-        const std::string &type = (*types)[layer];
-        require(type == "sliding_attention" || type == "full_attention",
-                src + ": layer_types[" + str(layer) + "] '" + type + "' is not supported (sliding_attention, full_attention)");
-        return type == "sliding_attention";
-    }
+    if (const auto type = stated_layer_type(c, t, layer, "sliding_attention")) return *type == "sliding_attention";
     if (!t.sliding_pattern) return slides_without_pattern;
     const int64_t pattern = c.get_int("sliding_window_pattern", t.sliding_pattern);
     require(pattern > 0, src + ": sliding_window_pattern must be positive, got " + str(pattern));
@@ -275,22 +284,21 @@ bool layer_rotates(const ConfigReader &c, const ModelType &t, int64_t layer) {
     return (layer + 1) % interval != 0;
 }
 
+double rms_norm_eps(const ConfigReader &c, double fallback) {
+    const double eps = c.get_number("rms_norm_eps", fallback);
+    require(eps > 0, c.source() + ": rms_norm_eps must be positive, got " + str(eps));
+    return eps;
+}
+
 // Llama 4's layer `layer`: the layers with RoPE (layer_types' chunked_attention where stated) see
 // attention_chunk_size keys (8192) and RMS-normalise q and k without weights (use_qk_norm); the
 // others scale their queries by position (attn_temperature_tuning, a bool or, as Scout states it, a
 // number). Their RoPE turns pairs (2i, 2i + 1), as complex numbers.
-void read_llama4_layer(const ConfigReader &c, int64_t layer, bool rotates, CachedAttentionConfig &cfg) {
+void read_llama4_layer(const ConfigReader &c, const ModelType &t, int64_t layer, bool rotates,
+                       CachedAttentionConfig &cfg) {
     const std::string src = c.source();
-    bool chunked = rotates;
-    if (const auto types = c.get_optional_string_list("layer_types")) {
-        require(layer < static_cast<int64_t>(types->size()),
-                src + ": layer_types lists " + std::to_string(types->size()) + " layers, not layer " + str(layer));
-        const std::string &type = (*types)[layer];
-        require(type == "chunked_attention" || type == "full_attention",
-                src + ": layer_types[" + str(layer) + "] '" + type + "' is not supported for llama4_text "
-                      "(chunked_attention, full_attention)");
-        chunked = type == "chunked_attention";
-    }
+    const std::optional<std::string> type = stated_layer_type(c, t, layer, "chunked_attention");
+    const bool chunked = type ? *type == "chunked_attention" : rotates;
     if (chunked) {
         require(!c.states_null("attention_chunk_size"), src + ": a chunked layer needs attention_chunk_size, got null");
         const int64_t chunk = c.get_int("attention_chunk_size", 8192);
@@ -298,9 +306,7 @@ void read_llama4_layer(const ConfigReader &c, int64_t layer, bool rotates, Cache
         cfg.attention_chunk = chunk;
     }
     if (rotates && c.get_bool("use_qk_norm", true)) {
-        const double eps = c.get_number("rms_norm_eps", 1e-5);
-        require(eps > 0, src + ": rms_norm_eps must be positive, got " + str(eps));
-        CachedAttentionConfig::QkNorm norm{Span::EachHead, eps};
+        CachedAttentionConfig::QkNorm norm{Span::EachHead, rms_norm_eps(c, 1e-5)};
         norm.weighted = false;
         cfg.qk_norm = norm;
     }
@@ -318,7 +324,7 @@ void read_llama4_layer(const ConfigReader &c, int64_t layer, bool rotates, Cache
 
 // A LayerNorm without bias of each head's q and k, each head its own weights (Command R+'s
 // use_qk_norm; StableLM's qk_layernorm, its weights in a module per head), eps layer_norm_eps.
-CachedAttentionConfig::QkNorm per_head_layer_norms(const ConfigReader &c, bool weights_in_head_modules) {
+CachedAttentionConfig::QkNorm head_layer_norms(const ConfigReader &c, bool weights_in_head_modules) {
     const double eps = c.get_number("layer_norm_eps", 1e-5);
     require(eps > 0, c.source() + ": layer_norm_eps must be positive, got " + str(eps));
     CachedAttentionConfig::QkNorm norm{Span::EachHead, eps};
@@ -334,25 +340,14 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     if (!rotates) return;
     require(!t.rope_theta_stated || c.has("rope_theta") || c.has("rope_parameters"),
             src + ": " + t.name + " needs its rope_theta stated (transformers' default for it has changed)");
-    if (slides && t.sliding_layers_unscaled) {
-        // transformers 5 nests rope_parameters by layer type; 4 gives the sliding layers an unscaled
-        // RoPE, and rope_scaling to the full ones.
-        const bool nested = c.has("rope_parameters") && c.object("rope_parameters").has("sliding_attention");
-        if (*slides && !nested) {
-            cfg.rope_base = t.gemma3 ? c.get_number("rope_local_base_freq", 10000.0)
-                                     : hf_rope(c, {t.rope_theta, 1.0, true, "", true}).theta;
-            require(*cfg.rope_base > 0, src + ": " + (t.gemma3 ? "rope_local_base_freq" : "rope_theta") + " must be positive");
-            return;
-        }
-    }
     require(!t.rope_scaling_stated || c.has("rope_scaling") || c.has("rope_parameters"),
             src + ": " + t.name + " needs its rope_scaling stated (transformers takes a missing one as YaRN x32 and "
                                   "transformers 4 a null one as none)");
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
     const HfRope rope =
         hf_rope(c, {t.rope_theta, t.partial_rotary, true, layer_type, true, t.phi3 ? std::optional<double>(4096.0) : std::nullopt});
-    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75), GLM half; the other
-    // models' attention rotates whole heads (transformers fails on a fraction there).
+    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75), GLM half, StableLM a
+    // quarter; the other models' attention rotates whole heads (transformers fails on a fraction there).
     require(t.partial_rotary_allowed || rope.partial_rotary_factor == 1.0,
             src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " is not supported for " + t.name +
                 " (whole-head RoPE only)");
@@ -366,6 +361,16 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     cfg.rotary_dimension = rotary == cfg.head_dimension ? 0 : rotary;  // 0: the whole head
     cfg.rope_base = rope.theta;
     cfg.rope_scaling = rope.scaling;
+    // transformers 5 nests rope_parameters by layer type (read above); 4 gives the sliding layers an
+    // unscaled RoPE (Gemma 3's of rope_local_base_freq), and rope_scaling to the full ones.
+    const bool nested = c.has("rope_parameters") && c.object("rope_parameters").has("sliding_attention");
+    if (slides.value_or(false) && t.sliding_layers_unscaled && !nested) {
+        if (t.gemma3) {
+            cfg.rope_base = c.get_number("rope_local_base_freq", 10000.0);
+            require(*cfg.rope_base > 0, src + ": rope_local_base_freq must be positive");
+        }
+        cfg.rope_scaling = RopeScaling{};
+    }
 }
 
 void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, CachedAttentionConfig &cfg) {
@@ -387,7 +392,7 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
             c.source() + ": bidirectional attention (use_bidirectional_attention, is_causal) is not supported: these "
                          "layers are causal");
     CachedAttentionConfig cfg;
-    if (t.clip_qkv_key && c.has("clip_qkv")) {
+    if (t.reads_clip_qkv && c.has("clip_qkv")) {
         const double clip = c.get_number("clip_qkv");
         require(clip > 0 && std::isfinite(clip), c.source() + ": clip_qkv must be positive (or null for none), got " + str(clip));
         cfg.qkv_clip = clip;
@@ -407,7 +412,7 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         const bool nope_slides =
             t.nope_layers && !rotates && c.get_bool("use_sliding_window", false) && c.has("sliding_window");
         if (t.llama4) {
-            read_llama4_layer(c, index, rotates, cfg);
+            read_llama4_layer(c, t, index, rotates, cfg);
         } else {
             slides = layer_slides(c, t, index, nope_slides);
             if (!*slides && t.full_layers_without_rope) rotates = false;
@@ -416,18 +421,20 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     read_rope(c, t, slides, rotates, cfg);
     read_window(c, t, slides.value_or(false), cfg);
     cfg.sinks = t.sinks;
-    if (t.qk_norm) {
-        const double eps = c.get_number("rms_norm_eps", t.norm_eps);
-        require(eps > 0, c.source() + ": rms_norm_eps must be positive, got " + str(eps));
-        cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, eps, t.gemma3};
+    if (t.qk_norm) cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, rms_norm_eps(c, t.norm_eps), t.gemma3};
+    if (t.llama4 && cfg.qk_norm) {
+        // transformers norms q and k after RoPE, which takes out any amplitude the table carries
+        // (YaRN's or LongRoPE's attention factor); this layer norms before RoPE, so its table must
+        // carry none.
+        cfg.rope_scaling.attention_factor = 1.0;
     }
     if (t.pairs_in_place) cfg.rope_layout = RopeLayout::Interleaved;
-    if (t.stablelm && c.get_bool("qk_layernorm", false)) cfg.qk_norm = per_head_layer_norms(c, true);
+    if (t.stablelm && c.get_bool("qk_layernorm", false)) cfg.qk_norm = head_layer_norms(c, true);
     if (t.cohere) {
         const bool norms = c.get_bool("use_qk_norm", false);
         require(!norms || t.per_head_layer_norms,
                 c.source() + ": use_qk_norm is not supported for " + t.name + " (its attention has no QK-norm)");
-        if (norms) cfg.qk_norm = per_head_layer_norms(c, false);
+        if (norms) cfg.qk_norm = head_layer_norms(c, false);
     }
     if (t.query_pre_attn_scalar) {
         // Gemma 3 27B: 168 against a head_dim of 128.

@@ -27,11 +27,11 @@ struct CachedAttentionConfig {
     bool bias = true;         // the query, key and value projections have biases
     bool output_bias = true;  // the output projection has one (the seed: both or neither)
     std::optional<double> rope_base;  // none: no RoPE
-    // RoPE turns the first this many dims of each head and passes the rest (Phi-3's
-    // partial_rotary_factor); 0: the whole head.
+    // RoPE turns the first this many dims of each head and passes the rest (the
+    // partial_rotary_factor of Phi-3, GLM and StableLM); 0: the whole head.
     int64_t rotary_dimension = 0;
     RopeScaling rope_scaling;         // Hugging Face configs only (the seed has none)
-    // Which dims RoPE pairs: (i, i + D/2), or (2i, 2i + 1) as Cohere's rotate_half does. The
+    // Which dims RoPE pairs: (i, i + D/2), or (2i, 2i + 1) as Cohere's, GLM's and Llama 4's do. The
     // interleaved rotation leaves each head's dims de-interleaved (evens, then odds) in q and in the
     // cached keys: the same scores and outputs, but a cache filled from elsewhere must match it.
     RopeLayout rope_layout = RopeLayout::NeoX;
@@ -120,8 +120,8 @@ struct CachedAttentionConfig {
     //   attn_logit_softcapping (50 where missing, none where null; Gemma 3 where it states one);
     //   gpt-oss adds sinks.
     // What such a model may still do that this layer does not (other RoPE scalings, Qwen's sliding
-    // windows without layer_types or in the MoE types, bidirectional attention) is refused, naming
-    // the key.
+    // windows without layer_types or in the MoE types, bidirectional attention, a layer_types value
+    // other than its model's) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
 };
