@@ -2,6 +2,7 @@
 // through the cache against whole-sequence runs.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -497,6 +498,13 @@ Tensor outputs_of_calls(const CachedAttention &layer, const Tensor &x, const std
     return out;
 }
 
+// Norm weights about 1, as trained ones are: 1 + spread x a seeded normal draw.
+Tensor norm_weights(std::vector<int64_t> shape, uint32_t seed, float spread) {
+    Tensor w = testing::random_tensor(std::move(shape), seed);
+    for (int64_t i = 0; i < w.size(); i++) w.data()[i] = 1.0f + spread * w.data()[i];
+    return w;
+}
+
 // The outputs [B, S, E] of x's first `prompt` tokens through self_attention into a cache, then of
 // the rest one decode step at a time.
 Tensor prompt_then_decode(const CachedAttention &layer, const Tensor &x, int64_t prompt) {
@@ -511,13 +519,8 @@ void check_qk_norm(const std::string &model_type) {
     const bool each_head = model_type == "qwen3";
     TestLayer seed({64, 4, 2, 16, false, 1e6});
     seed.ref.norm_eps = 1e-5;
-    const auto norm_weight = [](int64_t n, uint32_t sd) {  // about 1, as trained ones are
-        Tensor w = testing::random_tensor({n}, sd);
-        for (int64_t i = 0; i < n; i++) w.data()[i] = 1.0f + 0.3f * w.data()[i];
-        return w;
-    };
-    seed.ref.q_norm = norm_weight(each_head ? 16 : 4 * 16, 120);
-    seed.ref.k_norm = norm_weight(each_head ? 16 : 2 * 16, 121);
+    seed.ref.q_norm = norm_weights({each_head ? 16 : 4 * 16}, 120, 0.3f);
+    seed.ref.k_norm = norm_weights({each_head ? 16 : 2 * 16}, 121, 0.3f);
     std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, false);
     tensors.insert({{"model.layers.0.self_attn.q_norm.weight", *seed.ref.q_norm},
                     {"model.layers.0.self_attn.k_norm.weight", *seed.ref.k_norm}});
@@ -547,13 +550,8 @@ void check_per_head_layer_norms(bool in_head_modules) {
     TestLayer seed({64, 4, 2, 16, false, 1e4});
     seed.ref.norm_eps = 1e-5;
     seed.ref.norm_centred = true;
-    const auto norm_weight = [](int64_t heads, uint32_t sd) {
-        Tensor w = testing::random_tensor({heads, 16}, sd);
-        for (int64_t i = 0; i < w.size(); i++) w.data()[i] = 1.0f + 0.5f * w.data()[i];
-        return w;
-    };
-    seed.ref.q_norm = norm_weight(4, 123);
-    seed.ref.k_norm = norm_weight(2, 124);
+    seed.ref.q_norm = norm_weights({4, 16}, 123, 0.5f);
+    seed.ref.k_norm = norm_weights({2, 16}, 124, 0.5f);
     std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, false);
     for (const auto &[of, weights] : {std::pair{"q", *seed.ref.q_norm}, {"k", *seed.ref.k_norm}}) {
         const std::string prefix = std::string("model.layers.0.self_attn.") + of;
@@ -856,6 +854,40 @@ void check_glm_layer() {
 }
 TEST(CachedAttentionHuggingFace, AGlmLayerTurnsHalfOfEachHeadInPlace) { check_glm_layer(); }
 
+// A GLM-4.5 layer (glm4_moe) through a prompt of 5 and 4 decode steps: q, k and v biased
+// (attention_bias), o not; q and k RMS-normed per head (use_qk_norm); the first 8 of each head's
+// 16 dims turn as halves, not GLM-4's pairs.
+void check_glm4_moe_layer() {
+    TestLayer seed({64, 4, 2, 16, true, 10000.0});
+    seed.ref.norm_eps = 1e-5;
+    seed.ref.q_norm = norm_weights({16}, 146, 0.3f);
+    seed.ref.k_norm = norm_weights({16}, 147, 0.3f);
+    std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, true);
+    tensors.insert({{"model.layers.0.self_attn.q_norm.weight", *seed.ref.q_norm},
+                    {"model.layers.0.self_attn.k_norm.weight", *seed.ref.k_norm}});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), tensors);
+    const CachedAttention glm(testing::config_of({{"model_type", "glm4_moe"}, {"hidden_size", 64}, {"num_attention_heads", 4},
+                                                  {"num_key_value_heads", 2}, {"head_dim", 16}, {"rope_theta", 10000.0},
+                                                  {"attention_bias", true}, {"use_qk_norm", true}}),
+                              Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    reference::CachedAttentionWeights ref = seed.ref;
+    ref.bo.reset();  // no output bias
+    ref.rotary_dim = 8;
+    const Tensor x = testing::random_tensor({2, 9, 64}, 148);
+    const Tensor out = prompt_then_decode(glm, x, 5);
+    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
+    // GLM-4's pairs, the whole head, or no norm: each differs, so the check can fail.
+    for (const auto &change : std::vector<std::function<void(reference::CachedAttentionWeights &)>>{
+             [](auto &r) { r.rope_pairs_in_place = true; }, [](auto &r) { r.rotary_dim = 0; },
+             [](auto &r) { r.q_norm.reset(), r.k_norm.reset(); }}) {
+        reference::CachedAttentionWeights changed = ref;
+        change(changed);
+        EXPECT_GT(testing::relative_l2(out, reference::cached_attention(changed, x, {}, {}, 0)), 1e-2);
+    }
+}
+TEST(CachedAttentionHuggingFace, AGlm45LayerTurnsHalfOfEachHeadAsHalvesAndNormsQK) { check_glm4_moe_layer(); }
+
 // OLMo 1 (OLMo-7B-0424): q, k and v clamped to clip_qkv as projected, here 0.5 so that most of
 // them bend; a prompt of 5 and 4 decode steps.
 void check_olmo_clip() {
@@ -892,9 +924,28 @@ TEST(CachedAttentionHuggingFace, GlmConfigsRotateHalfOfEachHeadInPlace) {
         EXPECT_EQ(whole.rotary_dimension, 0) << type;
         EXPECT_FALSE(whole.bias || whole.output_bias) << type;
     }
-    // GLM-4.5's MoE type (whose attention has changed between transformers versions): refused by name.
-    testing::expect_contains(config_error(R"({"model_type": "glm4_moe", "hidden_size": 64, "num_attention_heads": 4})"),
-                             "model_type 'glm4_moe' is not supported by cached_attention");
+}
+
+// GLM-4.5 (glm4_moe): half of each head rotates, as halves; q, k and v biased only where
+// attention_bias says, o never; q and k normed only where use_qk_norm says (eps rms_norm_eps,
+// default 1e-5); the class's 96 heads and 8 KV heads where a config leaves them out.
+TEST(CachedAttentionHuggingFace, Glm45ConfigsRotateHalfOfEachHeadAsHalves) {
+    const std::string glm = R"({"model_type": "glm4_moe", "hidden_size": 5120, "head_dim": 128)";
+    const CachedAttentionConfig plain = CachedAttentionConfig::from(ConfigReader::parse(glm + "}", "c"));
+    EXPECT_EQ(plain.heads, 96);
+    EXPECT_EQ(plain.kv_heads, 8);
+    EXPECT_EQ(plain.rotary_dimension, 64);
+    EXPECT_EQ(plain.rope_layout, RopeLayout::NeoX);
+    EXPECT_FALSE(plain.bias || plain.output_bias || plain.qk_norm);
+    // GLM-4.5's own config.json keys.
+    const CachedAttentionConfig released = CachedAttentionConfig::from(ConfigReader::parse(
+        glm + R"(, "num_attention_heads": 96, "num_key_value_heads": 8, "partial_rotary_factor": 0.5,
+        "attention_bias": true, "use_qk_norm": true, "rms_norm_eps": 1e-05, "rope_theta": 1000000})", "c"));
+    EXPECT_TRUE(released.bias && !released.output_bias);
+    ASSERT_TRUE(released.qk_norm.has_value());
+    EXPECT_EQ(released.qk_norm->span, CachedAttentionConfig::QkNorm::Span::EachHead);
+    EXPECT_EQ(released.qk_norm->eps, 1e-5);
+    EXPECT_EQ(released.rope_base.value_or(0), 1e6);
 }
 
 // StableLM: a quarter of each head rotates (as halves); q, k and v biased as use_qkv_bias says, o
@@ -1029,6 +1080,10 @@ TEST_P(CachedOnGpu, GlmPartialPairsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_glm_layer();
 }
+TEST_P(CachedOnGpu, Glm45HalvesAndNormsMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_glm4_moe_layer();
+}
 TEST_P(CachedOnGpu, OlmoClampsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_olmo_clip();
@@ -1067,7 +1122,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
-                      "gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared)");
+                      "glm4_moe, gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared)");
     }
     // OLMo 1: Llama's attention, q, k and v clamped where clip_qkv says.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";

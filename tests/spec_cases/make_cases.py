@@ -428,6 +428,15 @@ def write_all(out_dir):
         llama_case(out_dir, 'glm4_three_quarters_rotary_no_bias', 51,
                    {'model_type': 'glm4', 'hidden_size': 64, 'num_attention_heads': 4, 'head_dim': 16,
                     'rope_theta': 500.0, 'partial_rotary_factor': 0.75, 'attention_bias': False}, 1, 12, biases=()),
+        # GLM-4.5 (glm4_moe): half of each head (8 of 16) turns as halves, q and k RMS-normed per head
+        # (use_qk_norm), q, k and v biased (attention_bias), o not; and without either, a quarter turned.
+        llama_case(out_dir, 'glm4_moe_half_rotary_qk_norm', 63,
+                   {'model_type': 'glm4_moe', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'rope_theta': 10000.0, 'attention_bias': True, 'use_qk_norm': True,
+                    'rms_norm_eps': 1e-5}, 2, 11, biases=('q_proj', 'k_proj', 'v_proj'), qk_norm='head'),
+        llama_case(out_dir, 'glm4_moe_quarter_rotary_plain', 64,
+                   {'model_type': 'glm4_moe', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 1,
+                    'head_dim': 16, 'rope_theta': 500.0, 'partial_rotary_factor': 0.25}, 1, 12, biases=()),
         # OLMo 3: OLMo 2's norms over all heads; layer 0 slides over 3 keys with plain RoPE, layer 3
         # (every fourth) sees all with YaRN (x8 from 4 positions: most pairs slowed, cos and sin
         # scaled by 0.1 ln 8 + 1).

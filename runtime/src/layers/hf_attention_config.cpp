@@ -16,8 +16,8 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that computes otherwise (Exaone 4, Qwen3-Next, GLM-4.5's
-// MoE) is not listed, so it is refused by name.
+// look-alike with the same weight names that computes otherwise (Exaone 4, Qwen3-Next) is not
+// listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
     // Which projections have biases: all four as attention_bias says, none, or q, k and v only:
@@ -33,6 +33,7 @@ struct ModelType {
     std::optional<int64_t> heads, kv_heads, head_dim;
     double rope_theta = 10000.0;
     std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE
+    const char *qk_norm_key = nullptr;  // where set, the norm is there only where this key is true
     double norm_eps = 1e-6;           // rms_norm_eps's default
     bool slides = false;              // a stated sliding_window applies to every layer
     // use_sliding_window: the layers layer_types names slide (Qwen2, Qwen3), or refused (the MoE
@@ -131,6 +132,14 @@ const std::vector<ModelType> &model_types() {
         // place; q, k and v biased as attention_bias says (default true), o never.
         type("glm", [](ModelType &t) { glm_attention(t); }),
         type("glm4", [](ModelType &t) { glm_attention(t); }),
+        // GLM-4.5 and 4.6 (MoE): the first half of each head rotates, as halves (not GLM-4's pairs);
+        // q, k and v biased as attention_bias says (default none), o never; q and k RMS-normed per
+        // head where use_qk_norm says.
+        type("glm4_moe", [](ModelType &t) {
+            t.biases = B::QkvOnly, t.qkv_bias_key = "attention_bias", t.qkv_bias = false;
+            t.heads = 96, t.kv_heads = 8, t.partial_rotary_allowed = true, t.partial_rotary = 0.5;
+            t.qk_norm = Span::EachHead, t.qk_norm_key = "use_qk_norm", t.norm_eps = 1e-5;
+        }),
         // Sliding and full layers alternate, the first sliding; every layer rotates (YaRN in the
         // released configs) and has biases and sinks.
         type("gpt_oss", [](ModelType &t) {
@@ -421,7 +430,8 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     read_rope(c, t, slides, rotates, cfg);
     read_window(c, t, slides.value_or(false), cfg);
     cfg.sinks = t.sinks;
-    if (t.qk_norm) cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, rms_norm_eps(c, t.norm_eps), t.gemma3};
+    if (t.qk_norm && (!t.qk_norm_key || c.get_bool(t.qk_norm_key, false)))
+        cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, rms_norm_eps(c, t.norm_eps), t.gemma3};
     if (t.llama4 && cfg.qk_norm) {
         // transformers norms q and k after RoPE, which takes out any amplitude the table carries
         // (YaRN's or LongRoPE's attention factor); this layer norms before RoPE, so its table must

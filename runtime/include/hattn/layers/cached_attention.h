@@ -91,18 +91,21 @@ struct CachedAttentionConfig {
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4,
+    // olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, glm4_moe,
     // gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared; others are
-    // refused by name, since a look-alike such as Qwen3-Next changes it): hidden_size, num_attention_heads, num_key_value_heads, head_dim, rope_theta
-    // (linear, llama3, yarn, longrope or dynamic scaling; longrope's set of factors and dynamic
-    // NTK's base chosen per call, by its last position, as transformers does), biases as each model builds them (Llama, Qwen3, OLMo 2,
-    // Gemma, Granite: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v), Mistral's and
-    // Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm (rms_norm_eps), Phi-3's
-    // partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm (per-head LayerNorms,
-    // layer_norm_eps), OLMo 1's clip_qkv (q, k and v clamped), GLM-4's (the first half of each head, partial_rotary_factor 0.5 by default,
-    // its pairs in place; q, k and v biased per attention_bias, o never), StableLM's (a quarter of
-    // each head by default; q, k and v biased per use_qkv_bias; qk_layernorm's per-head LayerNorms,
-    // a module per head), Granite's attention_multiplier (the scores' scale).
+    // refused by name, since a look-alike such as Qwen3-Next changes it): hidden_size,
+    // num_attention_heads, num_key_value_heads, head_dim, rope_theta (linear, llama3, yarn,
+    // longrope or dynamic scaling; longrope's set of factors and dynamic NTK's base chosen per
+    // call, by its last position, as transformers does), biases as each model builds them (Llama,
+    // Qwen3, OLMo 2, Gemma, Granite: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v),
+    // Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm
+    // (rms_norm_eps), Phi-3's partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm
+    // (per-head LayerNorms, layer_norm_eps), OLMo 1's clip_qkv (q, k and v clamped), GLM-4's (the
+    // first half of each head, partial_rotary_factor 0.5 by default, its pairs in place; q, k and v
+    // biased per attention_bias, o never), GLM-4.5's (glm4_moe: the first half as halves; q, k and
+    // v biased per attention_bias, default none; use_qk_norm's per-head RMSNorm), StableLM's (a
+    // quarter of each head by default; q, k and v biased per use_qkv_bias; qk_layernorm's per-head
+    // LayerNorms, a module per head), Granite's attention_multiplier (the scores' scale).
     // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3, Llama 4, OLMo 3 and (with
     // use_sliding_window) Qwen differ by index (the second form):
     // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
