@@ -116,6 +116,16 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
     EXPECT_EQ(r.out, gemma3 + ": cached_attention, 7 layers\n  layers 0-4: " + sliding +
                          "\n  layer 5: E=2560 H=8 Hkv=4 D=256; RoPE theta 1e+06, linear x8; QK-norm per head by 1 + w eps "
                          "1e-06; scale 0.0625; every key; biases none\n  layer 6: " + sliding + "\n");
+    // EmbeddingGemma: Gemma 3's layers, attending both ways (its 512-key window kept as 257 each way).
+    const std::string embedding = tmp.file("embeddinggemma.json");
+    std::ofstream(embedding) << R"({"model_type": "gemma3_text", "hidden_size": 768, "num_attention_heads": 3,
+        "num_key_value_heads": 1, "head_dim": 256, "num_hidden_layers": 6, "sliding_window": 512,
+        "use_bidirectional_attention": true})";
+    const CliResult both_ways = hattn("inspect " + embedding);
+    EXPECT_EQ(both_ways.out, embedding + ": cached_attention, 6 layers\n  layers 0-4: E=768 H=3 Hkv=1 D=256; RoPE theta "
+                                         "10000; QK-norm per head by 1 + w eps 1e-06; scale 0.0625; window 257 both ways; "
+                                         "biases none\n  layer 5: E=768 H=3 Hkv=1 D=256; RoPE theta 1e+06; QK-norm per head "
+                                         "by 1 + w eps 1e-06; scale 0.0625; every key both ways; biases none\n");
     // Gemma 2: sliding and full layers alternate, their scores soft-capped (50 by default).
     const std::string gemma2 = tmp.file("gemma2.json");
     std::ofstream(gemma2) << R"({"model_type": "gemma2", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})";

@@ -440,7 +440,7 @@ void check_sliding_window() {
     EXPECT_LE(prefill_and_decode_difference(windowed, *seed.layer), 1e-6);  // 5 + 2 tokens: the window
 
     // Sequences of 3 and 6 tokens, then 4 decode steps: sequence 1 passes the window at once.
-    KVCache ours = windowed.make_cache(2, 16), masked = seed.layer->make_cache(2, 16);
+    KVCache ours = windowed.make_cache(2, 20), masked = seed.layer->make_cache(2, 20);
     const Tensor prompt = testing::random_tensor({2, 6, 64}, 95);
     for (auto [layer, cache] : {std::pair{&windowed, &ours}, {&*seed.layer, &masked}}) {
         layer->self_attention(prompt, cache);
@@ -471,13 +471,30 @@ void check_sliding_window() {
     EXPECT_LE(worst, 1e-6);
     EXPECT_EQ(ours.lengths(), std::vector<int32_t>({12, 15}));
 
-    // A mask of the caller's own is not combined with the window: refused past it, changing nothing.
-    std::vector<uint8_t> none(2 * 16, 0);
-    const MaskView own{none.data(), {2, 1, 1, 16}};
-    EXPECT_EQ(testing::error_message([&] { windowed.self_attention(testing::random_tensor({2, 1, 64}, 99), &ours, &own); }),
-              "cached_attention: sequence 0 would hold 13 tokens, past the model's sliding_window of 7, with a mask (a "
-              "masked call is not windowed)");
-    EXPECT_EQ(ours.lengths(), std::vector<int32_t>({12, 15}));
+    // A mask of the caller's own hides keys within the window too: a decode step and 3 tokens, each
+    // query hiding every third key, against the whole layer given both masks at once.
+    for (const int64_t S : {1, 3}) {
+        const Tensor x = testing::random_tensor({2, S, 64}, 101 + S);
+        const int64_t widest = std::max(ours.lengths()[0], ours.lengths()[1]) + S;
+        std::vector<uint8_t> own_hidden(2 * S * widest);
+        for (size_t i = 0; i < own_hidden.size(); i++) own_hidden[i] = i % 3 == 0;
+        const MaskView own{own_hidden.data(), {2, 1, S, widest}};
+        std::vector<uint8_t> window_hidden;
+        const MaskView window_only = windowed_mask(S, window_hidden);
+        const MaskView both = windowed_mask(S, hidden);
+        for (size_t i = 0; i < own_hidden.size(); i++) hidden[i] |= own_hidden[i];
+        KVCache spare = masked;  // for the window alone
+        const Tensor out = windowed.self_attention(x, &ours, &own);
+        EXPECT_LE(testing::relative_l2(out, seed.layer->self_attention(x, &masked, &both)), 1e-6) << S;
+        // The window alone differs: the check can fail.
+        EXPECT_GT(testing::relative_l2(out, seed.layer->self_attention(x, &spare, &window_only)), 1e-2) << S;
+    }
+    // A mask too narrow for the keys is refused, changing nothing.
+    std::vector<uint8_t> narrow(2 * 15, 0);
+    const MaskView too_narrow{narrow.data(), {2, 1, 1, 15}};
+    EXPECT_EQ(testing::error_message([&] { windowed.self_attention(testing::random_tensor({2, 1, 64}, 99), &ours, &too_narrow); }),
+              "cached_attention: mask [2, 1, 1, 15] must be [2, 1, 1, >=20]");
+    EXPECT_EQ(ours.lengths(), std::vector<int32_t>({16, 19}));
 }
 
 TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_window(); }
@@ -512,6 +529,44 @@ Tensor prompt_then_decode(const CachedAttention &layer, const Tensor &x, int64_t
     calls.resize(x.dim(1) - prompt + 1, 1);
     return outputs_of_calls(layer, x, calls);
 }
+
+// Tokens [begin, end) of a reference's output [B, S, E].
+std::vector<double> reference_tokens(const std::vector<double> &out, int64_t B, int64_t S, int64_t begin, int64_t end) {
+    const int64_t E = static_cast<int64_t>(out.size()) / (B * S);
+    std::vector<double> tokens;
+    for (int64_t b = 0; b < B; b++) tokens.insert(tokens.end(), out.begin() + (b * S + begin) * E, out.begin() + (b * S + end) * E);
+    return tokens;
+}
+
+// A layer that is not causal (an encoder's bidirectional attention), whole or within a window of
+// `window` keys each way: a prompt of `prompt` tokens attends both ways, against the float64
+// reference of the prompt alone; the decode steps after it see what a causal layer's see.
+void check_bidirectional(std::optional<int64_t> window, int64_t tokens, int64_t prompt) {
+    TestLayer seed({64, 4, 2, 16, false, 10000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
+    CachedAttentionConfig config = CachedAttentionConfig::from(testing::config_of(
+        {{"model_type", "llama"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}}));
+    config.causal = false;
+    config.sliding_window = window;
+    const CachedAttention layer(config, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    reference::CachedAttentionWeights ref = seed.ref;
+    ref.window = window;
+    ref.causal = false;
+    const Tensor x = testing::random_tensor({2, tokens, 64}, 149);
+    const std::vector<double> both_ways = reference::cached_attention(ref, x.tokens(0, prompt), {}, {}, 0);
+    EXPECT_LE(testing::relative_l2(layer.self_attention(x.tokens(0, prompt)), both_ways), 1e-5);
+    const Tensor out = prompt_then_decode(layer, x, prompt);
+    EXPECT_LE(testing::relative_l2(out.tokens(0, prompt), both_ways), 1e-5);
+    ref.causal = true;
+    const std::vector<double> causal = reference::cached_attention(ref, x, {}, {}, 0);
+    EXPECT_LE(testing::relative_l2(out.tokens(prompt, tokens), reference_tokens(causal, 2, tokens, prompt, tokens)), 1e-5);
+    // The prompt's causal outputs differ: the check can fail.
+    EXPECT_GT(testing::relative_l2(out.tokens(0, prompt), reference_tokens(causal, 2, tokens, 0, prompt)), 1e-2);
+}
+TEST(CachedAttention, ALayerThatIsNotCausalSeesLaterKeys) { check_bidirectional(std::nullopt, 9, 5); }
+// Past 256 queries the windowed prompt takes several calls of the kernels.
+TEST(CachedAttention, ABidirectionalWindowHidesKeysFartherThanItEitherWay) { check_bidirectional(40, 264, 260); }
 
 // Qwen3 norms each head of q and k, OLMo 2 all of a token's heads at once (RMSNorm, before RoPE):
 // 4 tokens prefilled, 5 decoded, against the float64 reference of the 9 at once.
@@ -1014,18 +1069,32 @@ TEST(CachedAttentionHuggingFace, ChunksAndTemperatureAreChecked) {
     warm.query_temperature = CachedAttentionConfig::QueryTemperature{8.0, -1.0};
     EXPECT_EQ(build_error(warm), "cached_attention: the query temperature's scale must be 0 or positive, got -1.000000");
 
+    CachedAttentionConfig both_ways = config;
+    both_ways.attention_chunk = 4;
+    both_ways.causal = false;
+    EXPECT_EQ(build_error(both_ways), "cached_attention: a layer that attends in chunks (attention_chunk) is causal");
+
+    // A mask of the caller's own hides keys within the chunks too: 3 tokens, then 5 crossing into
+    // the second chunk with every third key of each row hidden, against the whole layer given the
+    // chunks' rule and that mask at once.
     chunked.sliding_window.reset();
     const CachedAttention layer(chunked, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
-    KVCache cache = layer.make_cache(1, 8);
-    std::vector<uint8_t> none(8, 0);
-    const MaskView own{none.data(), {1, 1, 1, 8}};
-    const Tensor x = testing::random_tensor({1, 3, 64}, 150);
-    layer.self_attention(x, &cache, nullptr);
-    EXPECT_NO_THROW(layer.self_attention(testing::random_tensor({1, 1, 64}, 151), &cache, &own));  // 4 tokens: one chunk
-    EXPECT_EQ(testing::error_message([&] { layer.self_attention(testing::random_tensor({1, 1, 64}, 152), &cache, &own); }),
-              "cached_attention: sequence 0 would hold 5 tokens, past the model's attention_chunk of 4, with a mask (a "
-              "masked call is not chunked)");
-    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({4}));
+    KVCache cache = layer.make_cache(1, 8), whole = seed.layer->make_cache(1, 8);
+    const Tensor prompt = testing::random_tensor({1, 3, 64}, 150), more = testing::random_tensor({1, 5, 64}, 151);
+    layer.self_attention(prompt, &cache);
+    seed.layer->self_attention(prompt, &whole);
+    std::vector<uint8_t> own_hidden(5 * 8), both_hidden(5 * 8);
+    for (int64_t i = 0; i < 5; i++) {
+        for (int64_t j = 0; j < 8; j++) {
+            const int64_t p = 3 + i;
+            own_hidden[i * 8 + j] = (i + j) % 3 == 0;
+            both_hidden[i * 8 + j] = own_hidden[i * 8 + j] || j / 4 != p / 4;
+        }
+    }
+    const MaskView own{own_hidden.data(), {1, 1, 5, 8}}, both{both_hidden.data(), {1, 1, 5, 8}};
+    EXPECT_LE(testing::relative_l2(layer.self_attention(more, &cache, &own), seed.layer->self_attention(more, &whole, &both)),
+              1e-6);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({8}));
 }
 
 // The scale and the cap reach the kernels as floats: a value that would round to 0 (a cap the
@@ -1083,6 +1152,11 @@ TEST_P(CachedOnGpu, GlmPartialPairsMatchTheReference) {
 TEST_P(CachedOnGpu, Glm45HalvesAndNormsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_glm4_moe_layer();
+}
+TEST_P(CachedOnGpu, BidirectionalLayersMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_bidirectional(std::nullopt, 9, 5);
+    check_bidirectional(40, 264, 260);
 }
 TEST_P(CachedOnGpu, OlmoClampsMatchTheReference) {
     const testing::OnDevice on(GetParam());
@@ -1286,10 +1360,23 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(layer_error("{" + gemma3 + "}", -1), "c: a layer index must not be negative, got -1");
     EXPECT_EQ(layer_error(R"({"embedding_dimension": 8, "number_of_heads": 2})", 0),
               "c: a layer index is read only with a Hugging Face config.json");
-    // EmbeddingGemma (and any encoder on these types) attends both ways.
-    EXPECT_EQ(layer_error("{" + gemma3 + R"(, "use_bidirectional_attention": true})", 0),
-              "c: bidirectional attention (use_bidirectional_attention, is_causal) is not supported: these layers are causal");
-    EXPECT_NE(config_error("{" + llama + R"(, "is_causal": false})"), "");
+    // EmbeddingGemma attends both ways: its sliding layers within (sliding_window // 2) + 1 keys each
+    // way, as transformers' config keeps it (512: 257), its full layers over every key.
+    const std::string embedding_gemma = R"({"model_type": "gemma3_text", "hidden_size": 768, "num_attention_heads": 3,
+        "num_key_value_heads": 1, "head_dim": 256, "sliding_window": 512, "use_bidirectional_attention": true)";
+    const CachedAttentionConfig sliding_both_ways = layer(embedding_gemma + "}", 0), full_both_ways = layer(embedding_gemma + "}", 5);
+    EXPECT_FALSE(sliding_both_ways.causal || full_both_ways.causal);
+    EXPECT_EQ(sliding_both_ways.sliding_window.value_or(0), 257);
+    EXPECT_FALSE(full_both_ways.sliding_window.has_value());
+    EXPECT_TRUE(layer(embedding_gemma + R"(, "use_bidirectional_attention": false})", 0).causal);
+    EXPECT_EQ(layer(embedding_gemma + R"(, "use_bidirectional_attention": false})", 0).sliding_window.value_or(0), 512);
+    EXPECT_TRUE(local.causal);
+    // Other types' encoders, and is_causal (whose windows reach one key farther in transformers 5), are refused.
+    EXPECT_EQ(config_error("{" + llama + R"(, "use_bidirectional_attention": true})"),
+              "config.json: use_bidirectional_attention is not supported for llama (Gemma 3's only: these layers are causal)");
+    EXPECT_EQ(layer_error("{" + gemma3 + R"(, "is_causal": false})", 0),
+              "c: is_causal false (bidirectional attention) is not supported for gemma3_text (use_bidirectional_attention: "
+              "Gemma 3's only)");
     // A multimodal Gemma 3 config is read through its text_config.
     const CachedAttentionConfig multimodal = layer(R"({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text",
         "hidden_size": 2560, "sliding_window": 1024}, "vision_config": {"hidden_size": 1152}})", 0);

@@ -32,6 +32,8 @@ struct CachedAttentionWeights {
     // gpt-oss: head h's softmax also counts a key of score sinks[h] and value zero.
     std::optional<Tensor> sinks;
     std::optional<int64_t> window;  // a query sees at most this many keys, itself included
+    // false: query p sees every key of its sequence (within the window: |p - j| < window)
+    bool causal = true;
     std::optional<int64_t> chunk;   // Llama 4: query p sees the keys j <= p with j / chunk == p / chunk
     std::optional<double> softcap;  // Gemma 2: scores s -> softcap tanh(s / softcap)
     std::optional<double> qkv_clip;  // OLMo 1: q, k and v clamped to [-clip, clip] as projected
@@ -67,7 +69,7 @@ inline void rotate(double *head, int64_t D, double position, double base, bool i
 }
 }  // namespace detail
 
-// Causal self-attention of x [B, S, E] appended after `prior` tokens whose rotated keys and values
+// Self-attention (causal unless w says not) of x [B, S, E] appended after `prior` tokens whose rotated keys and values
 // are prior_k, prior_v [B, prior, Hkv, D] (may be empty). Returns [B, S, E].
 inline std::vector<double> cached_attention(const CachedAttentionWeights &w, const Tensor &x,
                                             const std::vector<double> &prior_k,
@@ -113,11 +115,13 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
         for (int64_t s = 0; s < S; s++)
             for (int64_t h = 0; h < H; h++) {
                 const double *qh = &q[((b * S + s) * H + h) * D];
-                std::vector<double> scores(prior + s + 1);
+                std::vector<double> scores(T);
                 double m = w.sinks ? double(w.sinks->data()[h]) : -1e300;
                 int64_t first = w.window ? std::max<int64_t>(0, prior + s + 1 - *w.window) : 0;
                 if (w.chunk) first = (prior + s) / *w.chunk * *w.chunk;
-                for (int64_t t = first; t <= prior + s && t < T; t++) {
+                int64_t last = prior + s;  // the last key seen
+                if (!w.causal) last = w.window ? std::min<int64_t>(T - 1, prior + s + *w.window - 1) : T - 1;
+                for (int64_t t = first; t <= last; t++) {
                     double dot = 0;
                     for (int64_t d = 0; d < D; d++) dot += qh[d] * key(b, t, h / g)[d];
                     scores[t] = dot * w.scale.value_or(1.0 / std::sqrt(double(D)));
@@ -126,7 +130,7 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                 }
                 double sum = w.sinks ? std::exp(double(w.sinks->data()[h]) - m) : 0.0;
                 double *out = &attended[((b * S + s) * H + h) * D];
-                for (int64_t t = first; t <= prior + s; t++) {
+                for (int64_t t = first; t <= last; t++) {
                     const double p = std::exp(scores[t] - m);
                     sum += p;
                     for (int64_t d = 0; d < D; d++) out[d] += p * value(b, t, h / g)[d];

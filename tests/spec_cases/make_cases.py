@@ -38,7 +38,7 @@ def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=
     is layer `layer` of a whole model: its weights under the prefix model.layers.<layer>.self_attn.,
     the model's config.json beside them as model_config.json (run_spec_cases runs it by files).
     outputs_by_prefill: the output of each --prefill P may differ from the forward's (LongRoPE picks
-    its factors per call): written as y_prefill_P.npy, and so marked in config.json."""
+    its factors per call; a bidirectional layer sees the keys its calls have brought): written as y_prefill_P.npy, and so marked in config.json."""
     folder = os.path.join(out_dir, name)
     os.makedirs(folder)
     case = {'kind': kind, 'config': config, 'batch': x.shape[0], 'seq_len': x.shape[1]}
@@ -331,6 +331,15 @@ def write_all(out_dir):
                     'head_dim': 16, 'query_pre_attn_scalar': 20, 'sliding_window': 4, 'rope_theta': 100.0,
                     'rope_scaling': {'rope_type': 'linear', 'factor': 8.0}, 'rms_norm_eps': 1e-6}, 1, 12,
                    biases=(), qk_norm='head', layer=5),
+        # EmbeddingGemma (use_bidirectional_attention): layer 0 slides both ways, |p - j| < 6 // 2 + 1
+        # (transformers' rewrite of sliding_window 6), layer 5 sees every key; over 13 tokens. A
+        # prompt fed in pieces sees only the keys its calls have brought (outputs by prefill).
+        *[llama_case(out_dir, f'embeddinggemma_{kind}_layer_{layer}', 65,
+                     {'model_type': 'gemma3_text', 'hidden_size': 48, 'num_attention_heads': 3,
+                      'num_key_value_heads': 1, 'head_dim': 16, 'query_pre_attn_scalar': 16, 'sliding_window': 6,
+                      'rope_local_base_freq': 100.0, 'rope_theta': 1000.0, 'use_bidirectional_attention': True},
+                     2, 13, biases=(), qk_norm='head', layer=layer, outputs_by_prefill=True)
+          for layer, kind in ((0, 'sliding_both_ways'), (5, 'full_both_ways'))],
         # Cohere (Command R): RoPE on dims (2i, 2i + 1) in place, which the layer computes on the
         # de-interleaved head (the same scores); its biases per attention_bias.
         llama_case(out_dir, 'cohere_interleaved_rope', 37,

@@ -374,14 +374,17 @@ def layer_slides(config, layer, pattern):
     return (layer + 1) % config.get('sliding_window_pattern', pattern) != 0
 
 
-def gemma3_attention(config, w, x, layer):
+def gemma3_attention(config, w, x, layer, prefill=None):
     """§1 as Gemma 3's layer `layer` computes it (transformers 4's Gemma3Attention): layer_types
     (else every sliding_window_pattern-th layer, default 6, is full) says whether it slides over
     sliding_window keys (default 4096) with an unscaled RoPE of rope_local_base_freq (default 1e4),
     or attends to all with rope_theta (default 1e6) scaled as rope_scaling says; q and k RMSNormed
     per head with weight 1 + w (eps rms_norm_eps, default 1e-6) before RoPE; scores scaled by
     query_pre_attn_scalar^-1/2 (default 256); biases per attention_bias; class defaults for heads
-    (8), KV heads (4) and head_dim (256)."""
+    (8), KV heads (4) and head_dim (256). With use_bidirectional_attention (EmbeddingGemma) query p
+    sees every key j its call and the earlier ones bring (j < call_ends[p]; `prefill` as in
+    llama_attention), a sliding layer those with |p - j| < (sliding_window // 2) + 1, the window
+    transformers' config keeps."""
     heads = config.get('num_attention_heads', 8)
     kv_heads = config.get('num_key_value_heads', 4)
     head_dim = config.get('head_dim', 256)
@@ -403,12 +406,17 @@ def gemma3_attention(config, w, x, layer):
     positions = np.arange(x.shape[1])
     q = rope_rotate_half(project('q_proj', heads), positions, None, frequencies=frequencies)
     k = rope_rotate_half(project('k_proj', kv_heads), positions, None, frequencies=frequencies)
-    mask = None
-    if sliding:
-        p = np.arange(x.shape[1])
-        mask = (p[None, :] <= p[:, None] - config.get('sliding_window', 4096))[None, None]
+    p = np.arange(x.shape[1])
+    both_ways = config.get('use_bidirectional_attention', False)
+    mask = np.zeros((x.shape[1], x.shape[1]), bool)
+    if both_ways:  # keys the query's call has not brought yet stay hidden
+        mask |= p[None, :] >= call_ends(x.shape[1], prefill)[:, None]
+    if sliding and both_ways:
+        mask |= np.abs(p[None, :] - p[:, None]) >= config.get('sliding_window', 4096) // 2 + 1
+    elif sliding:
+        mask |= p[None, :] <= p[:, None] - config.get('sliding_window', 4096)
     o = attention(q, k, project('v_proj', kv_heads), config.get('query_pre_attn_scalar', 256) ** -0.5,
-                  causal=True, mask=mask)
+                  causal=not both_ways, mask=mask[None, None])
     return linear(merge_heads(o), w['o_proj.weight'], w['o_proj.bias'] if biased else None)
 
 
@@ -804,7 +812,8 @@ def glm_dsa(config, w, x):
 
 def run_case(folder, prefill=None):
     """The expected output [B, S, E] (float64) of a case folder (spec/cases.md); `prefill` only
-    matters where the calls' split does (LongRoPE), and is P of `hattn run --prefill P`."""
+    matters where the calls' split does (LongRoPE, bidirectional layers), and is P of `hattn run
+    --prefill P`."""
     def path(name):
         return os.path.join(folder, name)
 
@@ -817,7 +826,7 @@ def run_case(folder, prefill=None):
         prefix = f"model.layers.{case['layer']}.self_attn."
         w = {name[len(prefix):]: t for name, t in w.items() if name.startswith(prefix)}
     if kind == 'cached_attention' and config.get('model_type') == 'gemma3_text':
-        return gemma3_attention(config, w, x, case['layer'])
+        return gemma3_attention(config, w, x, case['layer'], prefill)
     if kind == 'cached_attention' and config.get('model_type') == 'cohere2':
         return cohere2_attention(config, w, x, case['layer'])
     if kind == 'cached_attention' and config.get('model_type') == 'gpt_oss':

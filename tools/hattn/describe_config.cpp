@@ -57,6 +57,7 @@ std::string describe(const CachedAttentionConfig &c) {
     out << "; " << (c.sliding_window    ? "window " + std::to_string(*c.sliding_window)
                     : c.attention_chunk ? "chunks of " + std::to_string(*c.attention_chunk)
                                         : std::string("every key"));
+    if (!c.causal) out << " both ways";
     if (const auto &t = c.query_temperature) {
         out << "; queries scaled by log(1 + floor((p + 1) / " << t->floor_scale << ")) * " << t->scale << " + 1";
     }

@@ -26,6 +26,11 @@ bool is_hugging_face(const ConfigReader &c) {
     return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
 }
 
+// Whether the caller's mask [B, 1, S, >= keys] hides key j from new query i of sequence b.
+bool caller_hides(const MaskView *mask, int64_t b, int64_t i, int64_t j) {
+    return mask && mask->data[(b * mask->shape[2] + i) * mask->shape[3] + j] != 0;
+}
+
 CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weights) {
     const std::optional<int64_t> layer = weights.layer_index();
     return layer && is_hugging_face(config) ? CachedAttentionConfig::from(config, *layer)
@@ -106,6 +111,8 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
             "cached_attention: attention_chunk must be positive, got " + std::to_string(config.attention_chunk.value_or(0)));
     require(!config.sliding_window || !config.attention_chunk,
             "cached_attention: a layer slides (sliding_window) or attends in chunks (attention_chunk), not both");
+    require(config.causal || !config.attention_chunk,
+            "cached_attention: a layer that attends in chunks (attention_chunk) is causal");
     if (const auto &t = config.query_temperature) {
         require(std::isfinite(t->floor_scale) && t->floor_scale > 0,
                 "cached_attention: the query temperature's floor_scale must be positive, got " + std::to_string(t->floor_scale));
@@ -301,18 +308,14 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
     }
-    if ((config_.sliding_window || config_.attention_chunk) && mask) {
-        // A caller's mask and the window (or chunk) are not combined: while no sequence is longer,
-        // every key is in it and the mask alone applies; past it, refused.
-        const bool window = config_.sliding_window.has_value();
-        const int64_t span = window ? *config_.sliding_window : *config_.attention_chunk;
-        for (int64_t b = 0; b < B; b++) {
-            const int64_t length = (cache ? cache->lengths()[b] : 0) + S;
-            require(length <= span, "cached_attention: sequence " + std::to_string(b) + " would hold " +
-                                        std::to_string(length) + " tokens, past the model's " +
-                                        (window ? "sliding_window" : "attention_chunk") + " of " + std::to_string(span) +
-                                        ", with a mask (a masked call is not " + (window ? "windowed)" : "chunked)"));
-        }
+    if (mask) {
+        // Checked here, before the window or chunk rows read it: [B, 1, S, at least every key].
+        int64_t keys = 0;
+        for (int64_t b = 0; b < B; b++) keys = std::max<int64_t>(keys, (cache ? cache->lengths()[b] : 0) + S);
+        require(mask->data && mask->shape.size() == 4 && mask->shape[0] == B && mask->shape[1] == 1 &&
+                    mask->shape[2] == S && mask->shape[3] >= keys,
+                "cached_attention: mask " + shape_to_string(mask->shape) + " must be [" + std::to_string(B) + ", 1, " +
+                    std::to_string(S) + ", >=" + std::to_string(keys) + "]");
     }
     if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
 
@@ -375,11 +378,11 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         decode_kernel(TensorView(q.data(), heads), key_store, value_store, lengths, first_key,
                       TensorView(attended.data(), heads));
     } else if (config_.sliding_window && end > *config_.sliding_window) {
-        attend_in_windows(q, key_store, value_store, start, lengths, attended);
+        attend_in_windows(q, key_store, value_store, start, lengths, mask, attended);
     } else if (config_.attention_chunk && end > *config_.attention_chunk) {
-        attend_in_chunks(q, key_store, value_store, start, lengths, attended);
+        attend_in_chunks(q, key_store, value_store, start, lengths, mask, attended);
     } else {
-        prefill_kernel(q.view(), key_store, value_store, lengths, true, mask, attended.view());
+        prefill_kernel(q.view(), key_store, value_store, lengths, config_.causal, mask, attended.view());
     }
     Tensor y = output(attended);
     if (cache) cache->commit(S);
@@ -388,47 +391,61 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
 
 void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
                                         const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
-                                        Tensor &attended) const {
+                                        const MaskView *mask, Tensor &attended) const {
     const int64_t window = *config_.sliding_window;
-    // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes.
+    // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes, or
+    // block x (block + 2 window - 2) where the window reaches after them too.
     constexpr int64_t block = 256;
     for (int64_t b = 0; b < q.dim(0); b++) {
         for (int64_t p0 = start[b]; p0 < lengths[b]; p0 += block) {
             const int64_t p1 = std::min<int64_t>(p0 + block, lengths[b]), first = std::max<int64_t>(0, p0 - window + 1);
-            // Query p sees keys p - window < j <= p: the mask hides those before its window.
-            std::vector<uint8_t> hidden((p1 - p0) * (p1 - first), 0);
+            const int64_t last = config_.causal ? p1 : std::min<int64_t>(p1 + window - 1, lengths[b]);
+            // Query p sees keys p - window < j <= p (or j < p + window) that the caller's mask
+            // leaves: the block's mask hides the others.
+            const int64_t width = last - first;
+            std::vector<uint8_t> hidden((p1 - p0) * width, 0);
             for (int64_t p = p0; p < p1; p++) {
-                for (int64_t j = first; j <= p - window; j++) hidden[(p - p0) * (p1 - first) + (j - first)] = 1;
+                for (int64_t j = first; j < last; j++) {
+                    hidden[(p - p0) * width + (j - first)] =
+                        j <= p - window || j >= p + window || caller_hides(mask, b, p - start[b], j);
+                }
             }
-            const MaskView mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
-            attend_rows(q, keys, values, {b, start[b], p0, p1, first}, &mask, attended);
+            const MaskView block_mask{hidden.data(), {1, 1, p1 - p0, width}};
+            attend_rows(q, keys, values, {b, start[b], p0, p1, first, last}, &block_mask, attended);
         }
     }
 }
 
 void CachedAttention::attend_in_chunks(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
                                        const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
-                                       Tensor &attended) const {
+                                       const MaskView *mask, Tensor &attended) const {
     const int64_t chunk = *config_.attention_chunk;
     for (int64_t b = 0; b < q.dim(0); b++) {
         // Each call takes the new queries of one chunk, which see its keys up to themselves: the
-        // kernels' causal rule over the chunk's rows, no mask.
+        // kernels' causal rule over the chunk's rows, with the caller's mask cut to them.
         for (int64_t p0 = start[b], p1; p0 < lengths[b]; p0 = p1) {
             const int64_t first = p0 - p0 % chunk;
             p1 = std::min<int64_t>(first + chunk, lengths[b]);
-            attend_rows(q, keys, values, {b, start[b], p0, p1, first}, nullptr, attended);
+            std::vector<uint8_t> hidden(mask ? (p1 - p0) * (p1 - first) : 0);
+            for (int64_t p = p0; mask && p < p1; p++) {
+                for (int64_t j = first; j < p1; j++) {
+                    hidden[(p - p0) * (p1 - first) + (j - first)] = caller_hides(mask, b, p - start[b], j);
+                }
+            }
+            const MaskView chunk_mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
+            attend_rows(q, keys, values, {b, start[b], p0, p1, first, p1}, mask ? &chunk_mask : nullptr, attended);
         }
     }
 }
 
 void CachedAttention::attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
                                   const QueryRows &r, const MaskView *mask, Tensor &attended) const {
-    // The cache rows [first, p1) hold every key these queries reach; the queries are the last
-    // p1 - p0 of them, as the kernels' causal rule takes them.
-    const auto rows = [&](const ConstTensorView &store) { return store.crop(0, r.b, r.b + 1).crop(2, r.first, r.p1); };
+    // The cache rows [first, last) hold every key these queries reach; where causal, the queries
+    // are the last p1 - p0 of them (last = p1), as the kernels' causal rule takes them.
+    const auto rows = [&](const ConstTensorView &store) { return store.crop(0, r.b, r.b + 1).crop(2, r.first, r.last); };
     const auto tokens = [&](auto view) { return view.crop(0, r.b, r.b + 1).crop(1, r.p0 - r.start, r.p1 - r.start); };
-    const std::vector<int32_t> visible{static_cast<int32_t>(r.p1 - r.first)};
-    prefill_kernel(tokens(q.view()), rows(keys), rows(values), visible, true, mask, tokens(attended.view()));
+    const std::vector<int32_t> visible{static_cast<int32_t>(r.last - r.first)};
+    prefill_kernel(tokens(q.view()), rows(keys), rows(values), visible, config_.causal, mask, tokens(attended.view()));
 }
 
 Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) const {

@@ -46,6 +46,9 @@ struct ModelType {
     double partial_rotary = 1.0;
     bool pairs_in_place = false;      // RoPE pairs (2i, 2i + 1) (Cohere, GLM, Llama 4)
     bool gemma3 = false;              // its own norms, local RoPE and class defaults
+    // use_bidirectional_attention (EmbeddingGemma): the layers attend both ways, a sliding one over
+    // (sliding_window / 2) + 1 keys each way, as transformers' Gemma 3 config rewrites it.
+    bool reads_bidirectional = false;
     // transformers 4 turns the sliding layers by an unscaled RoPE (Gemma 3: of rope_local_base_freq;
     // OLMo 3: of rope_theta), rope_scaling being the full layers' only.
     bool sliding_layers_unscaled = false;
@@ -121,7 +124,8 @@ const std::vector<ModelType> &model_types() {
         }),
         type("gemma3_text", [](ModelType &t) {
             t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.rope_theta = 1e6;
-            t.qk_norm = Span::EachHead, t.gemma3 = t.sliding_layers_unscaled = true, t.sliding_pattern = 6;
+            t.qk_norm = Span::EachHead, t.gemma3 = t.sliding_layers_unscaled = t.reads_bidirectional = true;
+            t.sliding_pattern = 6;
             t.query_pre_attn_scalar = true, t.reads_softcap = true;
         }),
         type("cohere", [](ModelType &t) { t.cohere = t.pairs_in_place = true, t.per_head_layer_norms = true; }),
@@ -389,18 +393,27 @@ void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, C
     if (layer_slides) window = t.sliding_window ? c.get_int("sliding_window", *t.sliding_window) : c.get_optional_int("sliding_window");
     if (!window) return;
     require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
-    cfg.sliding_window = *window;
+    // transformers' Gemma 3 config keeps (sliding_window // 2) + 1 of a bidirectional model's
+    // window (EmbeddingGemma's 512: 257, each query seeing |p - j| < 257). It does so again to a
+    // config it saved itself until it wrote the width back: such a file's 257 reads as 129 there
+    // and here alike.
+    cfg.sliding_window = cfg.causal ? *window : *window / 2 + 1;
 }
 
 }  // namespace
 
 CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::optional<int64_t> layer) {
     const ModelType &t = model_type_of(c);
-    // EmbeddingGemma and other encoders built on these types attend both ways.
-    require(!c.get_bool("use_bidirectional_attention", false) && c.get_bool("is_causal", true),
-            c.source() + ": bidirectional attention (use_bidirectional_attention, is_causal) is not supported: these "
-                         "layers are causal");
+    // Encoders built on these types attend both ways: EmbeddingGemma's as read below; the others
+    // (is_causal false: transformers 5's windows reach one key farther than Gemma 3's) refused.
+    const bool both_ways = c.get_bool("use_bidirectional_attention", false);
+    require(!both_ways || t.reads_bidirectional, c.source() + ": use_bidirectional_attention is not supported for " +
+                                                     t.name + " (Gemma 3's only: these layers are causal)");
+    require(c.get_bool("is_causal", true),
+            c.source() + ": is_causal false (bidirectional attention) is not supported for " + t.name +
+                " (use_bidirectional_attention: Gemma 3's only)");
     CachedAttentionConfig cfg;
+    cfg.causal = !both_ways;
     if (t.reads_clip_qkv && c.has("clip_qkv")) {
         const double clip = c.get_number("clip_qkv");
         require(clip > 0 && std::isfinite(clip), c.source() + ": clip_qkv must be positive (or null for none), got " + str(clip));

@@ -36,11 +36,18 @@ struct CachedAttentionConfig {
     // cached keys: the same scores and outputs, but a cache filled from elsewhere must match it.
     RopeLayout rope_layout = RopeLayout::NeoX;
     // Hugging Face configs only (Mistral 7B v0.1's 4096): a query sees at most this many keys,
-    // itself included. (A call with a mask of its own runs only while no sequence is longer.)
+    // itself included; where the layer is not causal, those as near after it too: the query at
+    // position p sees the keys |p - j| < window. A caller's mask hides keys within it too.
     std::optional<int64_t> sliding_window;
+    // Self-attention's query at position p sees the keys j <= p (causal), or every key of its
+    // sequence, later ones too (false: an encoder's bidirectional attention, EmbeddingGemma's
+    // use_bidirectional_attention). A query sees the keys its call and the earlier ones bring, so
+    // a prompt fed in pieces differs from one pass where a layer is not causal (as in transformers);
+    // a decode step sees what a causal one sees. Not with attention_chunk.
+    bool causal = true;
     // Hugging Face configs only (Llama 4's attention_chunk_size, on its layers with RoPE): the query
     // at position p sees the keys j <= p of its own chunk of this many positions, j / C == p / C.
-    // (A call with a mask of its own runs only while no sequence passes the first chunk.)
+    // A caller's mask hides keys within it too.
     std::optional<int64_t> attention_chunk;
     // Hugging Face configs only: an RMSNorm of the projected queries and keys before RoPE, with
     // weights q_norm.weight and k_norm.weight, over each head's D (Qwen3, Gemma 3) or over all of
@@ -121,10 +128,12 @@ struct CachedAttentionConfig {
     //   queries by position (attn_temperature_tuning, floor_scale, attn_scale);
     // - Gemma 2 and 3 scale scores by query_pre_attn_scalar; Gemma 2 soft-caps them by
     //   attn_logit_softcapping (50 where missing, none where null; Gemma 3 where it states one);
-    //   gpt-oss adds sinks.
+    //   gpt-oss adds sinks;
+    // - EmbeddingGemma's (Gemma 3's use_bidirectional_attention) attend both ways (causal false),
+    //   the sliding ones within (sliding_window // 2) + 1 keys each way, as transformers keeps it.
     // What such a model may still do that this layer does not (other RoPE scalings, Qwen's sliding
-    // windows without layer_types or in the MoE types, bidirectional attention, a layer_types value
-    // other than its model's) is refused, naming the key.
+    // windows without layer_types or in the MoE types, other types' bidirectional attention or
+    // is_causal, a layer_types value other than its model's) is refused, naming the key.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
 };
@@ -149,7 +158,7 @@ public:
                    const MaskView *mask = nullptr, KVCache *generation_cache = nullptr,
                    const ConditioningCache *conditioning_cache = nullptr) const;
 
-    // Causal self-attention of x [B, S, E]. With a cache, the S tokens are appended after what
+    // Self-attention of x [B, S, E], causal unless the config says otherwise. With a cache, the S tokens are appended after what
     // it holds (positions continue from each sequence's length) and attend to all of it; without,
     // x attends to itself. mask [B, 1, S, Sk] (True = masked) is optional. Returns [B, S, E]. On
     // any error the cache is unchanged.
@@ -166,7 +175,7 @@ public:
                            const MaskView *mask = nullptr) const;
 
 private:
-    // Causal attention of the new tokens (queries from x, keys and values from their inputs),
+    // Self-attention of the new tokens (queries from x, keys and values from their inputs),
     // appended to `cache` when one is given (without, the kernels read them where they were
     // projected).
     Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
@@ -174,15 +183,19 @@ private:
     // Self-attention of several new tokens where a sequence is longer than the sliding window (a
     // decode step passes each window's start to the decode kernel instead): q and attended
     // [B, S, H, D], the keys and values those of the cache storage (or the new tokens) holding every key.
+    // The caller's mask (if any) hides keys within the window too.
     void attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                           const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, Tensor &attended) const;
+                           const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, const MaskView *mask,
+                           Tensor &attended) const;
     // The same where a sequence passes the first attention chunk: a call per chunk the new tokens reach.
     void attend_in_chunks(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                          const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, Tensor &attended) const;
+                          const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, const MaskView *mask,
+                          Tensor &attended) const;
     // Sequence b's new queries at positions [p0, p1) (its first new token at `start`) against the
-    // cache rows [first, p1), causal, hiding what mask [1, 1, p1 - p0, p1 - first] hides (if any).
+    // cache rows [first, last), causal or not as the layer is (causal: last is p1), hiding what
+    // mask [1, 1, p1 - p0, last - first] hides (if any).
     struct QueryRows {
-        int64_t b, start, p0, p1, first;
+        int64_t b, start, p0, p1, first, last;
     };
     void attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values, const QueryRows &rows,
                      const MaskView *mask, Tensor &attended) const;
