@@ -423,6 +423,29 @@ TEST(CachedAttentionHuggingFace, AQwen2LayerUsesTheBiasesItHas) {
                     "o_proj.bias");
 }
 
+// A mask [B, 1, S, widest] for a call of S new tokens after each sequence's lengths[b] tokens: key
+// j hidden from new query i of sequence b where rule(p = lengths[b] + i, j) says, or, with
+// `callers_own`, where (b + 2i + j) % 3 == 0 (a caller's own mask, different per sequence).
+struct TestMask {
+    std::vector<uint8_t> hidden;
+    Shape shape;
+    MaskView view() const { return {hidden.data(), shape}; }
+};
+using KeyRule = std::function<bool(int64_t query_position, int64_t key_position)>;
+TestMask test_mask(const std::vector<int32_t> &lengths, int64_t S, bool callers_own, const KeyRule &rule = {}) {
+    const int64_t B = static_cast<int64_t>(lengths.size());
+    const int64_t widest = *std::max_element(lengths.begin(), lengths.end()) + S;
+    TestMask m{std::vector<uint8_t>(B * S * widest), {B, 1, S, widest}};
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t i = 0; i < S; i++) {
+            for (int64_t j = 0; j < widest; j++) {
+                m.hidden[(b * S + i) * widest + j] = (callers_own && (b + 2 * i + j) % 3 == 0) || (rule && rule(lengths[b] + i, j));
+            }
+        }
+    }
+    return m;
+}
+
 // Mistral 7B v0.1: a window of 4096 keys, here 7. Up to the window every query sees all its keys,
 // exactly as without one; past it a query sees its last 7, decoding or prefilling: the same as the
 // masked path of a layer without a window, hiding the older keys.
@@ -447,47 +470,34 @@ void check_sliding_window() {
         cache->truncate_to(3, 0);
     }
     // The masked path: query p of sequence b hides keys j <= p - 7.
-    const auto windowed_mask = [&](int64_t S, std::vector<uint8_t> &hidden) {
-        const int64_t widest = std::max(masked.lengths()[0], masked.lengths()[1]) + S;
-        hidden.assign(2 * S * widest, 0);
-        for (int64_t b = 0; b < 2; b++) {
-            for (int64_t i = 0; i < S; i++) {
-                for (int64_t j = 0; j <= masked.lengths()[b] + i - 7; j++) hidden[(b * S + i) * widest + j] = 1;
-            }
-        }
-        return MaskView{hidden.data(), {2, 1, S, widest}};
-    };
-    std::vector<uint8_t> hidden;
+    const KeyRule before_window = [](int64_t p, int64_t j) { return j <= p - 7; };
     double worst = 0;
     for (uint32_t step = 0; step < 4; step++) {
         const Tensor x = testing::random_tensor({2, 1, 64}, 96 + step);
-        const MaskView mask = windowed_mask(1, hidden);
-        worst = std::max(worst, testing::relative_l2(windowed.decode_step(x, ours), seed.layer->self_attention(x, &masked, &mask)));
+        const TestMask mask = test_mask(masked.lengths(), 1, false, before_window);
+        const MaskView view = mask.view();
+        worst = std::max(worst, testing::relative_l2(windowed.decode_step(x, ours), seed.layer->self_attention(x, &masked, &view)));
     }
     // A prefill past the window (blocks of queries, each over the keys its windows reach).
     const Tensor more = testing::random_tensor({2, 5, 64}, 100);
-    const MaskView mask = windowed_mask(5, hidden);
-    worst = std::max(worst, testing::relative_l2(windowed.self_attention(more, &ours), seed.layer->self_attention(more, &masked, &mask)));
+    const TestMask mask = test_mask(masked.lengths(), 5, false, before_window);
+    const MaskView view = mask.view();
+    worst = std::max(worst, testing::relative_l2(windowed.self_attention(more, &ours), seed.layer->self_attention(more, &masked, &view)));
     EXPECT_LE(worst, 1e-6);
     EXPECT_EQ(ours.lengths(), std::vector<int32_t>({12, 15}));
 
-    // A mask of the caller's own hides keys within the window too: a decode step and 3 tokens, each
-    // query hiding every third key, against the whole layer given both masks at once.
+    // A mask of the caller's own hides keys within the window too: a decode step and 3 tokens
+    // against the whole layer given both masks at once.
     for (const int64_t S : {1, 3}) {
         const Tensor x = testing::random_tensor({2, S, 64}, 101 + S);
-        const int64_t widest = std::max(ours.lengths()[0], ours.lengths()[1]) + S;
-        std::vector<uint8_t> own_hidden(2 * S * widest);
-        for (size_t i = 0; i < own_hidden.size(); i++) own_hidden[i] = i % 3 == 0;
-        const MaskView own{own_hidden.data(), {2, 1, S, widest}};
-        std::vector<uint8_t> window_hidden;
-        const MaskView window_only = windowed_mask(S, window_hidden);
-        const MaskView both = windowed_mask(S, hidden);
-        for (size_t i = 0; i < own_hidden.size(); i++) hidden[i] |= own_hidden[i];
+        const TestMask own = test_mask(ours.lengths(), S, true), both = test_mask(ours.lengths(), S, true, before_window);
+        const TestMask window_only = test_mask(ours.lengths(), S, false, before_window);
+        const MaskView own_view = own.view(), both_view = both.view(), window_view = window_only.view();
         KVCache spare = masked;  // for the window alone
-        const Tensor out = windowed.self_attention(x, &ours, &own);
-        EXPECT_LE(testing::relative_l2(out, seed.layer->self_attention(x, &masked, &both)), 1e-6) << S;
+        const Tensor out = windowed.self_attention(x, &ours, &own_view);
+        EXPECT_LE(testing::relative_l2(out, seed.layer->self_attention(x, &masked, &both_view)), 1e-6) << S;
         // The window alone differs: the check can fail.
-        EXPECT_GT(testing::relative_l2(out, seed.layer->self_attention(x, &spare, &window_only)), 1e-2) << S;
+        EXPECT_GT(testing::relative_l2(out, seed.layer->self_attention(x, &spare, &window_view)), 1e-2) << S;
     }
     // A mask too narrow for the keys is refused, changing nothing.
     std::vector<uint8_t> narrow(2 * 15, 0);
@@ -563,6 +573,27 @@ void check_bidirectional(std::optional<int64_t> window, int64_t tokens, int64_t 
     EXPECT_LE(testing::relative_l2(out.tokens(prompt, tokens), reference_tokens(causal, 2, tokens, prompt, tokens)), 1e-5);
     // The prompt's causal outputs differ: the check can fail.
     EXPECT_GT(testing::relative_l2(out.tokens(0, prompt), reference_tokens(causal, 2, tokens, 0, prompt)), 1e-2);
+    if (!window) return;
+
+    // A mask of the caller's own within the window both ways: sequences of 3 and 6 tokens, then the
+    // prompt, against the layer without a window given both masks at once.
+    CachedAttentionConfig unwindowed = config;
+    unwindowed.sliding_window.reset();
+    const CachedAttention whole(unwindowed, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    KVCache ours = layer.make_cache(2, 6 + prompt), theirs = whole.make_cache(2, 6 + prompt);
+    const Tensor first = testing::random_tensor({2, 6, 64}, 153);
+    for (auto [attention, kv] : {std::pair{&layer, &ours}, {&whole, &theirs}}) {
+        attention->self_attention(first, kv);
+        kv->truncate_to(3, 0);
+    }
+    const KeyRule outside = [w = *window](int64_t p, int64_t j) { return j <= p - w || j >= p + w; };
+    const TestMask own = test_mask(ours.lengths(), prompt, true), both = test_mask(ours.lengths(), prompt, true, outside);
+    const TestMask window_only = test_mask(ours.lengths(), prompt, false, outside);
+    const MaskView own_view = own.view(), both_view = both.view(), window_view = window_only.view();
+    KVCache spare = theirs;  // for the window alone
+    const Tensor masked_out = layer.self_attention(x.tokens(0, prompt), &ours, &own_view);
+    EXPECT_LE(testing::relative_l2(masked_out, whole.self_attention(x.tokens(0, prompt), &theirs, &both_view)), 1e-6);
+    EXPECT_GT(testing::relative_l2(masked_out, whole.self_attention(x.tokens(0, prompt), &spare, &window_view)), 1e-2);
 }
 TEST(CachedAttention, ALayerThatIsNotCausalSeesLaterKeys) { check_bidirectional(std::nullopt, 9, 5); }
 // Past 256 queries the windowed prompt takes several calls of the kernels.
@@ -1045,8 +1076,7 @@ TEST(CachedAttentionHuggingFace, Olmo3ConfigsSlideThreeLayersOfFour) {
               "c: olmo3 needs its rope_theta stated (transformers' default for it has changed)");
 }
 
-// The layer's own checks of chunks and temperature; a mask of the caller's own is not combined with
-// the chunks: refused past the first, changing nothing.
+// The layer's own checks of chunks and temperature, and a mask of the caller's own within the chunks.
 TEST(CachedAttentionHuggingFace, ChunksAndTemperatureAreChecked) {
     TestLayer seed({64, 4, 2, 16, false, 10000.0});
     testing::TempDir dir;
@@ -1074,27 +1104,26 @@ TEST(CachedAttentionHuggingFace, ChunksAndTemperatureAreChecked) {
     both_ways.causal = false;
     EXPECT_EQ(build_error(both_ways), "cached_attention: a layer that attends in chunks (attention_chunk) is causal");
 
-    // A mask of the caller's own hides keys within the chunks too: 3 tokens, then 5 crossing into
-    // the second chunk with every third key of each row hidden, against the whole layer given the
-    // chunks' rule and that mask at once.
+    // A mask of the caller's own hides keys within the chunks too: sequences of 1 and 3 tokens, then
+    // 5 crossing into the second chunk, against the whole layer given the chunks' rule and that
+    // mask at once.
     chunked.sliding_window.reset();
     const CachedAttention layer(chunked, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
-    KVCache cache = layer.make_cache(1, 8), whole = seed.layer->make_cache(1, 8);
-    const Tensor prompt = testing::random_tensor({1, 3, 64}, 150), more = testing::random_tensor({1, 5, 64}, 151);
-    layer.self_attention(prompt, &cache);
-    seed.layer->self_attention(prompt, &whole);
-    std::vector<uint8_t> own_hidden(5 * 8), both_hidden(5 * 8);
-    for (int64_t i = 0; i < 5; i++) {
-        for (int64_t j = 0; j < 8; j++) {
-            const int64_t p = 3 + i;
-            own_hidden[i * 8 + j] = (i + j) % 3 == 0;
-            both_hidden[i * 8 + j] = own_hidden[i * 8 + j] || j / 4 != p / 4;
-        }
+    KVCache cache = layer.make_cache(2, 8), whole = seed.layer->make_cache(2, 8);
+    const Tensor prompt = testing::random_tensor({2, 3, 64}, 150), more = testing::random_tensor({2, 5, 64}, 151);
+    for (auto [attention, kv] : {std::pair{&layer, &cache}, {&*seed.layer, &whole}}) {
+        attention->self_attention(prompt, kv);
+        kv->truncate_to(1, 0);
     }
-    const MaskView own{own_hidden.data(), {1, 1, 5, 8}}, both{both_hidden.data(), {1, 1, 5, 8}};
-    EXPECT_LE(testing::relative_l2(layer.self_attention(more, &cache, &own), seed.layer->self_attention(more, &whole, &both)),
-              1e-6);
-    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({8}));
+    const KeyRule other_chunk = [](int64_t p, int64_t j) { return j / 4 != p / 4; };
+    const TestMask own = test_mask(cache.lengths(), 5, true), both = test_mask(cache.lengths(), 5, true, other_chunk);
+    const TestMask chunks_only = test_mask(cache.lengths(), 5, false, other_chunk);
+    const MaskView own_view = own.view(), both_view = both.view(), chunks_view = chunks_only.view();
+    KVCache spare = whole;  // for the chunks alone
+    const Tensor out = layer.self_attention(more, &cache, &own_view);
+    EXPECT_LE(testing::relative_l2(out, seed.layer->self_attention(more, &whole, &both_view)), 1e-6);
+    EXPECT_GT(testing::relative_l2(out, seed.layer->self_attention(more, &spare, &chunks_view)), 1e-2);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({6, 8}));
 }
 
 // The scale and the cap reach the kernels as floats: a value that would round to 0 (a cap the

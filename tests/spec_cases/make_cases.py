@@ -38,7 +38,8 @@ def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=
     is layer `layer` of a whole model: its weights under the prefix model.layers.<layer>.self_attn.,
     the model's config.json beside them as model_config.json (run_spec_cases runs it by files).
     outputs_by_prefill: the output of each --prefill P may differ from the forward's (LongRoPE picks
-    its factors per call; a bidirectional layer sees the keys its calls have brought): written as y_prefill_P.npy, and so marked in config.json."""
+    its factors per call; a bidirectional layer sees the keys its calls have brought): written as
+    y_prefill_P.npy, and so marked in config.json."""
     folder = os.path.join(out_dir, name)
     os.makedirs(folder)
     case = {'kind': kind, 'config': config, 'batch': x.shape[0], 'seq_len': x.shape[1]}
@@ -112,7 +113,7 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
     # Class defaults configs may leave out: Gemma's heads, GLM's KV heads.
     gemma, glm = config['model_type'] in ('gemma2', 'gemma3_text'), config['model_type'] in ('glm', 'glm4')
     e, heads = config['hidden_size'], config.get('num_attention_heads', 8 if gemma else None)
-    kv_heads = config.get('num_key_value_heads', 4 if gemma else 2 if glm else heads)
+    kv_heads = config.get('num_key_value_heads', 4 if gemma else 2 if glm else 8 if config['model_type'] == 'glm4_moe' else heads)
     head_dim = config.get('head_dim') or e // heads
     shapes = attention_shapes(('q_proj', 'k_proj', 'v_proj', 'o_proj'), e, heads, kv_heads, head_dim)
     weights = projections(rng, shapes, lambda layer: layer in biases)

@@ -399,19 +399,10 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
     for (int64_t b = 0; b < q.dim(0); b++) {
         for (int64_t p0 = start[b]; p0 < lengths[b]; p0 += block) {
             const int64_t p1 = std::min<int64_t>(p0 + block, lengths[b]), first = std::max<int64_t>(0, p0 - window + 1);
-            const int64_t last = config_.causal ? p1 : std::min<int64_t>(p1 + window - 1, lengths[b]);
-            // Query p sees keys p - window < j <= p (or j < p + window) that the caller's mask
-            // leaves: the block's mask hides the others.
-            const int64_t width = last - first;
-            std::vector<uint8_t> hidden((p1 - p0) * width, 0);
-            for (int64_t p = p0; p < p1; p++) {
-                for (int64_t j = first; j < last; j++) {
-                    hidden[(p - p0) * width + (j - first)] =
-                        j <= p - window || j >= p + window || caller_hides(mask, b, p - start[b], j);
-                }
-            }
-            const MaskView block_mask{hidden.data(), {1, 1, p1 - p0, width}};
-            attend_rows(q, keys, values, {b, start[b], p0, p1, first, last}, &block_mask, attended);
+            const int64_t end = config_.causal ? p1 : std::min<int64_t>(p1 + window - 1, lengths[b]);
+            // Query p sees keys p - window < j <= p (or j < p + window).
+            const auto outside = [window](int64_t p, int64_t j) { return j <= p - window || j >= p + window; };
+            attend_rows(q, keys, values, {b, start[b], p0, p1, first, end}, mask, outside, attended);
         }
     }
 }
@@ -422,30 +413,36 @@ void CachedAttention::attend_in_chunks(const Tensor &q, const ConstTensorView &k
     const int64_t chunk = *config_.attention_chunk;
     for (int64_t b = 0; b < q.dim(0); b++) {
         // Each call takes the new queries of one chunk, which see its keys up to themselves: the
-        // kernels' causal rule over the chunk's rows, with the caller's mask cut to them.
+        // kernels' causal rule over the chunk's rows.
         for (int64_t p0 = start[b], p1; p0 < lengths[b]; p0 = p1) {
             const int64_t first = p0 - p0 % chunk;
             p1 = std::min<int64_t>(first + chunk, lengths[b]);
-            std::vector<uint8_t> hidden(mask ? (p1 - p0) * (p1 - first) : 0);
-            for (int64_t p = p0; mask && p < p1; p++) {
-                for (int64_t j = first; j < p1; j++) {
-                    hidden[(p - p0) * (p1 - first) + (j - first)] = caller_hides(mask, b, p - start[b], j);
-                }
-            }
-            const MaskView chunk_mask{hidden.data(), {1, 1, p1 - p0, p1 - first}};
-            attend_rows(q, keys, values, {b, start[b], p0, p1, first, p1}, mask ? &chunk_mask : nullptr, attended);
+            attend_rows(q, keys, values, {b, start[b], p0, p1, first, p1}, mask, nullptr, attended);
         }
     }
 }
 
 void CachedAttention::attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                                  const QueryRows &r, const MaskView *mask, Tensor &attended) const {
-    // The cache rows [first, last) hold every key these queries reach; where causal, the queries
-    // are the last p1 - p0 of them (last = p1), as the kernels' causal rule takes them.
-    const auto rows = [&](const ConstTensorView &store) { return store.crop(0, r.b, r.b + 1).crop(2, r.first, r.last); };
+                                  const QueryRows &r, const MaskView *caller_mask, const KeyRule &hides,
+                                  Tensor &attended) const {
+    // The rows' own mask [1, 1, p1 - p0, end - first]: key j hidden from the query at p where the
+    // rule or the caller's mask (whose row is new query p - start) says.
+    const int64_t width = r.end - r.first;
+    std::vector<uint8_t> hidden(caller_mask || hides ? (r.p1 - r.p0) * width : 0);
+    for (int64_t p = r.p0; !hidden.empty() && p < r.p1; p++) {
+        for (int64_t j = r.first; j < r.end; j++) {
+            hidden[(p - r.p0) * width + (j - r.first)] =
+                (hides && hides(p, j)) || caller_hides(caller_mask, r.b, p - r.start, j);
+        }
+    }
+    const MaskView mask{hidden.data(), {1, 1, r.p1 - r.p0, width}};
+    // The cache rows [first, end) hold every key these queries reach; where causal, the queries
+    // are the last p1 - p0 of them (end = p1), as the kernels' causal rule takes them.
+    const auto rows = [&](const ConstTensorView &store) { return store.crop(0, r.b, r.b + 1).crop(2, r.first, r.end); };
     const auto tokens = [&](auto view) { return view.crop(0, r.b, r.b + 1).crop(1, r.p0 - r.start, r.p1 - r.start); };
-    const std::vector<int32_t> visible{static_cast<int32_t>(r.last - r.first)};
-    prefill_kernel(tokens(q.view()), rows(keys), rows(values), visible, config_.causal, mask, tokens(attended.view()));
+    const std::vector<int32_t> visible{static_cast<int32_t>(width)};
+    const MaskView *rows_mask = hidden.empty() ? nullptr : &mask;
+    prefill_kernel(tokens(q.view()), rows(keys), rows(values), visible, config_.causal, rows_mask, tokens(attended.view()));
 }
 
 Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) const {

@@ -394,9 +394,8 @@ void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, C
     if (!window) return;
     require(*window > 0, src + ": sliding_window must be positive, got " + str(*window));
     // transformers' Gemma 3 config keeps (sliding_window // 2) + 1 of a bidirectional model's
-    // window (EmbeddingGemma's 512: 257, each query seeing |p - j| < 257). It does so again to a
-    // config it saved itself until it wrote the width back: such a file's 257 reads as 129 there
-    // and here alike.
+    // window (EmbeddingGemma's 512: 257, each query seeing |p - j| < 257). A config re-saved by a
+    // transformers that wrote 257 back reloads as 129, there and here alike.
     cfg.sliding_window = cfg.causal ? *window : *window / 2 + 1;
 }
 

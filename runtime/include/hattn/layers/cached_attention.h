@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "hattn/config.h"
@@ -152,16 +153,17 @@ public:
 
     // The seed's forward: queries from query_input [B, S, E]; with a conditioning cache, keys and
     // values from it (cross-attention: no causal mask, no RoPE); otherwise from key_input and
-    // value_input [B, S, E] (pass x for all three for self-attention), causal, appended to the
-    // generation cache when one is given. mask [B, 1, S, Sk] (True = masked) is optional.
+    // value_input [B, S, E] (pass x for all three for self-attention), causal unless the config
+    // says otherwise, appended to the generation cache when one is given. mask [B, 1, S, Sk]
+    // (True = masked) is optional.
     Tensor forward(const Tensor &query_input, const Tensor *key_input, const Tensor *value_input,
                    const MaskView *mask = nullptr, KVCache *generation_cache = nullptr,
                    const ConditioningCache *conditioning_cache = nullptr) const;
 
-    // Self-attention of x [B, S, E], causal unless the config says otherwise. With a cache, the S tokens are appended after what
-    // it holds (positions continue from each sequence's length) and attend to all of it; without,
-    // x attends to itself. mask [B, 1, S, Sk] (True = masked) is optional. Returns [B, S, E]. On
-    // any error the cache is unchanged.
+    // Self-attention of x [B, S, E], causal unless the config says otherwise. With a cache, the S
+    // tokens are appended after what it holds (positions continue from each sequence's length) and
+    // attend to all of it; without, x attends to itself. mask [B, 1, S, Sk] (True = masked) is
+    // optional. Returns [B, S, E]. On any error the cache is unchanged.
     Tensor self_attention(const Tensor &x, KVCache *cache = nullptr, const MaskView *mask = nullptr) const;
 
     // One token per sequence (x_t [B, 1, E]) through the cache, with the split-KV decode kernel.
@@ -181,9 +183,9 @@ private:
     Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
                              const MaskView *mask) const;
     // Self-attention of several new tokens where a sequence is longer than the sliding window (a
-    // decode step passes each window's start to the decode kernel instead): q and attended
-    // [B, S, H, D], the keys and values those of the cache storage (or the new tokens) holding every key.
-    // The caller's mask (if any) hides keys within the window too.
+    // decode step without a mask passes each window's start to the decode kernel instead): q and
+    // attended [B, S, H, D], the keys and values those of the cache storage (or the new tokens)
+    // holding every key. The caller's mask (if any) hides keys within the window too.
     void attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
                            const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, const MaskView *mask,
                            Tensor &attended) const;
@@ -192,13 +194,14 @@ private:
                           const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, const MaskView *mask,
                           Tensor &attended) const;
     // Sequence b's new queries at positions [p0, p1) (its first new token at `start`) against the
-    // cache rows [first, last), causal or not as the layer is (causal: last is p1), hiding what
-    // mask [1, 1, p1 - p0, last - first] hides (if any).
+    // cache rows [first, end), causal or not as the layer is (causal: end is p1), hiding the keys
+    // j that hides(p, j) (if given) or the caller's mask [B, 1, S, >= end] (if any) hides.
     struct QueryRows {
-        int64_t b, start, p0, p1, first, last;
+        int64_t b, start, p0, p1, first, end;
     };
+    using KeyRule = std::function<bool(int64_t query_position, int64_t key_position)>;
     void attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values, const QueryRows &rows,
-                     const MaskView *mask, Tensor &attended) const;
+                     const MaskView *caller_mask, const KeyRule &hides, Tensor &attended) const;
     // q, k or v projected: [B, S, heads, D], then normed where `norm` holds a QK-norm's weight. On a
     // GPU it stays there for the next kernel.
     Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads,
