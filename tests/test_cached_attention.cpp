@@ -1034,6 +1034,65 @@ TEST(CachedAttentionHuggingFace, Glm45ConfigsRotateHalfOfEachHeadAsHalves) {
     EXPECT_EQ(released.rope_base.value_or(0), 1e6);
 }
 
+// StarCoder2, OLMoE, Nemotron, Apertus, Arcee, Helium and Seed-OSS: Llama's attention with each
+// one's changes, read from their keys with their class defaults; what they do that this layer
+// does not (OLMoE's clamp after the norm, a scaling Nemotron drops) refused by key.
+TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
+    const auto read = [](const std::string &json) { return CachedAttentionConfig::from(ConfigReader::parse(json, "c")); };
+    const auto error = [](const std::string &json) {
+        return testing::error_message([&] { CachedAttentionConfig::from(ConfigReader::parse(json, "c")); });
+    };
+    const std::string starcoder2 = R"({"model_type": "starcoder2", "hidden_size": 3072)";
+    const CachedAttentionConfig coder = read(starcoder2 + R"(, "sliding_window": 4096})");
+    EXPECT_EQ(std::tuple(coder.heads, coder.kv_heads, coder.head_dimension), std::tuple(24, 2, 128));
+    EXPECT_TRUE(coder.bias && coder.output_bias);
+    EXPECT_EQ(coder.sliding_window.value_or(0), 4096);
+    EXPECT_FALSE(read(starcoder2 + R"(, "use_bias": false})").bias || read(starcoder2 + "}").sliding_window);
+
+    const std::string olmoe = R"({"model_type": "olmoe", "hidden_size": 2048, "num_attention_heads": 16)";
+    const CachedAttentionConfig moe = read(olmoe + R"(, "clip_qkv": null})");
+    ASSERT_TRUE(moe.qk_norm.has_value());
+    EXPECT_EQ(moe.qk_norm->span, CachedAttentionConfig::QkNorm::Span::AllHeads);
+    EXPECT_EQ(moe.qk_norm->eps, 1e-5);
+    EXPECT_EQ(error(olmoe + R"(, "clip_qkv": 8.0})"), "c: clip_qkv is not supported for olmoe (it clamps q, k and v after "
+                                                    "the QK-norm; this layer clamps them as projected)");
+
+    const std::string nemotron = R"({"model_type": "nemotron", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8)";
+    EXPECT_EQ(read(nemotron + "}").rotary_dimension, 64);
+    EXPECT_EQ(read(nemotron + R"(, "rope_scaling": null})").rope_scaling.type, RopeScaling::Type::None);
+    EXPECT_EQ(error(nemotron + R"(, "rope_scaling": {"rope_type": "linear", "factor": 2.0}})"),
+              "c: a RoPE scaling is not supported for nemotron (transformers turns its heads by an unscaled RoPE whatever "
+              "the config says)");
+
+    const std::string apertus = R"({"model_type": "apertus", "hidden_size": 4096, "num_attention_heads": 32)";
+    EXPECT_EQ(error(apertus + "}"), "c: apertus needs its rope_scaling stated (transformers takes a missing one as llama3 x8 "
+                                    "and transformers 4 a null one as none)");
+    const CachedAttentionConfig swiss = read(apertus + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+        "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
+    EXPECT_EQ(swiss.rope_base.value_or(0), 12e6);
+    EXPECT_EQ(swiss.rope_scaling.type, RopeScaling::Type::Llama3);
+    ASSERT_TRUE(swiss.qk_norm.has_value());
+    EXPECT_EQ(swiss.qk_norm->span, CachedAttentionConfig::QkNorm::Span::EachHead);
+
+    const std::string arcee = R"({"model_type": "arcee", "hidden_size": 2560, "num_attention_heads": 20)";
+    EXPECT_FALSE(read(arcee + "}").bias || read(arcee + "}").qk_norm);
+    EXPECT_TRUE(read(arcee + R"(, "attention_bias": true})").output_bias);
+
+    const std::string helium = R"({"model_type": "helium", "hidden_size": 2560)";
+    const CachedAttentionConfig kyutai = read(helium + R"(, "attention_bias": true})");
+    EXPECT_EQ(std::tuple(kyutai.heads, kyutai.kv_heads, kyutai.head_dimension), std::tuple(20, 20, 128));
+    EXPECT_EQ(kyutai.rope_layout, RopeLayout::Interleaved);
+    EXPECT_EQ(kyutai.rope_base.value_or(0), 100000.0);
+    EXPECT_TRUE(kyutai.bias && !kyutai.output_bias);
+
+    const std::string seed_oss = R"({"model_type": "seed_oss", "hidden_size": 5120)";
+    const CachedAttentionConfig seed = read(seed_oss + "}");
+    EXPECT_EQ(std::tuple(seed.heads, seed.kv_heads, seed.head_dimension), std::tuple(80, 8, 128));
+    EXPECT_TRUE(seed.bias && !seed.output_bias);
+    EXPECT_TRUE(read(seed_oss + R"(, "attention_out_bias": true})").output_bias);
+    EXPECT_FALSE(read(seed_oss + R"(, "attention_bias": false})").bias);
+}
+
 // StableLM: a quarter of each head rotates (as halves); q, k and v biased as use_qkv_bias says, o
 // never; qk_layernorm's per-head LayerNorms read from a module per head.
 TEST(CachedAttentionHuggingFace, StableLmConfigsRotateAQuarterOfEachHead) {
@@ -1225,7 +1284,8 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
-                      "glm4_moe, gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared)");
+                      "glm4_moe, gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared, "
+                      "starcoder2, olmoe, nemotron, apertus, arcee, helium, seed_oss)");
     }
     // OLMo 1: Llama's attention, q, k and v clamped where clip_qkv says.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";

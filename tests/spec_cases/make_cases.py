@@ -447,6 +447,40 @@ def write_all(out_dir):
         llama_case(out_dir, 'glm4_moe_quarter_rotary_plain', 64,
                    {'model_type': 'glm4_moe', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 1,
                     'head_dim': 16, 'rope_theta': 500.0, 'partial_rotary_factor': 0.25}, 1, 12, biases=()),
+        # StarCoder2: all four biased (use_bias's default), every layer sliding over 5 keys.
+        llama_case(out_dir, 'starcoder2_biased_window_5', 66,
+                   {'model_type': 'starcoder2', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 1000.0, 'sliding_window': 5}, 2, 11, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
+        # OLMoE: q and k RMS-normed over all of a token's heads (OLMo 2's norm), clip_qkv null.
+        llama_case(out_dir, 'olmoe_norm_over_all_heads', 67,
+                   {'model_type': 'olmoe', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10000.0, 'clip_qkv': None, 'rms_norm_eps': 1e-5}, 2, 10, biases=(), qk_norm='all'),
+        # Nemotron: half of each head (8 of 16) rotated as halves (its default factor), all four biased.
+        llama_case(out_dir, 'nemotron_half_rotary', 68,
+                   {'model_type': 'nemotron', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'rope_theta': 1000.0, 'attention_bias': True}, 1, 12,
+                   biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
+        # Apertus: q and k RMS-normed per head, llama3-scaled RoPE (stated, as the reader requires).
+        llama_case(out_dir, 'apertus_qk_norm_llama3', 69,
+                   {'model_type': 'apertus', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'rope_theta': 10000.0, 'rms_norm_eps': 1e-5,
+                    'rope_scaling': {'rope_type': 'llama3', 'factor': 8.0, 'low_freq_factor': 1.0,
+                                     'high_freq_factor': 4.0, 'original_max_position_embeddings': 8}},
+                   2, 11, biases=(), qk_norm='head'),
+        # Arcee (AFM): Llama's attention.
+        llama_case(out_dir, 'arcee_llama_attention', 70,
+                   {'model_type': 'arcee', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 1,
+                    'rope_theta': 10000.0}, 1, 10, biases=()),
+        # Helium: pairs (2i, 2i + 1) in place; q, k and v biased (attention_bias), o never.
+        llama_case(out_dir, 'helium_pairs_in_place', 71,
+                   {'model_type': 'helium', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'rope_theta': 100.0, 'attention_bias': True}, 2, 10,
+                   biases=('q_proj', 'k_proj', 'v_proj')),
+        # Seed-OSS: q, k and v biased (attention_bias's default), o as attention_out_bias says.
+        llama_case(out_dir, 'seed_oss_out_bias', 72,
+                   {'model_type': 'seed_oss', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'rope_theta': 100.0, 'attention_out_bias': True}, 2, 10,
+                   biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
         # OLMo 3: OLMo 2's norms over all heads; layer 0 slides over 3 keys with plain RoPE, layer 3
         # (every fourth) sees all with YaRN (x8 from 4 positions: most pairs slowed, cos and sin
         # scaled by 0.1 ln 8 + 1).

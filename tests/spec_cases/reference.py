@@ -248,19 +248,27 @@ def smollm3_rotates(config, layer):
 # What a Llama-family model's attention changes, by model_type (transformers' classes): the default
 # of partial_rotary_factor where the model reads it (others turn whole heads), and the models whose
 # RoPE turns pairs (2i, 2i+1) in place rather than halves.
-PARTIAL_ROTARY_DEFAULT = {'phi3': 1.0, 'glm': 0.5, 'glm4': 0.5, 'glm4_moe': 0.5, 'stablelm': 0.25}
-PAIRS_IN_PLACE = {'cohere', 'glm', 'glm4'}
+PARTIAL_ROTARY_DEFAULT = {'phi3': 1.0, 'glm': 0.5, 'glm4': 0.5, 'glm4_moe': 0.5, 'stablelm': 0.25, 'nemotron': 0.5}
+PAIRS_IN_PLACE = {'cohere', 'glm', 'glm4', 'helium'}
 
 
 def llama_family_biases(config):
     """The projections that have a bias, as each model's attention builds them: Llama's four per
-    attention_bias (also Qwen3, OLMo, Cohere, Granite), Mistral/Mixtral/Phi-3 none, Qwen2 q, k and v
-    (Qwen2-MoE per qkv_bias), GLM q, k and v per attention_bias (default true; GLM-4.5's
-    glm4_moe false), StableLM q, k and v per use_qkv_bias (default false)."""
+    attention_bias (also Qwen3, OLMo, OLMoE, Cohere, Granite, Nemotron, Apertus, Arcee),
+    Mistral/Mixtral/Phi-3 none, Qwen2 q, k and v (Qwen2-MoE per qkv_bias), GLM q, k and v per
+    attention_bias (default true; GLM-4.5's glm4_moe false), StableLM q, k and v per use_qkv_bias
+    (default false), Helium q, k and v per attention_bias, StarCoder2 all four per use_bias
+    (default true), Seed-OSS q, k and v per attention_bias (default true) and o per
+    attention_out_bias (default false)."""
     model, qkv = config['model_type'], {'q_proj', 'k_proj', 'v_proj'}
+    if model == 'starcoder2':
+        return qkv | {'o_proj'} if config.get('use_bias', True) else set()
+    if model == 'seed_oss':
+        return (qkv if config.get('attention_bias', True) else set()) | \
+            ({'o_proj'} if config.get('attention_out_bias', False) else set())
     stated = {'qwen2': True, 'qwen2_moe': config.get('qkv_bias', True), 'glm': config.get('attention_bias', True),
               'glm4': config.get('attention_bias', True), 'glm4_moe': config.get('attention_bias', False),
-              'stablelm': config.get('use_qkv_bias', False)}
+              'stablelm': config.get('use_qkv_bias', False), 'helium': config.get('attention_bias', False)}
     if model in stated:
         return qkv if stated[model] else set()
     if model in ('mistral', 'mixtral', 'phi3'):
@@ -271,18 +279,18 @@ def llama_family_biases(config):
 def llama_family_qk_norm(config, w, name, y, n_heads):
     """q or k (name 'q' or 'k'), projected [B, S, heads * D], as [B, heads, S, D] normed before RoPE
     where the model norms them: OLMo 2 RMSNorms all of a token's heads at once (q_norm, k_norm; eps
-    rms_norm_eps, default 1e-5), Qwen3 each head (default 1e-6), GLM-4.5 each head where
-    use_qk_norm (default 1e-5); Command R+ (cohere's
+    rms_norm_eps, default 1e-5; OLMoE the same), Qwen3 each head (default 1e-6), GLM-4.5 each head
+    where use_qk_norm and Apertus each head (default 1e-5); Command R+ (cohere's
     use_qk_norm) takes a LayerNorm without bias over each head, each head its own weights [heads,
     D], and StableLM (qk_layernorm) the same with each head's weights in a module of its own
     (q_layernorm.norms.<h>.weight); both eps layer_norm_eps, default 1e-5."""
     model = config['model_type']
-    if model == 'olmo2':
+    if model in ('olmo2', 'olmoe'):
         y = rms_norm(y, w[name + '_norm.weight'], config.get('rms_norm_eps', 1e-5))
     y = split_heads(y, n_heads)
     if model in ('qwen3', 'qwen3_moe'):
         return rms_norm(y, w[name + '_norm.weight'], config.get('rms_norm_eps', 1e-6))
-    if model == 'glm4_moe' and config.get('use_qk_norm'):
+    if model == 'apertus' or (model == 'glm4_moe' and config.get('use_qk_norm')):
         return rms_norm(y, w[name + '_norm.weight'], config.get('rms_norm_eps', 1e-5))
     per_head = None
     if model == 'cohere' and config.get('use_qk_norm'):
@@ -297,13 +305,14 @@ def llama_family_qk_norm(config, w, name, y, n_heads):
 def llama_attention(config, w, x, layer=None, prefill=None):
     """§1 causal self-attention as a Hugging Face Llama-family checkpoint states it (not in the
     spec's words; the math is §1's): config.json keys hidden_size, num_attention_heads,
-    num_key_value_heads (default: the heads; GLM 2, GLM-4.5 8), head_dim (default E/H; Qwen3 and GLM 128),
-    rope_theta (default 10000; RoPE always, scaled as llama_rope_frequencies says), weights q_proj /
-    k_proj / v_proj / o_proj with the biases llama_family_biases says, q and k normed as
-    llama_family_qk_norm says. RoPE turns the first int(head_dim * partial_rotary_factor) dims
-    where the model reads the factor (PARTIAL_ROTARY_DEFAULT: Phi-3, GLM, StableLM), as halves, or
-    as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM). Phi-3 stacks q, k and v in
-    qkv_proj. OLMo 1 clamps q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W (Mistral/Mixtral/Phi-3; Qwen with use_sliding_window the layers
+    num_key_value_heads (default: the heads; GLM 2, GLM-4.5 8), head_dim (default E/H; Qwen3 and
+    GLM 128), rope_theta (default 10000; RoPE always, scaled as llama_rope_frequencies says),
+    weights q_proj / k_proj / v_proj / o_proj with the biases llama_family_biases says, q and k
+    normed as llama_family_qk_norm says. RoPE turns the first int(head_dim * partial_rotary_factor)
+    dims where the model reads the factor (PARTIAL_ROTARY_DEFAULT: Phi-3, GLM, StableLM,
+    Nemotron), as halves, or as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM, Helium).
+    Phi-3 stacks q, k and v in qkv_proj. OLMo 1 clamps q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W
+    (Mistral/Mixtral/Phi-3/StarCoder2; Qwen with use_sliding_window the layers
     layer_types names): query p sees keys p - W < j <= p. Granite scales the scores by
     attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's layer `layer` rotates
     only where smollm3_rotates says (sliding windows not covered here). LongRoPE rotates each token
@@ -353,7 +362,7 @@ def llama_attention(config, w, x, layer=None, prefill=None):
                frequencies)
     q[..., :rotary_dim] *= amplitude
     k[..., :rotary_dim] *= amplitude
-    window = config.get('sliding_window') if model in ('mistral', 'mixtral', 'phi3') else None
+    window = config.get('sliding_window') if model in ('mistral', 'mixtral', 'phi3', 'starcoder2') else None
     if model.startswith('qwen') and config.get('use_sliding_window') and \
             config['layer_types'][layer] == 'sliding_attention':
         window = config.get('sliding_window', 4096)

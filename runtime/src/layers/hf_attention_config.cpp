@@ -20,13 +20,14 @@ using Span = CachedAttentionConfig::QkNorm::Span;
 // listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
-    // Which projections have biases: all four as attention_bias says, none, or q, k and v only:
-    // always (Qwen2), or as qkv_bias_key says, its default qkv_bias (Qwen2-MoE's qkv_bias, GLM's
-    // attention_bias, StableLM's use_qkv_bias).
-    enum class Biases { ByAttentionBias, None, QkvOnly } biases = Biases::ByAttentionBias;
-    const char *qkv_bias_key = nullptr;
-    bool qkv_bias = true;
-    bool attention_bias = false;  // attention_bias's default
+    // Whether q, k and v, and o, have biases: as a key says (its class default where missing), or
+    // without a key always or never.
+    struct BiasRule {
+        const char *key;
+        bool fallback;
+        bool read(const ConfigReader &c) const { return key ? c.get_bool(key, fallback) : fallback; }
+    };
+    BiasRule qkv_bias{"attention_bias", false}, output_bias{"attention_bias", false};
     // The config class's defaults, where a config may leave them out (Gemma 3's text configs inside
     // multimodal checkpoints do): heads (none: required), KV heads (none: the heads), head_dim
     // (none: hidden_size / heads), rope_theta.
@@ -65,8 +66,9 @@ struct ModelType {
     bool per_head_layer_norms = false;
     // StableLM: qk_layernorm, the same norms with each head's weights in a module of its own.
     bool stablelm = false;
-    // OLMo 1: clip_qkv, where stated, clamps q, k and v as projected (OLMo-7B-0424: 8).
-    bool reads_clip_qkv = false;
+    // clip_qkv, where stated: q, k and v clamped as projected (OLMo 1; OLMo-7B-0424: 8), or after
+    // the QK-norm (OLMoE, which this layer cannot: refused); other types' attention reads none.
+    enum class ClipQkv { Unread, AsProjected, AfterNorm } clip_qkv = ClipQkv::Unread;
     // Layers that differ by index: every sliding_pattern-th is full, the others slide (unless
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
@@ -78,19 +80,24 @@ struct ModelType {
     // pairs in place, L2-norm q and k and attend in chunks, those without scale their queries.
     bool llama4 = false;
     bool sinks = false;                     // gpt-oss: a learned sink per query head
-    // gpt-oss: transformers' class default is YaRN where rope_scaling is missing, and 4.x reads a
-    // null one as none; this reader cannot tell the two apart, so the config must state it.
-    bool rope_scaling_stated = false;
+    // gpt-oss, Apertus: transformers' class default is a scaling where rope_scaling is missing
+    // (this one), and 4.x reads a null one as none; this reader cannot tell the two apart, so the
+    // config must state it.
+    const char *missing_rope_scaling = nullptr;
+    // Nemotron: transformers turns by an unscaled RoPE whatever rope_scaling says: a stated scaling
+    // is refused rather than dropped.
+    bool rope_unscaled = false;
 };
 
+constexpr ModelType::BiasRule no_bias{nullptr, false};
+
 void glm_attention(ModelType &t) {
-    t.biases = ModelType::Biases::QkvOnly, t.qkv_bias_key = "attention_bias";
+    t.qkv_bias = {"attention_bias", true}, t.output_bias = no_bias;
     t.kv_heads = 2, t.head_dim = 128, t.partial_rotary_allowed = true, t.partial_rotary = 0.5, t.pairs_in_place = true;
 }
 
 // The table, each entry naming what it changes.
 const std::vector<ModelType> &model_types() {
-    using B = ModelType::Biases;
     const auto type = [](const char *name, auto change) {
         ModelType t;
         t.name = name;
@@ -99,15 +106,19 @@ const std::vector<ModelType> &model_types() {
     };
     static const std::vector<ModelType> types{
         type("llama", [](ModelType &) {}),
-        type("mistral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
-        type("mixtral", [](ModelType &t) { t.biases = B::None, t.slides = true; }),
-        type("qwen2", [](ModelType &t) { t.biases = B::QkvOnly, t.qwen_windows = t.windows_by_layer_types = true; }),
-        type("qwen2_moe", [](ModelType &t) { t.biases = B::QkvOnly, t.qkv_bias_key = "qkv_bias", t.qwen_windows = true; }),
+        type("mistral", [](ModelType &t) { t.qkv_bias = t.output_bias = no_bias, t.slides = true; }),
+        type("mixtral", [](ModelType &t) { t.qkv_bias = t.output_bias = no_bias, t.slides = true; }),
+        type("qwen2", [](ModelType &t) {
+            t.qkv_bias = {nullptr, true}, t.output_bias = no_bias, t.qwen_windows = t.windows_by_layer_types = true;
+        }),
+        type("qwen2_moe", [](ModelType &t) {
+            t.qkv_bias = {"qkv_bias", true}, t.output_bias = no_bias, t.qwen_windows = true;
+        }),
         type("qwen3", [](ModelType &t) {
             t.head_dim = 128, t.qk_norm = Span::EachHead, t.qwen_windows = t.windows_by_layer_types = true;
         }),
         type("qwen3_moe", [](ModelType &t) { t.qk_norm = Span::EachHead, t.qwen_windows = true; }),
-        type("olmo", [](ModelType &t) { t.reads_clip_qkv = true; }),
+        type("olmo", [](ModelType &t) { t.clip_qkv = ModelType::ClipQkv::AsProjected; }),
         type("olmo2", [](ModelType &t) { t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5; }),
         // OLMo 3: OLMo 2's attention; three layers of four slide (layer_types, else every fourth is
         // full) over sliding_window keys (4096).
@@ -115,7 +126,9 @@ const std::vector<ModelType> &model_types() {
             t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5, t.sliding_pattern = 4;
             t.sliding_layers_unscaled = t.rope_theta_stated = true;
         }),
-        type("phi3", [](ModelType &t) { t.biases = B::None, t.slides = true, t.phi3 = t.partial_rotary_allowed = true; }),
+        type("phi3", [](ModelType &t) {
+            t.qkv_bias = t.output_bias = no_bias, t.slides = true, t.phi3 = t.partial_rotary_allowed = true;
+        }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
         // Sliding and full layers alternate, the first sliding; scores soft-capped at 50 by default.
         type("gemma2", [](ModelType &t) {
@@ -140,15 +153,16 @@ const std::vector<ModelType> &model_types() {
         // q, k and v biased as attention_bias says (default none), o never; q and k RMS-normed per
         // head where use_qk_norm says.
         type("glm4_moe", [](ModelType &t) {
-            t.biases = B::QkvOnly, t.qkv_bias_key = "attention_bias", t.qkv_bias = false;
+            t.qkv_bias = {"attention_bias", false}, t.output_bias = no_bias;
             t.heads = 96, t.kv_heads = 8, t.partial_rotary_allowed = true, t.partial_rotary = 0.5;
             t.qk_norm = Span::EachHead, t.qk_norm_key = "use_qk_norm", t.norm_eps = 1e-5;
         }),
         // Sliding and full layers alternate, the first sliding; every layer rotates (YaRN in the
         // released configs) and has biases and sinks.
         type("gpt_oss", [](ModelType &t) {
-            t.heads = 64, t.kv_heads = 8, t.head_dim = 64, t.rope_theta = 150000.0, t.attention_bias = true;
-            t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true, t.rope_scaling_stated = true;
+            t.heads = 64, t.kv_heads = 8, t.head_dim = 64, t.rope_theta = 150000.0;
+            t.qkv_bias = t.output_bias = {"attention_bias", true};
+            t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true, t.missing_rope_scaling = "YaRN x32";
         }),
         // Every fourth layer without RoPE (no_rope_layers says which); Llama's attention otherwise.
         type("smollm3", [](ModelType &t) {
@@ -161,13 +175,42 @@ const std::vector<ModelType> &model_types() {
         // StableLM (3B-4E1T, 2): a quarter of each head rotates; q, k and v biased as use_qkv_bias
         // says (default none), o never; heads of hidden_size / heads dims.
         type("stablelm", [](ModelType &t) {
-            t.biases = B::QkvOnly, t.qkv_bias_key = "use_qkv_bias", t.qkv_bias = false;
+            t.qkv_bias = {"use_qkv_bias", false}, t.output_bias = no_bias;
             t.partial_rotary_allowed = true, t.partial_rotary = 0.25, t.stablelm = true;
         }),
         // Granite 3 (dense and MoE): Llama's attention, its scores scaled by attention_multiplier.
         type("granite", [](ModelType &t) { t.attention_multiplier = true; }),
         type("granitemoe", [](ModelType &t) { t.attention_multiplier = true; }),
         type("granitemoeshared", [](ModelType &t) { t.attention_multiplier = true; }),
+        // StarCoder2: the four biased as use_bias says (default true); a stated sliding_window
+        // applies to every layer.
+        type("starcoder2", [](ModelType &t) {
+            t.heads = 24, t.kv_heads = 2, t.qkv_bias = t.output_bias = {"use_bias", true}, t.slides = true;
+        }),
+        // OLMoE: OLMo 2's attention (RMSNorm over all heads, before RoPE).
+        type("olmoe", [](ModelType &t) {
+            t.qk_norm = Span::AllHeads, t.norm_eps = 1e-5, t.clip_qkv = ModelType::ClipQkv::AfterNorm;
+        }),
+        // Nemotron (Minitron): half of each head rotates (as halves), by an unscaled RoPE.
+        type("nemotron", [](ModelType &t) {
+            t.partial_rotary_allowed = true, t.partial_rotary = 0.5, t.rope_unscaled = true;
+        }),
+        // Apertus: Qwen3's per-head RMSNorm of q and k; llama3-scaled RoPE where rope_scaling is missing.
+        type("apertus", [](ModelType &t) {
+            t.qk_norm = Span::EachHead, t.norm_eps = 1e-5, t.rope_theta = 12e6, t.missing_rope_scaling = "llama3 x8";
+        }),
+        // Arcee (AFM): Llama's attention.
+        type("arcee", [](ModelType &) {}),
+        // Helium: pairs in place; q, k and v biased as attention_bias says, o never.
+        type("helium", [](ModelType &t) {
+            t.heads = 20, t.kv_heads = 20, t.head_dim = 128, t.rope_theta = 100000.0, t.pairs_in_place = true;
+            t.output_bias = no_bias;
+        }),
+        // Seed-OSS: q, k and v biased as attention_bias says (default true), o as attention_out_bias.
+        type("seed_oss", [](ModelType &t) {
+            t.heads = 80, t.kv_heads = 8, t.head_dim = 128;
+            t.qkv_bias = {"attention_bias", true}, t.output_bias = {"attention_out_bias", false};
+        }),
     };
     return types;
 }
@@ -211,16 +254,6 @@ void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig
     require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
 }
 
-void read_biases(const ConfigReader &c, const ModelType &t, CachedAttentionConfig &cfg) {
-    switch (t.biases) {
-    case ModelType::Biases::ByAttentionBias: cfg.bias = cfg.output_bias = c.get_bool("attention_bias", t.attention_bias); break;
-    case ModelType::Biases::None: cfg.bias = cfg.output_bias = false; break;
-    case ModelType::Biases::QkvOnly:
-        cfg.bias = !t.qkv_bias_key || c.get_bool(t.qkv_bias_key, t.qkv_bias);
-        cfg.output_bias = false;
-        break;
-    }
-}
 
 // Qwen slides only with use_sliding_window (a missing sliding_window then means 4096, a null one
 // none, on which transformers' masks fail); which layers (from max_window_layers on, or all) depends
@@ -353,14 +386,20 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     if (!rotates) return;
     require(!t.rope_theta_stated || c.has("rope_theta") || c.has("rope_parameters"),
             src + ": " + t.name + " needs its rope_theta stated (transformers' default for it has changed)");
-    require(!t.rope_scaling_stated || c.has("rope_scaling") || c.has("rope_parameters"),
-            src + ": " + t.name + " needs its rope_scaling stated (transformers takes a missing one as YaRN x32 and "
-                                  "transformers 4 a null one as none)");
+    if (t.missing_rope_scaling) {
+        require(c.has("rope_scaling") || c.has("rope_parameters"),
+                src + ": " + t.name + " needs its rope_scaling stated (transformers takes a missing one as " +
+                    t.missing_rope_scaling + " and transformers 4 a null one as none)");
+    }
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
     const HfRope rope =
         hf_rope(c, {t.rope_theta, t.partial_rotary, true, layer_type, true, t.phi3 ? std::optional<double>(4096.0) : std::nullopt});
-    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75), GLM half, StableLM a
-    // quarter; the other models' attention rotates whole heads (transformers fails on a fraction there).
+    require(!t.rope_unscaled || rope.scaling.type == RopeScaling::Type::None,
+            src + ": a RoPE scaling is not supported for " + t.name + " (transformers turns its heads by an unscaled "
+                                                                     "RoPE whatever the config says)");
+    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75), GLM and Nemotron half,
+    // StableLM a quarter; the other models' attention rotates whole heads (transformers fails on a
+    // fraction there).
     require(t.partial_rotary_allowed || rope.partial_rotary_factor == 1.0,
             src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " is not supported for " + t.name +
                 " (whole-head RoPE only)");
@@ -413,7 +452,10 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
                 " (use_bidirectional_attention: Gemma 3's only)");
     CachedAttentionConfig cfg;
     cfg.causal = !both_ways;
-    if (t.reads_clip_qkv && c.has("clip_qkv")) {
+    require(t.clip_qkv != ModelType::ClipQkv::AfterNorm || !c.has("clip_qkv"),
+            c.source() + ": clip_qkv is not supported for " + t.name + " (it clamps q, k and v after the QK-norm; "
+                         "this layer clamps them as projected)");
+    if (t.clip_qkv == ModelType::ClipQkv::AsProjected && c.has("clip_qkv")) {
         const double clip = c.get_number("clip_qkv");
         require(clip > 0 && std::isfinite(clip), c.source() + ": clip_qkv must be positive (or null for none), got " + str(clip));
         cfg.qkv_clip = clip;
@@ -421,7 +463,8 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     cfg.names = t.phi3 ? Names::HuggingFaceFusedQkv : Names::HuggingFace;
     cfg.layer = layer;
     read_shape(c, t, cfg);
-    read_biases(c, t, cfg);
+    cfg.bias = t.qkv_bias.read(c);
+    cfg.output_bias = t.output_bias.read(c);
     const bool qwen_slides = t.qwen_windows && c.get_bool("use_sliding_window", false);
     check_qwen_windows(c, t, qwen_slides);
     std::optional<bool> slides;

@@ -100,8 +100,9 @@ struct CachedAttentionConfig {
     // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
     // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
     // olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, glm4_moe,
-    // gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared; others are
-    // refused by name, since a look-alike such as Qwen3-Next changes it): hidden_size,
+    // gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared, starcoder2,
+    // olmoe, nemotron, apertus, arcee, helium, seed_oss; others are refused by name, since a
+    // look-alike such as Qwen3-Next changes it): hidden_size,
     // num_attention_heads, num_key_value_heads, head_dim, rope_theta (linear, llama3, yarn,
     // longrope or dynamic scaling; longrope's set of factors and dynamic NTK's base chosen per
     // call, by its last position, as transformers does), biases as each model builds them (Llama,
@@ -113,7 +114,12 @@ struct CachedAttentionConfig {
     // biased per attention_bias, o never), GLM-4.5's (glm4_moe: the first half as halves; q, k and
     // v biased per attention_bias, default none; use_qk_norm's per-head RMSNorm), StableLM's (a
     // quarter of each head by default; q, k and v biased per use_qkv_bias; qk_layernorm's per-head
-    // LayerNorms, a module per head), Granite's attention_multiplier (the scores' scale).
+    // LayerNorms, a module per head), Granite's attention_multiplier (the scores' scale),
+    // StarCoder2's use_bias (all four) and sliding_window, OLMoE's QK-norm over all heads (its
+    // clip_qkv, after the norm, refused), Nemotron's half of each head (unscaled: a scaling
+    // refused), Apertus's per-head QK-norm (rope_scaling required: a missing one is llama3 there),
+    // Helium's pairs in place (q, k and v biased per attention_bias), Seed-OSS's q, k and v biases
+    // (attention_bias, default true) and o's (attention_out_bias).
     // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3, Llama 4, OLMo 3 and (with
     // use_sliding_window) Qwen differ by index (the second form):
     // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
