@@ -2,8 +2,10 @@
 // through the cache against whole-sequence runs.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -839,7 +841,7 @@ void check_llama4_layers() {
             ref.chunk = 4;
         } else {
             ref.rope_base.reset();
-            ref.temperature = {3.0, 0.5};
+            ref.temperature = {3.0, 0.5, 1};
         }
         const auto expected = reference::cached_attention(ref, x, {}, {}, 0);
         EXPECT_LE(testing::relative_l2(prompt_then_decode(llama4, x, 5), expected), 1e-5) << "layer " << layer;
@@ -854,6 +856,27 @@ void check_llama4_layers() {
     }
 }
 TEST(CachedAttentionHuggingFace, Llama4LayersAttendInChunksOrScaleTheirQueries) { check_llama4_layers(); }
+
+// Ministral 3's queries scaled by position counting from 0 (Llama 4's count from 1), on a layer
+// with RoPE: a prompt of 5 and 6 decode steps, the scale changing at positions 4 and 8.
+void check_queries_scaled_from_position_0() {
+    TestLayer seed({64, 4, 2, 16, false, 10000.0});
+    CachedAttentionConfig config = seed.layer->config();
+    config.query_temperature = CachedAttentionConfig::QueryTemperature{4.0, 0.5, 0};
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
+    config.names = CachedAttentionConfig::Names::HuggingFace;
+    const CachedAttention layer(config, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    reference::CachedAttentionWeights ref = seed.ref;
+    ref.bq = ref.bk = ref.bv = ref.bo = std::nullopt;
+    ref.temperature = {4.0, 0.5, 0};
+    const Tensor x = testing::random_tensor({2, 11, 64}, 154);
+    const Tensor out = prompt_then_decode(layer, x, 5);
+    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
+    ref.temperature = {4.0, 0.5, 1};  // counted from 1: the check can fail
+    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-3);
+}
+TEST(CachedAttention, QueriesScaledByPositionCountFromTheirOffset) { check_queries_scaled_from_position_0(); }
 
 // Llama 4's config: its class defaults, which layers rotate (no_rope_layers; an empty list, as some
 // configs state, is the default) and attend in chunks (layer_types where stated), and its switches
@@ -1034,7 +1057,7 @@ TEST(CachedAttentionHuggingFace, Glm45ConfigsRotateHalfOfEachHeadAsHalves) {
     EXPECT_EQ(released.rope_base.value_or(0), 1e6);
 }
 
-// StarCoder2, OLMoE, Nemotron, Apertus, Arcee, Helium and Seed-OSS: Llama's attention with each
+// StarCoder2, OLMoE, Nemotron, Apertus, Arcee, Helium, EXAONE 4, ERNIE 4.5 and Seed-OSS: Llama's attention with each
 // one's changes, read from their keys with their class defaults; what they do that this layer
 // does not (OLMoE's clamp after the norm, a scaling Nemotron drops) refused by key.
 TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
@@ -1084,6 +1107,59 @@ TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
     EXPECT_EQ(kyutai.rope_layout, RopeLayout::Interleaved);
     EXPECT_EQ(kyutai.rope_base.value_or(0), 100000.0);
     EXPECT_TRUE(kyutai.bias && !kyutai.output_bias);
+
+    const std::string exaone4 = R"({"model_type": "exaone4", "hidden_size": 5120, "num_attention_heads": 40,
+        "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 8)";
+    const auto layer = [](const std::string &json, int64_t index) {
+        return CachedAttentionConfig::from(ConfigReader::parse(json, "c"), index);
+    };
+    const CachedAttentionConfig local = layer(exaone4 + "}", 2), global = layer(exaone4 + "}", 3);
+    EXPECT_EQ(local.sliding_window.value_or(0), 4096);
+    EXPECT_TRUE(local.rope_base.has_value());
+    ASSERT_TRUE(local.qk_norm.has_value());
+    EXPECT_EQ(local.qk_norm->eps, 1e-5);
+    EXPECT_FALSE(global.sliding_window || global.rope_base);  // full layers have no RoPE while others slide
+    for (const int64_t index : {2, 3}) {  // a null window: every layer full, every layer rotating
+        const CachedAttentionConfig windowless = layer(exaone4 + R"(, "sliding_window": null})", index);
+        EXPECT_FALSE(windowless.sliding_window.has_value()) << index;
+        EXPECT_TRUE(windowless.rope_base.has_value()) << index;
+    }
+    EXPECT_TRUE(layer(exaone4 + R"(, "layer_types": ["full_attention", "sliding_attention"]})", 1).sliding_window);
+
+    const std::string ernie = R"({"model_type": "ernie4_5", "hidden_size": 1024)";
+    const CachedAttentionConfig baidu = read(ernie + "}");
+    EXPECT_EQ(std::tuple(baidu.heads, baidu.kv_heads, baidu.head_dimension), std::tuple(16, 2, 128));
+    EXPECT_EQ(baidu.rope_layout, RopeLayout::Interleaved);
+    EXPECT_EQ(baidu.rope_base.value_or(0), 500000.0);
+    EXPECT_FALSE(baidu.bias || baidu.output_bias);
+    EXPECT_TRUE(read(ernie + R"(, "use_bias": true})").output_bias);
+
+    // Ministral 3 (in a mistral3 config's text_config): YaRN, its queries scaled by position from 0.
+    const nlohmann::json yarn{{"type", "yarn"}, {"rope_theta", 1e6}, {"factor", 16.0},
+                              {"original_max_position_embeddings", 16384}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+                              {"mscale", 1.0}, {"mscale_all_dim", 1.0}, {"llama_4_scaling_beta", 0.1}};
+    nlohmann::json ministral{{"model_type", "ministral3"}, {"hidden_size", 4096}, {"rope_parameters", yarn}};
+    const auto text_of = [](const nlohmann::json &text) {
+        return CachedAttentionConfig::from(testing::config_of({{"model_type", "mistral3"}, {"text_config", text}}, "c"));
+    };
+    const CachedAttentionConfig mistral = text_of(ministral);
+    EXPECT_EQ(std::tuple(mistral.heads, mistral.kv_heads, mistral.head_dimension), std::tuple(32, 8, 128));
+    EXPECT_EQ(mistral.rope_scaling.type, RopeScaling::Type::Yarn);
+    EXPECT_EQ(rope_amplitude(mistral.rope_scaling), 1.0);
+    ASSERT_TRUE(mistral.query_temperature.has_value());
+    EXPECT_EQ(std::tuple(mistral.query_temperature->floor_scale, mistral.query_temperature->scale,
+                         mistral.query_temperature->position_offset),
+              std::tuple(16384.0, 0.1, int64_t{0}));
+    EXPECT_FALSE(mistral.bias || mistral.output_bias || mistral.sliding_window);
+    ministral["rope_parameters"]["llama_4_scaling_beta"] = 0.0;
+    EXPECT_FALSE(text_of(ministral).query_temperature.has_value());
+    ministral["rope_parameters"].erase("llama_4_scaling_beta");
+    EXPECT_EQ(testing::error_message([&] { text_of(ministral); }),
+              "c (text_config.rope_parameters): llama_4_scaling_beta is required (transformers fails without it; 0 for none)");
+    ministral.erase("rope_parameters");
+    EXPECT_EQ(testing::error_message([&] { text_of(ministral); }),
+              "c (text_config): ministral3 needs its rope_scaling stated (transformers takes a missing one as YaRN x16 and "
+              "transformers 4 a null one as none)");
 
     const std::string seed_oss = R"({"model_type": "seed_oss", "hidden_size": 5120)";
     const CachedAttentionConfig seed = read(seed_oss + "}");
@@ -1246,11 +1322,41 @@ TEST_P(CachedOnGpu, BidirectionalLayersMatchTheReference) {
     check_bidirectional(std::nullopt, 9, 5);
     check_bidirectional(40, 264, 260);
 }
+TEST_P(CachedOnGpu, QueriesScaledFromPositionZeroMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_queries_scaled_from_position_0();
+}
 TEST_P(CachedOnGpu, OlmoClampsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_olmo_clip();
 }
 HATTN_INSTANTIATE_ON_EACH_GPU(CachedOnGpu);
+
+// docs/models.md lists every model type the reader takes, and no other: the types an unknown
+// one's refusal names (skipped where the sources are not at hand, as on a device).
+TEST(CachedAttentionHuggingFace, TheModelsPageListsEveryModelType) {
+    std::ifstream page(std::string(HATTN_SOURCE_DIR) + "/docs/models.md");
+    if (!page) GTEST_SKIP() << "no docs/models.md under " << HATTN_SOURCE_DIR;
+    std::set<std::string> listed;
+    for (std::string line; std::getline(page, line);) {
+        if (line.rfind("| `", 0) != 0) continue;
+        const std::string first = line.substr(2, line.find_first_of("(|", 2) - 2);  // the row's names
+        for (size_t open = first.find('`'); open != std::string::npos;) {
+            const size_t close = first.find('`', open + 1);
+            listed.insert(first.substr(open + 1, close - open - 1));
+            open = first.find('`', close + 1);
+        }
+    }
+    listed.erase("model_type");  // the header
+    const std::string refusal = config_error(R"({"model_type": "none", "hidden_size": 64, "num_attention_heads": 4})");
+    const std::string names = refusal.substr(refusal.find('(') + 1, refusal.rfind(')') - refusal.find('(') - 1);
+    std::set<std::string> read;
+    for (size_t begin = 0, end; begin < names.size(); begin = end + 2) {
+        end = std::min(names.find(", ", begin), names.size());
+        read.insert(names.substr(begin, end - begin));
+    }
+    EXPECT_EQ(listed, read);
+}
 
 TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     const std::string llama = R"("model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2)";
@@ -1279,13 +1385,13 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"exaone4", "qwen3_next", "phi"}) {
+    for (const char *type : {"hunyuan_v1_dense", "qwen3_next", "phi"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
                       "glm4_moe, gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared, "
-                      "starcoder2, olmoe, nemotron, apertus, arcee, helium, seed_oss)");
+                      "starcoder2, olmoe, nemotron, apertus, arcee, helium, exaone4, ernie4_5, ministral3, seed_oss)");
     }
     // OLMo 1: Llama's attention, q, k and v clamped where clip_qkv says.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";

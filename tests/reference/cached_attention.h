@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -38,8 +39,9 @@ struct CachedAttentionWeights {
     std::optional<double> softcap;  // Gemma 2: scores s -> softcap tanh(s / softcap)
     std::optional<double> qkv_clip;  // OLMo 1: q, k and v clamped to [-clip, clip] as projected
     // Llama 4's layers without RoPE: the query at position p times
-    // log1p(floor((p + 1) / floor_scale)) * scale + 1, as {floor_scale, scale}.
-    std::optional<std::pair<double, double>> temperature;
+    // log1p(floor((p + offset) / floor_scale)) * scale + 1, as {floor_scale, scale, offset}
+    // (Llama 4's offset 1, Ministral 3's 0).
+    std::optional<std::tuple<double, double, int64_t>> temperature;
 };
 
 namespace detail {
@@ -100,7 +102,8 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
     if (const auto t = w.temperature) {
         for (int64_t i = 0; i < B * S * H * D; i++) {
             const int64_t position = prior + (i / (H * D)) % S;
-            q[i] *= std::log1p(std::floor((position + 1.0) / t->first)) * t->second + 1.0;
+            const auto [floor_scale, scale, offset] = *t;
+            q[i] *= std::log1p(std::floor(double(position + offset) / floor_scale)) * scale + 1.0;
         }
     }
     const int64_t T = prior + S;

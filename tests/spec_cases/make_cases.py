@@ -476,6 +476,27 @@ def write_all(out_dir):
                    {'model_type': 'helium', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
                     'head_dim': 16, 'rope_theta': 100.0, 'attention_bias': True}, 2, 10,
                    biases=('q_proj', 'k_proj', 'v_proj')),
+        # EXAONE 4: q and k RMS-normed per head; layer 1 slides over 4 keys with RoPE, layer 3 (every
+        # fourth) sees all without RoPE; with a null sliding_window layer 3 is full and rotates. The
+        # same weights' seed.
+        *[llama_case(out_dir, f'exaone4_{kind}_layer_{layer}', 73,
+                     {'model_type': 'exaone4', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                      'rope_theta': 100.0, 'rms_norm_eps': 1e-5, 'num_hidden_layers': 4, 'sliding_window': window},
+                     2, 11, biases=(), qk_norm='head', layer=layer)
+          for layer, kind, window in ((1, 'sliding', 4), (3, 'full_without_rope', 4), (3, 'windowless_rotating', None))],
+        # ERNIE 4.5: pairs (2i, 2i + 1) in place; the four biased where use_bias says.
+        llama_case(out_dir, 'ernie4_5_pairs_in_place_biased', 74,
+                   {'model_type': 'ernie4_5', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'rope_theta': 100.0, 'use_bias': True}, 2, 10,
+                   biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
+        # Ministral 3: YaRN (x4 from 4 positions, its amplitude 1 by mscale = mscale_all_dim) and the
+        # queries scaled by 1 + 0.5 ln(1 + floor(p / 4)) from position 4 on, over 13 tokens.
+        llama_case(out_dir, 'ministral3_yarn_scaled_queries', 75,
+                   {'model_type': 'ministral3', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'rope_parameters': {'rope_type': 'yarn', 'rope_theta': 1000.0, 'factor': 4.0,
+                                                        'original_max_position_embeddings': 4, 'beta_fast': 32.0,
+                                                        'beta_slow': 1.0, 'mscale': 1.0, 'mscale_all_dim': 1.0,
+                                                        'llama_4_scaling_beta': 0.5}}, 2, 13, biases=()),
         # Seed-OSS: q, k and v biased (attention_bias's default), o as attention_out_bias says.
         llama_case(out_dir, 'seed_oss_out_bias', 72,
                    {'model_type': 'seed_oss', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,

@@ -249,7 +249,7 @@ def smollm3_rotates(config, layer):
 # of partial_rotary_factor where the model reads it (others turn whole heads), and the models whose
 # RoPE turns pairs (2i, 2i+1) in place rather than halves.
 PARTIAL_ROTARY_DEFAULT = {'phi3': 1.0, 'glm': 0.5, 'glm4': 0.5, 'glm4_moe': 0.5, 'stablelm': 0.25, 'nemotron': 0.5}
-PAIRS_IN_PLACE = {'cohere', 'glm', 'glm4', 'helium'}
+PAIRS_IN_PLACE = {'cohere', 'glm', 'glm4', 'helium', 'ernie4_5'}
 
 
 def llama_family_biases(config):
@@ -258,11 +258,11 @@ def llama_family_biases(config):
     Mistral/Mixtral/Phi-3 none, Qwen2 q, k and v (Qwen2-MoE per qkv_bias), GLM q, k and v per
     attention_bias (default true; GLM-4.5's glm4_moe false), StableLM q, k and v per use_qkv_bias
     (default false), Helium q, k and v per attention_bias, StarCoder2 all four per use_bias
-    (default true), Seed-OSS q, k and v per attention_bias (default true) and o per
+    (default true; ERNIE 4.5 false), Seed-OSS q, k and v per attention_bias (default true) and o per
     attention_out_bias (default false)."""
     model, qkv = config['model_type'], {'q_proj', 'k_proj', 'v_proj'}
-    if model == 'starcoder2':
-        return qkv | {'o_proj'} if config.get('use_bias', True) else set()
+    if model in ('starcoder2', 'ernie4_5'):
+        return qkv | {'o_proj'} if config.get('use_bias', model == 'starcoder2') else set()
     if model == 'seed_oss':
         return (qkv if config.get('attention_bias', True) else set()) | \
             ({'o_proj'} if config.get('attention_out_bias', False) else set())
@@ -280,7 +280,7 @@ def llama_family_qk_norm(config, w, name, y, n_heads):
     """q or k (name 'q' or 'k'), projected [B, S, heads * D], as [B, heads, S, D] normed before RoPE
     where the model norms them: OLMo 2 RMSNorms all of a token's heads at once (q_norm, k_norm; eps
     rms_norm_eps, default 1e-5; OLMoE the same), Qwen3 each head (default 1e-6), GLM-4.5 each head
-    where use_qk_norm and Apertus each head (default 1e-5); Command R+ (cohere's
+    where use_qk_norm, Apertus and EXAONE 4 each head (default 1e-5); Command R+ (cohere's
     use_qk_norm) takes a LayerNorm without bias over each head, each head its own weights [heads,
     D], and StableLM (qk_layernorm) the same with each head's weights in a module of its own
     (q_layernorm.norms.<h>.weight); both eps layer_norm_eps, default 1e-5."""
@@ -290,7 +290,7 @@ def llama_family_qk_norm(config, w, name, y, n_heads):
     y = split_heads(y, n_heads)
     if model in ('qwen3', 'qwen3_moe'):
         return rms_norm(y, w[name + '_norm.weight'], config.get('rms_norm_eps', 1e-6))
-    if model == 'apertus' or (model == 'glm4_moe' and config.get('use_qk_norm')):
+    if model in ('apertus', 'exaone4') or (model == 'glm4_moe' and config.get('use_qk_norm')):
         return rms_norm(y, w[name + '_norm.weight'], config.get('rms_norm_eps', 1e-5))
     per_head = None
     if model == 'cohere' and config.get('use_qk_norm'):
@@ -313,8 +313,12 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     Nemotron), as halves, or as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM, Helium).
     Phi-3 stacks q, k and v in qkv_proj. OLMo 1 clamps q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W
     (Mistral/Mixtral/Phi-3/StarCoder2; Qwen with use_sliding_window the layers
-    layer_types names): query p sees keys p - W < j <= p. Granite scales the scores by
-    attention_multiplier (default 1) rather than head_dim^-1/2. SmolLM3's layer `layer` rotates
+    layer_types names; EXAONE 4 the layers layer_slides says, with a pattern of 4, whose full
+    layers then have no RoPE; a null sliding_window: all full, all rotating): query p sees keys
+    p - W < j <= p. Granite scales the scores by
+    attention_multiplier (default 1) rather than head_dim^-1/2. Ministral 3 multiplies the query at
+    position p by 1 + beta ln(1 + floor(p / L)), beta and L its RoPE parameters'
+    llama_4_scaling_beta and original_max_position_embeddings. SmolLM3's layer `layer` rotates
     only where smollm3_rotates says (sliding windows not covered here). LongRoPE rotates each token
     by its call's factors, dynamic NTK by its call's base: `prefill` says how `hattn run --prefill`
     splits the sequence into calls (None: one call)."""
@@ -347,6 +351,10 @@ def llama_attention(config, w, x, layer=None, prefill=None):
         rotate = lambda x, p, base, rd, f: np.concatenate([rope_pairs_in_place(x[..., :rd], p, f), x[..., rd:]], axis=-1)
     if model == 'smollm3' and not smollm3_rotates(config, layer):
         rotate = lambda x, p, base, rd, f: x
+    exaone4_slides = model == 'exaone4' and config.get('sliding_window', 4096) is not None and \
+        layer_slides(config, layer, 4)
+    if model == 'exaone4' and config.get('sliding_window', 4096) is not None and not exaone4_slides:
+        rotate = lambda x, p, base, rd, f: x  # EXAONE 4's full layers have no RoPE while others slide
     if longrope(config) is not None:  # each token by its call's factors
         short, long, original, amplitude = longrope(config)
         by_long = rotated_by_long_factors(x.shape[1], original, prefill)[:, None]
@@ -362,7 +370,13 @@ def llama_attention(config, w, x, layer=None, prefill=None):
                frequencies)
     q[..., :rotary_dim] *= amplitude
     k[..., :rotary_dim] *= amplitude
+    if model == 'ministral3':  # queries scaled by position, from 0
+        scaling = config.get('rope_parameters') or config.get('rope_scaling')
+        beta, original = scaling['llama_4_scaling_beta'], scaling['original_max_position_embeddings']
+        q *= (1.0 + beta * np.log1p(np.floor(positions / original)))[:, None]
     window = config.get('sliding_window') if model in ('mistral', 'mixtral', 'phi3', 'starcoder2') else None
+    if exaone4_slides:
+        window = config.get('sliding_window', 4096)
     if model.startswith('qwen') and config.get('use_sliding_window') and \
             config['layer_types'][layer] == 'sliding_attention':
         window = config.get('sliding_window', 4096)

@@ -119,6 +119,8 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         require(std::isfinite(t->scale) && t->scale >= 0,
                 "cached_attention: the query temperature's scale must be 0 or positive, got " + std::to_string(t->scale));
         require(D % 2 == 0, "cached_attention: a query temperature needs an even head dimension, got " + std::to_string(D));
+        require(t->position_offset >= 0, "cached_attention: the query temperature's position_offset must not be negative, "
+                                         "got " + std::to_string(t->position_offset));
     }
     require(config.rotary_dimension >= 0 && config.rotary_dimension <= D && config.rotary_dimension % 2 == 0,
             "cached_attention: rotary_dimension must be even and at most the head dimension " + std::to_string(D) +
@@ -205,7 +207,7 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     if (const auto t = config.query_temperature) {
         // A table of zero frequencies: the rope kernel multiplies each query by its amplitude.
         query_temperature_.emplace(std::vector<double>(D / 2, 0.0), [t](int64_t p) {
-            return std::log1p(std::floor((double(p) + 1.0) / t->floor_scale)) * t->scale + 1.0;
+            return std::log1p(std::floor(double(p + t->position_offset) / t->floor_scale)) * t->scale + 1.0;
         });
     }
 }
@@ -343,8 +345,9 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         k_rotated = detail::scratch_tensor(k.shape());
         apply_rope(k.view(), *table, start, k_rotated.view(), config_.rope_layout);
     }
-    // Below position floor_scale - 1 every query's temperature is exactly 1.
-    if (query_temperature_ && end >= config_.query_temperature->floor_scale) {
+    // Below position floor_scale - offset every query's temperature is exactly 1.
+    const auto &temperature = config_.query_temperature;
+    if (query_temperature_ && double(end + temperature->position_offset) > temperature->floor_scale) {
         Tensor scaled = detail::scratch_tensor(q.shape());
         apply_rope(q.view(), *query_temperature_->covering(end), start, scaled.view(), RopeLayout::NeoX);
         q = std::move(scaled);

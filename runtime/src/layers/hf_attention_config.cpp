@@ -16,8 +16,8 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that computes otherwise (Exaone 4, Qwen3-Next) is not
-// listed, so it is refused by name.
+// look-alike with the same weight names that computes otherwise (Qwen3-Next; Hunyuan, which norms
+// q and k after RoPE) is not listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
     // Whether q, k and v, and o, have biases: as a key says (its class default where missing), or
@@ -73,7 +73,9 @@ struct ModelType {
     // layer_types says which); 0: all alike.
     int64_t sliding_pattern = 0;
     std::optional<int64_t> sliding_window = 4096;  // sliding_window's default where layers differ (none: no window)
-    bool full_layers_without_rope = false;  // Cohere2: only its sliding layers rotate
+    // Whether the full layers (where others slide) rotate: all, none (Cohere2), or none while there
+    // is a window (EXAONE 4: a null sliding_window makes every layer full, and every layer rotates).
+    enum class FullLayersRope { Rotate, None, NoneWhileWindowed } full_layers_rope = FullLayersRope::Rotate;
     // SmolLM3: layers differ by index in whether they rotate (no_rope_layers, no_rope_layer_interval).
     bool nope_layers = false;
     // Llama 4: nope_layers (an empty no_rope_layers meaning the default); the layers with RoPE turn
@@ -87,6 +89,9 @@ struct ModelType {
     // Nemotron: transformers turns by an unscaled RoPE whatever rope_scaling says: a stated scaling
     // is refused rather than dropped.
     bool rope_unscaled = false;
+    // Ministral 3: every layer's queries scaled by position (the RoPE parameters'
+    // llama_4_scaling_beta).
+    bool position_scaled_queries = false;
 };
 
 constexpr ModelType::BiasRule no_bias{nullptr, false};
@@ -143,7 +148,7 @@ const std::vector<ModelType> &model_types() {
         }),
         type("cohere", [](ModelType &t) { t.cohere = t.pairs_in_place = true, t.per_head_layer_norms = true; }),
         type("cohere2", [](ModelType &t) {
-            t.cohere = t.pairs_in_place = true, t.sliding_pattern = 4, t.full_layers_without_rope = true;
+            t.cohere = t.pairs_in_place = true, t.sliding_pattern = 4, t.full_layers_rope = ModelType::FullLayersRope::None;
         }),
         // GLM-4 (9B, and GLM-4-0414's glm4): the first half of each head rotates, its pairs in
         // place; q, k and v biased as attention_bias says (default true), o never.
@@ -205,6 +210,24 @@ const std::vector<ModelType> &model_types() {
         type("helium", [](ModelType &t) {
             t.heads = 20, t.kv_heads = 20, t.head_dim = 128, t.rope_theta = 100000.0, t.pairs_in_place = true;
             t.output_bias = no_bias;
+        }),
+        // EXAONE 4: q and k RMS-normed per head; three layers of four slide (4096 keys), and only
+        // they rotate, unless sliding_window is null (every layer full, every layer rotating).
+        type("exaone4", [](ModelType &t) {
+            t.qk_norm = Span::EachHead, t.norm_eps = 1e-5, t.sliding_pattern = 4;
+            t.full_layers_rope = ModelType::FullLayersRope::NoneWhileWindowed;
+        }),
+        // ERNIE 4.5: pairs in place; the four biased as use_bias says (default none).
+        type("ernie4_5", [](ModelType &t) {
+            t.heads = 16, t.kv_heads = 2, t.head_dim = 128, t.rope_theta = 500000.0, t.pairs_in_place = true;
+            t.qkv_bias = t.output_bias = {"use_bias", false};
+        }),
+        // Ministral 3: Mistral's attention, YaRN-scaled (a missing rope_parameters is YaRN x16 there),
+        // its queries scaled by position on every layer.
+        type("ministral3", [](ModelType &t) {
+            t.heads = 32, t.kv_heads = 8, t.head_dim = 128, t.rope_theta = 1e6;
+            t.qkv_bias = t.output_bias = no_bias, t.slides = true, t.missing_rope_scaling = "YaRN x16";
+            t.position_scaled_queries = true;
         }),
         // Seed-OSS: q, k and v biased as attention_bias says (default true), o as attention_out_bias.
         type("seed_oss", [](ModelType &t) {
@@ -368,6 +391,22 @@ void read_llama4_layer(const ConfigReader &c, const ModelType &t, int64_t layer,
     }
 }
 
+// Ministral 3: the query at position p (from 0) scaled by 1 + beta log(1 + floor(p / original)),
+// beta the RoPE parameters' llama_4_scaling_beta (0: none; transformers fails without one) and
+// original their original_max_position_embeddings.
+void read_position_scaled_queries(const ConfigReader &c, CachedAttentionConfig &cfg) {
+    const ConfigReader rope = c.has("rope_parameters") ? c.object("rope_parameters") : c.object("rope_scaling");
+    require(rope.has("llama_4_scaling_beta"),
+            rope.source() + ": llama_4_scaling_beta is required (transformers fails without it; 0 for none)");
+    const double beta = rope.get_number("llama_4_scaling_beta");
+    require(beta >= 0 && std::isfinite(beta), rope.source() + ": llama_4_scaling_beta must be 0 or positive, got " + str(beta));
+    if (beta == 0) return;
+    const double original = rope.get_number("original_max_position_embeddings");
+    require(original > 0 && std::isfinite(original),
+            rope.source() + ": original_max_position_embeddings must be positive, got " + str(original));
+    cfg.query_temperature = CachedAttentionConfig::QueryTemperature{original, beta, 0};
+}
+
 // A LayerNorm without bias of each head's q and k, each head its own weights (Command R+'s
 // use_qk_norm; StableLM's qk_layernorm, its weights in a module per head), eps layer_norm_eps.
 CachedAttentionConfig::QkNorm head_layer_norms(const ConfigReader &c, bool weights_in_head_modules) {
@@ -478,11 +517,14 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         if (t.llama4) {
             read_llama4_layer(c, t, index, rotates, cfg);
         } else {
-            slides = layer_slides(c, t, index, nope_slides);
-            if (!*slides && t.full_layers_without_rope) rotates = false;
+            using FullLayersRope = ModelType::FullLayersRope;
+            const bool windowless = t.full_layers_rope == FullLayersRope::NoneWhileWindowed && c.states_null("sliding_window");
+            slides = !windowless && layer_slides(c, t, index, nope_slides);
+            if (!*slides && !windowless && t.full_layers_rope != FullLayersRope::Rotate) rotates = false;
         }
     }
     read_rope(c, t, slides, rotates, cfg);
+    if (t.position_scaled_queries) read_position_scaled_queries(c, cfg);
     read_window(c, t, slides.value_or(false), cfg);
     cfg.sinks = t.sinks;
     if (t.qk_norm && (!t.qk_norm_key || c.get_bool(t.qk_norm_key, false)))

@@ -70,12 +70,14 @@ struct CachedAttentionConfig {
         bool weighted = true;           // false: no weights (Llama 4), nothing read
     };
     std::optional<QkNorm> qk_norm;
-    // Hugging Face configs only (Llama 4's attn_temperature_tuning, on its layers without RoPE): the
-    // query at position p is multiplied by log(1 + floor((p + 1) / floor_scale)) * scale + 1, which
-    // is 1 below position floor_scale - 1.
+    // Hugging Face configs only (Llama 4's attn_temperature_tuning, on its layers without RoPE;
+    // Ministral 3's llama_4_scaling_beta, on every layer): the query at position p is multiplied by
+    // log(1 + floor((p + offset) / floor_scale)) * scale + 1, which is 1 below position
+    // floor_scale - offset. Llama 4 counts from 1 (offset 1), Ministral 3 from 0.
     struct QueryTemperature {
         double floor_scale = 8192.0;
         double scale = 0.1;
+        int64_t position_offset = 1;
     };
     std::optional<QueryTemperature> query_temperature;
     // Hugging Face configs only (OLMo 1's clip_qkv): q, k and v are clamped to [-clip, clip] as
@@ -97,50 +99,11 @@ struct CachedAttentionConfig {
 
     // The seed's constructor keys, defaults and validation; errors name the key and values. A
     // config with `hidden_size` or `model_type` and no `embedding_dimension` is a Hugging Face
-    // config.json (a multimodal one's text_config, as Gemma 3's), read for the model types whose
-    // attention is this layer's math (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe,
-    // olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, glm4_moe,
-    // gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared, starcoder2,
-    // olmoe, nemotron, apertus, arcee, helium, seed_oss; others are refused by name, since a
-    // look-alike such as Qwen3-Next changes it): hidden_size,
-    // num_attention_heads, num_key_value_heads, head_dim, rope_theta (linear, llama3, yarn,
-    // longrope or dynamic scaling; longrope's set of factors and dynamic NTK's base chosen per
-    // call, by its last position, as transformers does), biases as each model builds them (Llama,
-    // Qwen3, OLMo 2, Gemma, Granite: attention_bias; Mistral, Phi-3: none; Qwen2: q, k and v),
-    // Mistral's and Phi-3's sliding_window, Qwen3's, OLMo 2's and Gemma 3's QK-norm
-    // (rms_norm_eps), Phi-3's partial_rotary_factor, Cohere's interleaved RoPE and use_qk_norm
-    // (per-head LayerNorms, layer_norm_eps), OLMo 1's clip_qkv (q, k and v clamped), GLM-4's (the
-    // first half of each head, partial_rotary_factor 0.5 by default, its pairs in place; q, k and v
-    // biased per attention_bias, o never), GLM-4.5's (glm4_moe: the first half as halves; q, k and
-    // v biased per attention_bias, default none; use_qk_norm's per-head RMSNorm), StableLM's (a
-    // quarter of each head by default; q, k and v biased per use_qkv_bias; qk_layernorm's per-head
-    // LayerNorms, a module per head), Granite's attention_multiplier (the scores' scale),
-    // StarCoder2's use_bias (all four) and sliding_window, OLMoE's QK-norm over all heads (its
-    // clip_qkv, after the norm, refused), Nemotron's half of each head (unscaled: a scaling
-    // refused), Apertus's per-head QK-norm (rope_scaling required: a missing one is llama3 there),
-    // Helium's pairs in place (q, k and v biased per attention_bias), Seed-OSS's q, k and v biases
-    // (attention_bias, default true) and o's (attention_out_bias).
-    // The layers of Gemma 2 and 3, Cohere2, gpt-oss, SmolLM3, Llama 4, OLMo 3 and (with
-    // use_sliding_window) Qwen differ by index (the second form):
-    // - sliding ones (layer_types, or sliding_window_pattern) see sliding_window keys: Gemma 2's
-    //   and gpt-oss's alternate (sliding first), Gemma 3's slide but every sixth, Cohere2's and
-    //   OLMo 3's but every fourth, SmolLM3's only where use_sliding_window (its layers without RoPE), Qwen2's
-    //   and Qwen3's where use_sliding_window and layer_types say (without layer_types, or in the
-    //   MoE types: refused);
-    // - Gemma 3's sliding layers rotate by rope_local_base_freq, OLMo 3's by rope_theta, both
-    //   unscaled (rope_scaling is the full layers'); Cohere2's full layers and
-    //   SmolLM3's and Llama 4's no_rope_layers (every fourth by default) have no RoPE;
-    // - Llama 4's layers with RoPE turn pairs (2i, 2i + 1), RMS-normalise q and k without weights
-    //   (use_qk_norm) and attend within attention_chunk_size chunks; those without scale their
-    //   queries by position (attn_temperature_tuning, floor_scale, attn_scale);
-    // - Gemma 2 and 3 scale scores by query_pre_attn_scalar; Gemma 2 soft-caps them by
-    //   attn_logit_softcapping (50 where missing, none where null; Gemma 3 where it states one);
-    //   gpt-oss adds sinks;
-    // - EmbeddingGemma's (Gemma 3's use_bidirectional_attention) attend both ways (causal false),
-    //   the sliding ones within (sliding_window // 2) + 1 keys each way, as transformers keeps it.
-    // What such a model may still do that this layer does not (other RoPE scalings, Qwen's sliding
-    // windows without layer_types or in the MoE types, other types' bidirectional attention or
-    // is_causal, a layer_types value other than its model's) is refused, naming the key.
+    // config.json (a multimodal one's text_config), read for the model types docs/models.md lists,
+    // whose attention is this layer's math, with each one's keys and class defaults; what such a
+    // model does that this layer does not (another model type, RoPE scaling, bidirectional
+    // attention, layer_types value) is refused, naming the key. A model whose layers differ by
+    // index (sliding or full, with RoPE or without) needs the second form.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
 };
