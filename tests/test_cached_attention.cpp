@@ -1161,6 +1161,16 @@ TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
               "c (text_config): ministral3 needs its rope_scaling stated (transformers takes a missing one as YaRN x16 and "
               "transformers 4 a null one as none)");
 
+    // Phi-2: the four always biased, the output projection `dense`, half of each head rotated.
+    const std::string phi = R"({"model_type": "phi", "hidden_size": 2560)";
+    const CachedAttentionConfig phi2 = read(phi + "}");
+    EXPECT_EQ(std::tuple(phi2.heads, phi2.kv_heads, phi2.head_dimension), std::tuple(32, 32, 80));
+    EXPECT_EQ(phi2.names, CachedAttentionConfig::Names::HuggingFaceDenseOutput);
+    EXPECT_EQ(phi2.rotary_dimension, 40);
+    EXPECT_TRUE(phi2.bias && phi2.output_bias);
+    EXPECT_EQ(error(phi + R"(, "qk_layernorm": true})"),
+              "c: qk_layernorm is not supported for phi (a LayerNorm of q and k with a bias)");
+
     const std::string seed_oss = R"({"model_type": "seed_oss", "hidden_size": 5120)";
     const CachedAttentionConfig seed = read(seed_oss + "}");
     EXPECT_EQ(std::tuple(seed.heads, seed.kv_heads, seed.head_dimension), std::tuple(80, 8, 128));
@@ -1385,13 +1395,13 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"hunyuan_v1_dense", "qwen3_next", "phi"}) {
+    for (const char *type : {"hunyuan_v1_dense", "qwen3_next", "gpt_neox"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
                       "glm4_moe, gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared, "
-                      "starcoder2, olmoe, nemotron, apertus, arcee, helium, exaone4, ernie4_5, ministral3, seed_oss)");
+                      "starcoder2, olmoe, nemotron, apertus, arcee, helium, exaone4, ernie4_5, phi, ministral3, seed_oss)");
     }
     // OLMo 1: Llama's attention, q, k and v clamped where clip_qkv says.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";

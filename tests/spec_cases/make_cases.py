@@ -127,6 +127,8 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
             weights[norm + '.weight'] = noise(rng, *shape, mean=1.0)
     if sinks:  # about the scores' scale, so that they take a visible share of the weight
         weights['sinks'] = noise(rng, heads, scale=1.5)
+    if config['model_type'] == 'phi':  # Phi-2's output projection is `dense`
+        weights.update({'dense.' + kind: weights.pop('o_proj.' + kind) for kind in ('weight', 'bias')})
     if config['model_type'] == 'phi3':  # q, k and v stacked in one projection
         weights['qkv_proj.weight'] = np.concatenate([weights.pop(name + '.weight') for name in ('q_proj', 'k_proj', 'v_proj')])
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
@@ -489,6 +491,10 @@ def write_all(out_dir):
                    {'model_type': 'ernie4_5', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
                     'head_dim': 16, 'rope_theta': 100.0, 'use_bias': True}, 2, 10,
                    biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
+        # Phi-2: the four biased, the output projection `dense`, half of each head (8 of 16) rotated.
+        llama_case(out_dir, 'phi2_dense_half_rotary', 76,
+                   {'model_type': 'phi', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 1000.0,
+                    'partial_rotary_factor': 0.5}, 2, 10, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
         # Ministral 3: YaRN (x4 from 4 positions, its amplitude 1 by mscale = mscale_all_dim) and the
         # queries scaled by 1 + 0.5 ln(1 + floor(p / 4)) from position 4 on, over 13 tokens.
         llama_case(out_dir, 'ministral3_yarn_scaled_queries', 75,

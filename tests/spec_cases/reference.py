@@ -248,7 +248,8 @@ def smollm3_rotates(config, layer):
 # What a Llama-family model's attention changes, by model_type (transformers' classes): the default
 # of partial_rotary_factor where the model reads it (others turn whole heads), and the models whose
 # RoPE turns pairs (2i, 2i+1) in place rather than halves.
-PARTIAL_ROTARY_DEFAULT = {'phi3': 1.0, 'glm': 0.5, 'glm4': 0.5, 'glm4_moe': 0.5, 'stablelm': 0.25, 'nemotron': 0.5}
+PARTIAL_ROTARY_DEFAULT = {'phi3': 1.0, 'glm': 0.5, 'glm4': 0.5, 'glm4_moe': 0.5, 'stablelm': 0.25, 'nemotron': 0.5,
+                          'phi': 0.5}
 PAIRS_IN_PLACE = {'cohere', 'glm', 'glm4', 'helium', 'ernie4_5'}
 
 
@@ -258,9 +259,11 @@ def llama_family_biases(config):
     Mistral/Mixtral/Phi-3 none, Qwen2 q, k and v (Qwen2-MoE per qkv_bias), GLM q, k and v per
     attention_bias (default true; GLM-4.5's glm4_moe false), StableLM q, k and v per use_qkv_bias
     (default false), Helium q, k and v per attention_bias, StarCoder2 all four per use_bias
-    (default true; ERNIE 4.5 false), Seed-OSS q, k and v per attention_bias (default true) and o per
+    (default true; ERNIE 4.5 false), Phi-2 all four always, Seed-OSS q, k and v per attention_bias (default true) and o per
     attention_out_bias (default false)."""
     model, qkv = config['model_type'], {'q_proj', 'k_proj', 'v_proj'}
+    if model == 'phi':
+        return qkv | {'o_proj'}
     if model in ('starcoder2', 'ernie4_5'):
         return qkv | {'o_proj'} if config.get('use_bias', model == 'starcoder2') else set()
     if model == 'seed_oss':
@@ -311,7 +314,7 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     normed as llama_family_qk_norm says. RoPE turns the first int(head_dim * partial_rotary_factor)
     dims where the model reads the factor (PARTIAL_ROTARY_DEFAULT: Phi-3, GLM, StableLM,
     Nemotron), as halves, or as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM, Helium).
-    Phi-3 stacks q, k and v in qkv_proj. OLMo 1 clamps q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W
+    Phi-3 stacks q, k and v in qkv_proj; Phi-2 names o_proj dense. OLMo 1 clamps q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W
     (Mistral/Mixtral/Phi-3/StarCoder2; Qwen with use_sliding_window the layers
     layer_types names; EXAONE 4 the layers layer_slides says, with a pattern of 4, whose full
     layers then have no RoPE; a null sliding_window: all full, all rotating): query p sees keys
@@ -336,6 +339,8 @@ def llama_attention(config, w, x, layer=None, prefill=None):
         qkv = w['qkv_proj.weight']
         w = dict(w, **{'q_proj.weight': qkv[:q_rows], 'k_proj.weight': qkv[q_rows:q_rows + kv_rows],
                        'v_proj.weight': qkv[q_rows + kv_rows:]})
+    if 'dense.weight' in w:  # Phi-2's output projection
+        w = dict(w, **{'o_proj.' + kind: w['dense.' + kind] for kind in ('weight', 'bias') if 'dense.' + kind in w})
     biased = llama_family_biases(config)
 
     def project(name, n_heads):

@@ -66,6 +66,7 @@ std::string describe(const CachedAttentionConfig &c) {
     if (c.score_softcap) out << "; scores soft-capped at " << *c.score_softcap;
     out << "; biases " << (c.bias ? (c.output_bias ? "q, k, v, o" : "q, k, v") : (c.output_bias ? "o" : "none"));
     if (c.names == Names::HuggingFaceFusedQkv) out << "; weights qkv_proj, o_proj";
+    if (c.names == Names::HuggingFaceDenseOutput) out << "; weights q_proj, k_proj, v_proj, dense";
     return out.str();
 }
 

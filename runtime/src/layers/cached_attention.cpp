@@ -153,7 +153,8 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         key_ = linear("key_projection", "k_proj", kv_width, E, config.bias, qkv_clip);
         value_ = linear("value_projection", "v_proj", kv_width, E, config.bias, qkv_clip);
     }
-    output_ = linear("output_projection", "o_proj", E, q_width, config.output_bias, 0.0f);
+    output_ = linear("output_projection", config.names == Names::HuggingFaceDenseOutput ? "dense" : "o_proj", E, q_width,
+                     config.output_bias, 0.0f);
     if (config.qk_norm) {
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
         require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +

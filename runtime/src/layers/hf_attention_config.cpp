@@ -41,6 +41,7 @@ struct ModelType {
     // types, whose attention slides every layer or not by transformers version).
     bool qwen_windows = false, windows_by_layer_types = false;
     bool phi3 = false;                // q, k and v fused in qkv_proj
+    bool dense_output = false;        // Phi-1, 1.5, 2: the output projection is `dense`
     // partial_rotary_factor is read (default partial_rotary): RoPE turns the first
     // int(head_dim x factor) dims (Phi-3, GLM, StableLM); the others rotate whole heads.
     bool partial_rotary_allowed = false;
@@ -221,6 +222,12 @@ const std::vector<ModelType> &model_types() {
         type("ernie4_5", [](ModelType &t) {
             t.heads = 16, t.kv_heads = 2, t.head_dim = 128, t.rope_theta = 500000.0, t.pairs_in_place = true;
             t.qkv_bias = t.output_bias = {"use_bias", false};
+        }),
+        // Phi-1, 1.5 and 2: the four always biased, the output projection `dense`; half of each head
+        // rotated as halves. qk_layernorm (a LayerNorm with bias) is refused.
+        type("phi", [](ModelType &t) {
+            t.heads = 32, t.qkv_bias = t.output_bias = {nullptr, true}, t.dense_output = true;
+            t.partial_rotary_allowed = true, t.partial_rotary = 0.5;
         }),
         // Ministral 3: Mistral's attention, YaRN-scaled (a missing rope_parameters is YaRN x16 there),
         // its queries scaled by position on every layer.
@@ -499,7 +506,9 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         require(clip > 0 && std::isfinite(clip), c.source() + ": clip_qkv must be positive (or null for none), got " + str(clip));
         cfg.qkv_clip = clip;
     }
-    cfg.names = t.phi3 ? Names::HuggingFaceFusedQkv : Names::HuggingFace;
+    require(!t.dense_output || !c.get_bool("qk_layernorm", false),
+            c.source() + ": qk_layernorm is not supported for phi (a LayerNorm of q and k with a bias)");
+    cfg.names = t.phi3 ? Names::HuggingFaceFusedQkv : t.dense_output ? Names::HuggingFaceDenseOutput : Names::HuggingFace;
     cfg.layer = layer;
     read_shape(c, t, cfg);
     cfg.bias = t.qkv_bias.read(c);
