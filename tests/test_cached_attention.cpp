@@ -942,6 +942,15 @@ TEST(CachedAttentionHuggingFace, Llama4ConfigsSayWhichLayersRotateAndChunk) {
     EXPECT_EQ(layer({{"model_type", "llama4"}, {"text_config", scout}}, 0).attention_chunk.value_or(0), 8192);
 }
 
+// `out` [B, S, E] of x against the reference turning the first `rotary_dim` dims of each head, and
+// unlike the reference turning whole heads (so the check can fail).
+void expect_partial_rope(const Tensor &out, reference::CachedAttentionWeights ref, const Tensor &x, int64_t rotary_dim) {
+    ref.rotary_dim = rotary_dim;
+    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
+    ref.rotary_dim = 0;
+    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-2);
+}
+
 // A GLM-4 layer (its q, k and v biases; none on o) through a prompt of 5 and 4 decode steps: the
 // first 8 of each head's 16 dims turn, their pairs in place.
 void check_glm_layer() {
@@ -954,14 +963,36 @@ void check_glm_layer() {
     reference::CachedAttentionWeights ref = seed.ref;
     ref.bo = Tensor({64});  // no output bias
     ref.rope_pairs_in_place = true;
-    ref.rotary_dim = 8;
     const Tensor x = testing::random_tensor({2, 9, 64}, 144);
-    const Tensor out = prompt_then_decode(glm, x, 5);
-    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
-    ref.rotary_dim = 0;  // the whole head turned: the check can fail
-    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-2);
+    expect_partial_rope(prompt_then_decode(glm, x, 5), ref, x, 8);
 }
 TEST(CachedAttentionHuggingFace, AGlmLayerTurnsHalfOfEachHeadInPlace) { check_glm_layer(); }
+
+// A GPT-NeoX (Pythia) layer through a prompt of 5 and 4 decode steps: each head's q, k and v rows in
+// turn in query_key_value (biased), the output `dense`; a quarter of each head (4 of 16 dims)
+// rotated, as rotary_pct and rotary_emb_base say.
+void check_gpt_neox_layer() {
+    TestLayer seed({64, 4, 4, 16, true, 10000.0});
+    Tensor qkv({3 * 64, 64}), qkv_bias({3 * 64});
+    for (int64_t h = 0; h < 4; h++) {
+        for (int64_t which = 0; which < 3; which++) {
+            const Tensor &w = which == 0 ? seed.ref.wq : which == 1 ? seed.ref.wk : seed.ref.wv;
+            const Tensor &b = which == 0 ? *seed.ref.bq : which == 1 ? *seed.ref.bk : *seed.ref.bv;
+            std::copy_n(w.data() + h * 16 * 64, 16 * 64, qkv.data() + (h * 3 + which) * 16 * 64);
+            std::copy_n(b.data() + h * 16, 16, qkv_bias.data() + (h * 3 + which) * 16);
+        }
+    }
+    const std::string p = "gpt_neox.layers.0.attention.";
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), {{p + "query_key_value.weight", qkv}, {p + "query_key_value.bias", qkv_bias},
+                                                      {p + "dense.weight", seed.ref.wo}, {p + "dense.bias", *seed.ref.bo}});
+    const CachedAttention neox(testing::config_of({{"model_type", "gpt_neox"}, {"hidden_size", 64}, {"num_attention_heads", 4},
+                                                   {"rotary_pct", 0.25}, {"rotary_emb_base", 10000}}),
+                               Weights::open(dir.file("model.safetensors"), p));
+    const Tensor x = testing::random_tensor({2, 9, 64}, 155);
+    expect_partial_rope(prompt_then_decode(neox, x, 5), seed.ref, x, 4);
+}
+TEST(CachedAttentionHuggingFace, AGptNeoXLayerSplitsEachHeadsFusedRows) { check_gpt_neox_layer(); }
 
 // A GLM-4.5 layer (glm4_moe) through a prompt of 5 and 4 decode steps: q, k and v biased
 // (attention_bias), o not; q and k RMS-normed per head (use_qk_norm); the first 8 of each head's
@@ -1171,6 +1202,20 @@ TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
     EXPECT_EQ(error(phi + R"(, "qk_layernorm": true})"),
               "c: qk_layernorm is not supported for phi (a LayerNorm of q and k with a bias)");
 
+    // GPT-NeoX: a quarter of each head rotated, by rotary_pct and rotary_emb_base (transformers 4's
+    // names) where stated; the four biased by default; a key and value head per query head.
+    const std::string neox = R"({"model_type": "gpt_neox", "hidden_size": 6144)";
+    const CachedAttentionConfig pythia = read(neox + R"(, "num_key_value_heads": 8})");
+    EXPECT_EQ(std::tuple(pythia.heads, pythia.kv_heads, pythia.head_dimension), std::tuple(64, 64, 96));
+    EXPECT_EQ(pythia.names, CachedAttentionConfig::Names::GptNeoX);
+    EXPECT_EQ(pythia.rotary_dimension, 24);
+    EXPECT_EQ(pythia.rope_base.value_or(0), 10000.0);
+    EXPECT_TRUE(pythia.bias && pythia.output_bias);
+    const CachedAttentionConfig stated = read(neox + R"(, "rotary_pct": 0.5, "rotary_emb_base": 500, "attention_bias": false})");
+    EXPECT_EQ(stated.rotary_dimension, 48);
+    EXPECT_EQ(stated.rope_base.value_or(0), 500.0);
+    EXPECT_FALSE(stated.bias || stated.output_bias);
+
     const std::string seed_oss = R"({"model_type": "seed_oss", "hidden_size": 5120)";
     const CachedAttentionConfig seed = read(seed_oss + "}");
     EXPECT_EQ(std::tuple(seed.heads, seed.kv_heads, seed.head_dimension), std::tuple(80, 8, 128));
@@ -1336,6 +1381,10 @@ TEST_P(CachedOnGpu, QueriesScaledFromPositionZeroMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_queries_scaled_from_position_0();
 }
+TEST_P(CachedOnGpu, GptNeoXFusedHeadsMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_gpt_neox_layer();
+}
 TEST_P(CachedOnGpu, OlmoClampsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_olmo_clip();
@@ -1395,13 +1444,14 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"hunyuan_v1_dense", "qwen3_next", "gpt_neox"}) {
+    for (const char *type : {"hunyuan_v1_dense", "qwen3_next", "falcon"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
                       "glm4_moe, gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared, "
-                      "starcoder2, olmoe, nemotron, apertus, arcee, helium, exaone4, ernie4_5, phi, ministral3, seed_oss)");
+                      "starcoder2, olmoe, nemotron, apertus, arcee, helium, exaone4, ernie4_5, phi, gpt_neox, ministral3, "
+                      "seed_oss)");
     }
     // OLMo 1: Llama's attention, q, k and v clamped where clip_qkv says.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";

@@ -127,8 +127,16 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
             weights[norm + '.weight'] = noise(rng, *shape, mean=1.0)
     if sinks:  # about the scores' scale, so that they take a visible share of the weight
         weights['sinks'] = noise(rng, heads, scale=1.5)
-    if config['model_type'] == 'phi':  # Phi-2's output projection is `dense`
-        weights.update({'dense.' + kind: weights.pop('o_proj.' + kind) for kind in ('weight', 'bias')})
+    if config['model_type'] in ('phi', 'gpt_neox'):  # Phi-2's and GPT-NeoX's output projection is `dense`
+        for kind in ('weight', 'bias'):
+            if 'o_proj.' + kind in weights:
+                weights['dense.' + kind] = weights.pop('o_proj.' + kind)
+    if config['model_type'] == 'gpt_neox':  # each head's q, k and v rows in turn in one projection
+        for kind in ('weight', 'bias'):
+            parts = [weights.pop(f'{name}.{kind}') for name in ('q_proj', 'k_proj', 'v_proj') if f'{name}.{kind}' in weights]
+            if parts:
+                per_head = np.stack([p.reshape(heads, head_dim, *p.shape[1:]) for p in parts], axis=1)
+                weights['query_key_value.' + kind] = per_head.reshape(3 * heads * head_dim, *parts[0].shape[1:])
     if config['model_type'] == 'phi3':  # q, k and v stacked in one projection
         weights['qkv_proj.weight'] = np.concatenate([weights.pop(name + '.weight') for name in ('q_proj', 'k_proj', 'v_proj')])
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
@@ -495,6 +503,11 @@ def write_all(out_dir):
         llama_case(out_dir, 'phi2_dense_half_rotary', 76,
                    {'model_type': 'phi', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 1000.0,
                     'partial_rotary_factor': 0.5}, 2, 10, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
+        # GPT-NeoX (Pythia): each head's q, k and v rows in turn in query_key_value, the output
+        # `dense`, all biased; a quarter of each head (4 of 16) rotated, by rotary_pct and rotary_emb_base.
+        llama_case(out_dir, 'gpt_neox_fused_heads_quarter_rotary', 77,
+                   {'model_type': 'gpt_neox', 'hidden_size': 64, 'num_attention_heads': 4, 'rotary_pct': 0.25,
+                    'rotary_emb_base': 1000}, 2, 10, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
         # Ministral 3: YaRN (x4 from 4 positions, its amplitude 1 by mscale = mscale_all_dim) and the
         # queries scaled by 1 + 0.5 ln(1 + floor(p / 4)) from position 4 on, over 13 tokens.
         llama_case(out_dir, 'ministral3_yarn_scaled_queries', 75,

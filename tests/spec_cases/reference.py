@@ -249,7 +249,7 @@ def smollm3_rotates(config, layer):
 # of partial_rotary_factor where the model reads it (others turn whole heads), and the models whose
 # RoPE turns pairs (2i, 2i+1) in place rather than halves.
 PARTIAL_ROTARY_DEFAULT = {'phi3': 1.0, 'glm': 0.5, 'glm4': 0.5, 'glm4_moe': 0.5, 'stablelm': 0.25, 'nemotron': 0.5,
-                          'phi': 0.5}
+                          'phi': 0.5, 'gpt_neox': 0.25}
 PAIRS_IN_PLACE = {'cohere', 'glm', 'glm4', 'helium', 'ernie4_5'}
 
 
@@ -259,11 +259,14 @@ def llama_family_biases(config):
     Mistral/Mixtral/Phi-3 none, Qwen2 q, k and v (Qwen2-MoE per qkv_bias), GLM q, k and v per
     attention_bias (default true; GLM-4.5's glm4_moe false), StableLM q, k and v per use_qkv_bias
     (default false), Helium q, k and v per attention_bias, StarCoder2 all four per use_bias
-    (default true; ERNIE 4.5 false), Phi-2 all four always, Seed-OSS q, k and v per attention_bias (default true) and o per
+    (default true; ERNIE 4.5 false), Phi-2 all four always, GPT-NeoX all four per attention_bias
+    (default true), Seed-OSS q, k and v per attention_bias (default true) and o per
     attention_out_bias (default false)."""
     model, qkv = config['model_type'], {'q_proj', 'k_proj', 'v_proj'}
     if model == 'phi':
         return qkv | {'o_proj'}
+    if model == 'gpt_neox':
+        return qkv | {'o_proj'} if config.get('attention_bias', True) else set()
     if model in ('starcoder2', 'ernie4_5'):
         return qkv | {'o_proj'} if config.get('use_bias', model == 'starcoder2') else set()
     if model == 'seed_oss':
@@ -314,7 +317,9 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     normed as llama_family_qk_norm says. RoPE turns the first int(head_dim * partial_rotary_factor)
     dims where the model reads the factor (PARTIAL_ROTARY_DEFAULT: Phi-3, GLM, StableLM,
     Nemotron), as halves, or as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM, Helium).
-    Phi-3 stacks q, k and v in qkv_proj; Phi-2 names o_proj dense. OLMo 1 clamps q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W
+    Phi-3 stacks q, k and v in qkv_proj; Phi-2 names o_proj dense; GPT-NeoX puts each head's q, k
+    and v rows in turn in query_key_value (base rotary_emb_base, fraction rotary_pct). OLMo 1 clamps
+    q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W
     (Mistral/Mixtral/Phi-3/StarCoder2; Qwen with use_sliding_window the layers
     layer_types names; EXAONE 4 the layers layer_slides says, with a pattern of 4, whose full
     layers then have no RoPE; a null sliding_window: all full, all rotating): query p sees keys
@@ -327,6 +332,9 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     splits the sequence into calls (None: one call)."""
     heads = config['num_attention_heads']
     model = config['model_type']
+    if model == 'gpt_neox':  # transformers 4's names of the base and the fraction; no GQA
+        config = dict(config, rope_theta=config.get('rotary_emb_base', 10000.0),
+                      partial_rotary_factor=config.get('rotary_pct', 0.25), num_key_value_heads=heads)
     glm = model in ('glm', 'glm4')
     kv_heads = config.get('num_key_value_heads') or {'glm': 2, 'glm4': 2, 'glm4_moe': 8}.get(model, heads)
     head_dim = config.get('head_dim') or (128 if model == 'qwen3' or glm else config['hidden_size'] // heads)
@@ -339,7 +347,14 @@ def llama_attention(config, w, x, layer=None, prefill=None):
         qkv = w['qkv_proj.weight']
         w = dict(w, **{'q_proj.weight': qkv[:q_rows], 'k_proj.weight': qkv[q_rows:q_rows + kv_rows],
                        'v_proj.weight': qkv[q_rows + kv_rows:]})
-    if 'dense.weight' in w:  # Phi-2's output projection
+    if 'query_key_value.weight' in w:  # GPT-NeoX: each head's q, k and v rows in turn
+        for which, name in enumerate(('q_proj', 'k_proj', 'v_proj')):
+            for kind in ('weight', 'bias'):
+                fused = w.get('query_key_value.' + kind)
+                if fused is not None:
+                    per_head = fused.reshape(heads, 3, head_dim, *fused.shape[1:])
+                    w = dict(w, **{f'{name}.{kind}': per_head[:, which].reshape(heads * head_dim, *fused.shape[1:])})
+    if 'dense.weight' in w:  # Phi-2's and GPT-NeoX's output projection
         w = dict(w, **{'o_proj.' + kind: w['dense.' + kind] for kind in ('weight', 'bias') if 'dense.' + kind in w})
     biased = llama_family_biases(config)
 

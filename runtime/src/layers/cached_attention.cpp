@@ -22,6 +22,19 @@ Tensor rows_of(const Tensor &matrix, int64_t begin, int64_t count) {
     return part;
 }
 
+// Part `which` (0: q, 1: k, 2: v) of GPT-NeoX's fused rows [heads x (q, k, v) x D, cols] (or a
+// bias, [heads x 3 x D]): each head's D rows of it, in head order.
+Tensor per_head_part(const Tensor &fused, int64_t heads, int64_t D, int64_t which) {
+    const int64_t cols = fused.rank() == 2 ? fused.dim(1) : 1;
+    Shape shape = fused.shape();
+    shape[0] = heads * D;
+    Tensor part(shape, Tensor::unset);
+    for (int64_t h = 0; h < heads; h++) {
+        std::copy_n(fused.values().begin() + ((h * 3 + which) * D) * cols, D * cols, part.data() + h * D * cols);
+    }
+    return part;
+}
+
 bool is_hugging_face(const ConfigReader &c) {
     return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
 }
@@ -141,7 +154,20 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         return Linear::dense(w.get(name + ".weight", {rows, cols}),
                              has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt, clip);
     };
-    if (config.names == Names::HuggingFaceFusedQkv) {
+    if (config.names == Names::GptNeoX) {
+        // q, k and v of every head, split once here; no GQA (transformers' GPT-NeoX has none).
+        require(config.kv_heads == config.heads, "cached_attention: GPT-NeoX's fused query_key_value has a key and "
+                                                 "value head per query head");
+        const Tensor qkv = w.get("query_key_value.weight", {3 * q_width, E});
+        const std::optional<Tensor> bias =
+            config.bias ? std::optional<Tensor>(w.get("query_key_value.bias", {3 * q_width})) : std::nullopt;
+        const auto part = [&](int64_t which) {
+            std::optional<Tensor> part_bias;
+            if (bias) part_bias = per_head_part(*bias, config.heads, D, which);
+            return Linear::dense(per_head_part(qkv, config.heads, D, which), std::move(part_bias), qkv_clip);
+        };
+        query_ = part(0), key_ = part(1), value_ = part(2);
+    } else if (config.names == Names::HuggingFaceFusedQkv) {
         // Phi-3 has no biases. Split once here: the layer projects q, k and v as separate products.
         require(!config.bias, "cached_attention: a fused qkv_proj has no biases here (Phi-3 has none)");
         const Tensor qkv = w.get("qkv_proj.weight", {q_width + 2 * kv_width, E});
@@ -153,8 +179,8 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         key_ = linear("key_projection", "k_proj", kv_width, E, config.bias, qkv_clip);
         value_ = linear("value_projection", "v_proj", kv_width, E, config.bias, qkv_clip);
     }
-    output_ = linear("output_projection", config.names == Names::HuggingFaceDenseOutput ? "dense" : "o_proj", E, q_width,
-                     config.output_bias, 0.0f);
+    const bool dense = config.names == Names::HuggingFaceDenseOutput || config.names == Names::GptNeoX;
+    output_ = linear("output_projection", dense ? "dense" : "o_proj", E, q_width, config.output_bias, 0.0f);
     if (config.qk_norm) {
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
         require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +

@@ -42,6 +42,9 @@ struct ModelType {
     bool qwen_windows = false, windows_by_layer_types = false;
     bool phi3 = false;                // q, k and v fused in qkv_proj
     bool dense_output = false;        // Phi-1, 1.5, 2: the output projection is `dense`
+    // GPT-NeoX: q, k and v of each head in turn in query_key_value, the output `dense`; RoPE's base
+    // and fraction under transformers 4's names rotary_emb_base and rotary_pct.
+    bool gpt_neox = false;
     // partial_rotary_factor is read (default partial_rotary): RoPE turns the first
     // int(head_dim x factor) dims (Phi-3, GLM, StableLM); the others rotate whole heads.
     bool partial_rotary_allowed = false;
@@ -229,6 +232,12 @@ const std::vector<ModelType> &model_types() {
             t.heads = 32, t.qkv_bias = t.output_bias = {nullptr, true}, t.dense_output = true;
             t.partial_rotary_allowed = true, t.partial_rotary = 0.5;
         }),
+        // GPT-NeoX (Pythia): a quarter of each head rotated as halves; the four biased per
+        // attention_bias (default true); no GQA.
+        type("gpt_neox", [](ModelType &t) {
+            t.heads = 64, t.qkv_bias = t.output_bias = {"attention_bias", true}, t.gpt_neox = true;
+            t.partial_rotary_allowed = true, t.partial_rotary = 0.25;
+        }),
         // Ministral 3: Mistral's attention, YaRN-scaled (a missing rope_parameters is YaRN x16 there),
         // its queries scaled by position on every layer.
         type("ministral3", [](ModelType &t) {
@@ -266,7 +275,8 @@ void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig
     cfg.heads = t.heads ? c.get_int("num_attention_heads", *t.heads) : c.get_int("num_attention_heads");
     require(cfg.embedding_dimension > 0, src + ": hidden_size must be positive, got " + str(cfg.embedding_dimension));
     require(cfg.heads > 0, src + ": num_attention_heads must be positive, got " + str(cfg.heads));
-    cfg.kv_heads = c.get_int("num_key_value_heads", t.kv_heads.value_or(cfg.heads));
+    // GPT-NeoX has a key and value head per query head, whatever the config says.
+    cfg.kv_heads = t.gpt_neox ? cfg.heads : c.get_int("num_key_value_heads", t.kv_heads.value_or(cfg.heads));
     require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
             src + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_key_value_heads (" +
                 str(cfg.kv_heads) + ")");
@@ -438,8 +448,11 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
                     t.missing_rope_scaling + " and transformers 4 a null one as none)");
     }
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
+    // GPT-NeoX's transformers 4 names for the base and the fraction, where its config states them.
+    const double theta = t.gpt_neox ? c.get_number("rotary_emb_base", t.rope_theta) : t.rope_theta;
+    const double partial = t.gpt_neox ? c.get_number("rotary_pct", t.partial_rotary) : t.partial_rotary;
     const HfRope rope =
-        hf_rope(c, {t.rope_theta, t.partial_rotary, true, layer_type, true, t.phi3 ? std::optional<double>(4096.0) : std::nullopt});
+        hf_rope(c, {theta, partial, true, layer_type, true, t.phi3 ? std::optional<double>(4096.0) : std::nullopt});
     require(!t.rope_unscaled || rope.scaling.type == RopeScaling::Type::None,
             src + ": a RoPE scaling is not supported for " + t.name + " (transformers turns its heads by an unscaled "
                                                                      "RoPE whatever the config says)");
@@ -508,7 +521,10 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     }
     require(!t.dense_output || !c.get_bool("qk_layernorm", false),
             c.source() + ": qk_layernorm is not supported for phi (a LayerNorm of q and k with a bias)");
-    cfg.names = t.phi3 ? Names::HuggingFaceFusedQkv : t.dense_output ? Names::HuggingFaceDenseOutput : Names::HuggingFace;
+    cfg.names = t.phi3           ? Names::HuggingFaceFusedQkv
+                : t.dense_output ? Names::HuggingFaceDenseOutput
+                : t.gpt_neox     ? Names::GptNeoX
+                                 : Names::HuggingFace;
     cfg.layer = layer;
     read_shape(c, t, cfg);
     cfg.bias = t.qkv_bias.read(c);

@@ -18,8 +18,9 @@ namespace hattn {
 struct CachedAttentionConfig {
     // Whose names the weights have: the seed module's (query_projection, ...), a Hugging Face
     // Llama-family attention's (q_proj, k_proj, v_proj, o_proj), Phi-3's (q, k and v stacked in
-    // that order in qkv_proj; o_proj), or Phi-2's (q_proj, k_proj, v_proj; dense).
-    enum class Names { Seed, HuggingFace, HuggingFaceFusedQkv, HuggingFaceDenseOutput };
+    // that order in qkv_proj; o_proj), Phi-2's (q_proj, k_proj, v_proj; dense), or GPT-NeoX's
+    // (each head's q, k and v rows in turn in query_key_value; dense).
+    enum class Names { Seed, HuggingFace, HuggingFaceFusedQkv, HuggingFaceDenseOutput, GptNeoX };
 
     int64_t embedding_dimension = 0;  // E
     int64_t heads = 0;                // H
