@@ -39,11 +39,6 @@ bool is_hugging_face(const ConfigReader &c) {
     return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
 }
 
-// Whether the caller's mask [B, 1, S, >= keys] hides key j from new query i of sequence b.
-bool caller_hides(const MaskView *mask, int64_t b, int64_t i, int64_t j) {
-    return mask && mask->data[(b * mask->shape[2] + i) * mask->shape[3] + j] != 0;
-}
-
 CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weights) {
     const std::optional<int64_t> layer = weights.layer_index();
     return layer && is_hugging_face(config) ? CachedAttentionConfig::from(config, *layer)
@@ -430,9 +425,7 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
         for (int64_t p0 = start[b]; p0 < lengths[b]; p0 += block) {
             const int64_t p1 = std::min<int64_t>(p0 + block, lengths[b]), first = std::max<int64_t>(0, p0 - window + 1);
             const int64_t end = config_.causal ? p1 : std::min<int64_t>(p1 + window - 1, lengths[b]);
-            // Query p sees keys p - window < j <= p (or j < p + window).
-            const auto outside = [window](int64_t p, int64_t j) { return j <= p - window || j >= p + window; };
-            attend_rows(q, keys, values, {b, start[b], p0, p1, first, end}, mask, outside, attended);
+            attend_rows(q, keys, values, {b, start[b], p0, p1, first, end}, mask, window, attended);
         }
     }
 }
@@ -447,22 +440,28 @@ void CachedAttention::attend_in_chunks(const Tensor &q, const ConstTensorView &k
         for (int64_t p0 = start[b], p1; p0 < lengths[b]; p0 = p1) {
             const int64_t first = p0 - p0 % chunk;
             p1 = std::min<int64_t>(first + chunk, lengths[b]);
-            attend_rows(q, keys, values, {b, start[b], p0, p1, first, p1}, mask, nullptr, attended);
+            attend_rows(q, keys, values, {b, start[b], p0, p1, first, p1}, mask, std::nullopt, attended);
         }
     }
 }
 
 void CachedAttention::attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                                  const QueryRows &r, const MaskView *caller_mask, const KeyRule &hides,
+                                  const QueryRows &r, const MaskView *caller_mask, std::optional<int64_t> window,
                                   Tensor &attended) const {
-    // The rows' own mask [1, 1, p1 - p0, end - first]: key j hidden from the query at p where the
-    // rule or the caller's mask (whose row is new query p - start) says.
+    // The rows' own mask [1, 1, p1 - p0, end - first]: key j hidden from the query at p outside the
+    // window, or where the caller's mask (whose row is new query p - start) says.
     const int64_t width = r.end - r.first;
-    std::vector<uint8_t> hidden(caller_mask || hides ? (r.p1 - r.p0) * width : 0);
+    std::vector<uint8_t> hidden(caller_mask || window ? (r.p1 - r.p0) * width : 0);
     for (int64_t p = r.p0; !hidden.empty() && p < r.p1; p++) {
-        for (int64_t j = r.first; j < r.end; j++) {
-            hidden[(p - r.p0) * width + (j - r.first)] =
-                (hides && hides(p, j)) || caller_hides(caller_mask, r.b, p - r.start, j);
+        uint8_t *row = hidden.data() + (p - r.p0) * width;
+        if (window) {  // keys [p - window + 1, p + window) are in it (the causal rule cuts the later ones)
+            const int64_t lo = std::clamp(p - *window + 1, r.first, r.end), hi = std::clamp(p + *window, r.first, r.end);
+            std::fill(row, row + (lo - r.first), uint8_t{1});
+            std::fill(row + (hi - r.first), row + width, uint8_t{1});
+        }
+        if (caller_mask) {
+            const uint8_t *own = caller_mask->data + ((r.b * caller_mask->shape[2]) + (p - r.start)) * caller_mask->shape[3];
+            for (int64_t j = r.first; j < r.end; j++) row[j - r.first] |= own[j] != 0;
         }
     }
     const MaskView mask{hidden.data(), {1, 1, r.p1 - r.p0, width}};

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 
 #include "hattn/config.h"
@@ -165,13 +164,13 @@ private:
                           Tensor &attended) const;
     // Sequence b's new queries at positions [p0, p1) (its first new token at `start`) against the
     // cache rows [first, end), causal or not as the layer is (causal: end is p1), hiding the keys
-    // j that hides(p, j) (if given) or the caller's mask [B, 1, S, >= end] (if any) hides.
+    // outside `window` (if given: |p - j| >= window, or j <= p - window where causal) or that the
+    // caller's mask [B, 1, S, >= end] (if any) hides.
     struct QueryRows {
         int64_t b, start, p0, p1, first, end;
     };
-    using KeyRule = std::function<bool(int64_t query_position, int64_t key_position)>;
     void attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values, const QueryRows &rows,
-                     const MaskView *caller_mask, const KeyRule &hides, Tensor &attended) const;
+                     const MaskView *caller_mask, std::optional<int64_t> window, Tensor &attended) const;
     // q, k or v projected: [B, S, heads, D], then normed where `norm` holds a QK-norm's weight. On a
     // GPU it stays there for the next kernel.
     Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads,
