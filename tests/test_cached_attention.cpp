@@ -1088,7 +1088,8 @@ TEST(CachedAttentionHuggingFace, Glm45ConfigsRotateHalfOfEachHeadAsHalves) {
     EXPECT_EQ(released.rope_base.value_or(0), 1e6);
 }
 
-// StarCoder2, OLMoE, Nemotron, Apertus, Arcee, Helium, EXAONE 4, ERNIE 4.5 and Seed-OSS: Llama's attention with each
+// StarCoder2, OLMoE, Nemotron, Apertus, Arcee, Helium, EXAONE 4, ERNIE 4.5, Phi-2, GPT-NeoX,
+// Ministral 3 and Seed-OSS: Llama's attention with each
 // one's changes, read from their keys with their class defaults; what they do that this layer
 // does not (OLMoE's clamp after the norm, a scaling Nemotron drops) refused by key.
 TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
@@ -1119,8 +1120,8 @@ TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
               "the config says)");
 
     const std::string apertus = R"({"model_type": "apertus", "hidden_size": 4096, "num_attention_heads": 32)";
-    EXPECT_EQ(error(apertus + "}"), "c: apertus needs its rope_scaling stated (transformers takes a missing one as llama3 x8 "
-                                    "and transformers 4 a null one as none)");
+    EXPECT_EQ(error(apertus + "}"), "c: apertus needs its RoPE scaling stated in rope_scaling or rope_parameters "
+                                    "(transformers takes a missing one as llama3 x8, and 4 a null one as none)");
     const CachedAttentionConfig swiss = read(apertus + R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
         "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
     EXPECT_EQ(swiss.rope_base.value_or(0), 12e6);
@@ -1189,8 +1190,8 @@ TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
               "c (text_config.rope_parameters): llama_4_scaling_beta is required (transformers fails without it; 0 for none)");
     ministral.erase("rope_parameters");
     EXPECT_EQ(testing::error_message([&] { text_of(ministral); }),
-              "c (text_config): ministral3 needs its rope_scaling stated (transformers takes a missing one as YaRN x16 and "
-              "transformers 4 a null one as none)");
+              "c (text_config): ministral3 needs its RoPE scaling stated in rope_scaling or rope_parameters (transformers "
+              "takes a missing or null one as YaRN x16 with its query scaling)");
 
     // Phi-2: the four always biased, the output projection `dense`, half of each head rotated.
     const std::string phi = R"({"model_type": "phi", "hidden_size": 2560)";
@@ -1215,6 +1216,13 @@ TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
     EXPECT_EQ(stated.rotary_dimension, 48);
     EXPECT_EQ(stated.rope_base.value_or(0), 500.0);
     EXPECT_FALSE(stated.bias || stated.output_bias);
+    // transformers reads rotary_emb_base and rotary_pct over rope_theta and partial_rotary_factor,
+    // and no head_dim.
+    const CachedAttentionConfig both = read(neox + R"(, "rotary_pct": 0.5, "partial_rotary_factor": 1.0,
+        "rotary_emb_base": 500, "rope_theta": 10000, "head_dim": 64})");
+    EXPECT_EQ(std::tuple(both.rotary_dimension, both.rope_base.value_or(0), both.head_dimension), std::tuple(48, 500.0, 96));
+    // A null bias switch is refused: transformers' Linear(bias=None) has none, this reader's default one.
+    EXPECT_EQ(error(neox + R"(, "attention_bias": null})"), "c: attention_bias must be true or false, got null");
 
     const std::string seed_oss = R"({"model_type": "seed_oss", "hidden_size": 5120)";
     const CachedAttentionConfig seed = read(seed_oss + "}");
@@ -1465,8 +1473,8 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
                                     0);
         ADD_FAILURE() << "a gpt_oss config without rope_scaling was read";
     } catch (const Error &e) {
-        EXPECT_EQ(std::string(e.what()), "config.json: gpt_oss needs its rope_scaling stated (transformers takes a missing one "
-                                         "as YaRN x32 and transformers 4 a null one as none)");
+        EXPECT_EQ(std::string(e.what()), "config.json: gpt_oss needs its RoPE scaling stated in rope_scaling or rope_parameters "
+                                         "(transformers takes a missing one as YaRN x32, and 4 a null one as none)");
     }
     EXPECT_EQ(config_error(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4, "sliding_window": -1})"),
               "config.json: sliding_window must be positive, got -1");

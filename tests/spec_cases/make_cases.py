@@ -508,11 +508,13 @@ def write_all(out_dir):
         llama_case(out_dir, 'gpt_neox_fused_heads_quarter_rotary', 77,
                    {'model_type': 'gpt_neox', 'hidden_size': 64, 'num_attention_heads': 4, 'rotary_pct': 0.25,
                     'rotary_emb_base': 1000}, 2, 10, biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
-        # Ministral 3: YaRN (x4 from 4 positions, its amplitude 1 by mscale = mscale_all_dim) and the
-        # queries scaled by 1 + 0.5 ln(1 + floor(p / 4)) from position 4 on, over 13 tokens.
-        llama_case(out_dir, 'ministral3_yarn_scaled_queries', 75,
+        # Ministral 3: YaRN (x4 from 4 positions, its amplitude 1 by mscale = mscale_all_dim), the
+        # queries scaled by 1 + 0.5 ln(1 + floor(p / 4)) from position 4 on, over 13 tokens, and a
+        # window of 6 keys.
+        llama_case(out_dir, 'ministral3_yarn_scaled_queries_window_6', 75,
                    {'model_type': 'ministral3', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,
-                    'head_dim': 16, 'rope_parameters': {'rope_type': 'yarn', 'rope_theta': 1000.0, 'factor': 4.0,
+                    'head_dim': 16, 'sliding_window': 6,
+                    'rope_parameters': {'rope_type': 'yarn', 'rope_theta': 1000.0, 'factor': 4.0,
                                                         'original_max_position_embeddings': 4, 'beta_fast': 32.0,
                                                         'beta_slow': 1.0, 'mscale': 1.0, 'mscale_all_dim': 1.0,
                                                         'llama_4_scaling_beta': 0.5}}, 2, 13, biases=()),

@@ -315,12 +315,13 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     GLM 128), rope_theta (default 10000; RoPE always, scaled as llama_rope_frequencies says),
     weights q_proj / k_proj / v_proj / o_proj with the biases llama_family_biases says, q and k
     normed as llama_family_qk_norm says. RoPE turns the first int(head_dim * partial_rotary_factor)
-    dims where the model reads the factor (PARTIAL_ROTARY_DEFAULT: Phi-3, GLM, StableLM,
-    Nemotron), as halves, or as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM, Helium).
+    dims where the model reads the factor (PARTIAL_ROTARY_DEFAULT: Phi-2 and 3, GLM, StableLM,
+    Nemotron, GPT-NeoX), as halves, or as pairs (2i, 2i+1) in place (PAIRS_IN_PLACE: Cohere, GLM,
+    Helium, ERNIE 4.5).
     Phi-3 stacks q, k and v in qkv_proj; Phi-2 names o_proj dense; GPT-NeoX puts each head's q, k
     and v rows in turn in query_key_value (base rotary_emb_base, fraction rotary_pct). OLMo 1 clamps
     q, k and v to [-clip_qkv, clip_qkv] as projected. Sliding window W
-    (Mistral/Mixtral/Phi-3/StarCoder2; Qwen with use_sliding_window the layers
+    (Mistral/Mixtral/Phi-3/StarCoder2/Ministral 3; Qwen with use_sliding_window the layers
     layer_types names; EXAONE 4 the layers layer_slides says, with a pattern of 4, whose full
     layers then have no RoPE; a null sliding_window: all full, all rotating): query p sees keys
     p - W < j <= p. Granite scales the scores by
@@ -394,7 +395,7 @@ def llama_attention(config, w, x, layer=None, prefill=None):
         scaling = config.get('rope_parameters') or config.get('rope_scaling')
         beta, original = scaling['llama_4_scaling_beta'], scaling['original_max_position_embeddings']
         q *= (1.0 + beta * np.log1p(np.floor(positions / original)))[:, None]
-    window = config.get('sliding_window') if model in ('mistral', 'mixtral', 'phi3', 'starcoder2') else None
+    window = config.get('sliding_window') if model in ('mistral', 'mixtral', 'phi3', 'starcoder2', 'ministral3') else None
     if exaone4_slides:
         window = config.get('sliding_window', 4096)
     if model.startswith('qwen') and config.get('use_sliding_window') and \

@@ -59,8 +59,8 @@ std::string describe(const CachedAttentionConfig &c) {
                                         : std::string("every key"));
     if (!c.causal) out << " both ways";
     if (const auto &t = c.query_temperature) {
-        const std::string p = t->position_offset ? "p + " + std::to_string(t->position_offset) : "p";
-        out << "; queries scaled by log(1 + floor((" << p << ") / " << t->floor_scale << ")) * " << t->scale << " + 1";
+        const std::string p = t->position_offset ? "(p + " + std::to_string(t->position_offset) + ")" : "p";
+        out << "; queries scaled by log(1 + floor(" << p << " / " << t->floor_scale << ")) * " << t->scale << " + 1";
     }
     if (c.sinks) out << "; sinks";
     if (c.score_softcap) out << "; scores soft-capped at " << *c.score_softcap;

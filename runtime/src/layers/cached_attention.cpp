@@ -152,7 +152,8 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     if (config.names == Names::GptNeoX) {
         // q, k and v of every head, split once here; no GQA (transformers' GPT-NeoX has none).
         require(config.kv_heads == config.heads, "cached_attention: GPT-NeoX's fused query_key_value has a key and "
-                                                 "value head per query head");
+                                                 "value head per query head, got " + std::to_string(config.heads) +
+                                                     " heads and " + std::to_string(config.kv_heads) + " KV heads");
         const Tensor qkv = w.get("query_key_value.weight", {3 * q_width, E});
         const std::optional<Tensor> bias =
             config.bias ? std::optional<Tensor>(w.get("query_key_value.bias", {3 * q_width})) : std::nullopt;

@@ -22,10 +22,16 @@ struct ModelType {
     const char *name = "";
     // Whether q, k and v, and o, have biases: as a key says (its class default where missing), or
     // without a key always or never.
+    // A null key is refused: transformers' nn.Linear(bias=None) has none, where this reader's
+    // default would hold.
     struct BiasRule {
         const char *key;
         bool fallback;
-        bool read(const ConfigReader &c) const { return key ? c.get_bool(key, fallback) : fallback; }
+        bool read(const ConfigReader &c) const {
+            if (!key) return fallback;
+            require(!c.states_null(key), c.source() + ": " + key + " must be true or false, got null");
+            return c.get_bool(key, fallback);
+        }
     };
     BiasRule qkv_bias{"attention_bias", false}, output_bias{"attention_bias", false};
     // The config class's defaults, where a config may leave them out (Gemma 3's text configs inside
@@ -40,16 +46,27 @@ struct ModelType {
     // use_sliding_window: the layers layer_types names slide (Qwen2, Qwen3), or refused (the MoE
     // types, whose attention slides every layer or not by transformers version).
     bool qwen_windows = false, windows_by_layer_types = false;
-    bool phi3 = false;                // q, k and v fused in qkv_proj
-    bool dense_output = false;        // Phi-1, 1.5, 2: the output projection is `dense`
-    // GPT-NeoX: q, k and v of each head in turn in query_key_value, the output `dense`; RoPE's base
-    // and fraction under transformers 4's names rotary_emb_base and rotary_pct.
-    bool gpt_neox = false;
+    // The weights' names: Llama's, Phi-3's qkv_proj, Phi-2's dense output, or GPT-NeoX's per-head
+    // query_key_value and dense output.
+    Names names = Names::HuggingFace;
+    // GPT-NeoX: RoPE's base and fraction under the names rotary_emb_base and rotary_pct, which
+    // transformers reads over rope_theta and partial_rotary_factor; head_dim and
+    // num_key_value_heads unread (hidden_size / heads, no GQA).
+    bool gpt_neox_keys = false;
+    // The config class's original_max_position_embeddings where a LongRoPE config leaves it out
+    // (Phi-3: 4096); none: max_position_embeddings.
+    std::optional<double> original_context;
+    // A switch this layer does not have, refused where true (Phi-2's qk_layernorm, a LayerNorm
+    // with a bias): the key and why.
+    const char *refused_switch = nullptr;
+    const char *refused_because = nullptr;
     // partial_rotary_factor is read (default partial_rotary): RoPE turns the first
-    // int(head_dim x factor) dims (Phi-3, GLM, StableLM); the others rotate whole heads.
+    // int(head_dim x factor) dims (Phi-2 and 3, GLM, StableLM, Nemotron, GPT-NeoX); the others
+    // rotate whole heads.
     bool partial_rotary_allowed = false;
     double partial_rotary = 1.0;
-    bool pairs_in_place = false;      // RoPE pairs (2i, 2i + 1) (Cohere, GLM, Llama 4)
+    // RoPE pairs (2i, 2i + 1) (Cohere, GLM, Llama 4, Helium, ERNIE 4.5)
+    bool pairs_in_place = false;
     bool gemma3 = false;              // its own norms, local RoPE and class defaults
     // use_bidirectional_attention (EmbeddingGemma): the layers attend both ways, a sliding one over
     // (sliding_window / 2) + 1 keys each way, as transformers' Gemma 3 config rewrites it.
@@ -86,9 +103,9 @@ struct ModelType {
     // pairs in place, L2-norm q and k and attend in chunks, those without scale their queries.
     bool llama4 = false;
     bool sinks = false;                     // gpt-oss: a learned sink per query head
-    // gpt-oss, Apertus: transformers' class default is a scaling where rope_scaling is missing
-    // (this one), and 4.x reads a null one as none; this reader cannot tell the two apart, so the
-    // config must state it.
+    // gpt-oss, Apertus, Ministral 3: transformers' class default is a scaling where rope_scaling
+    // (or rope_parameters) is missing, and it may read a null one otherwise; this reader cannot
+    // tell the two apart, so the config must state one. Why, for the refusal.
     const char *missing_rope_scaling = nullptr;
     // Nemotron: transformers turns by an unscaled RoPE whatever rope_scaling says: a stated scaling
     // is refused rather than dropped.
@@ -98,7 +115,7 @@ struct ModelType {
     bool position_scaled_queries = false;
 };
 
-constexpr ModelType::BiasRule no_bias{nullptr, false};
+constexpr ModelType::BiasRule no_bias{nullptr, false}, always_biased{nullptr, true};
 
 void glm_attention(ModelType &t) {
     t.qkv_bias = {"attention_bias", true}, t.output_bias = no_bias;
@@ -118,7 +135,7 @@ const std::vector<ModelType> &model_types() {
         type("mistral", [](ModelType &t) { t.qkv_bias = t.output_bias = no_bias, t.slides = true; }),
         type("mixtral", [](ModelType &t) { t.qkv_bias = t.output_bias = no_bias, t.slides = true; }),
         type("qwen2", [](ModelType &t) {
-            t.qkv_bias = {nullptr, true}, t.output_bias = no_bias, t.qwen_windows = t.windows_by_layer_types = true;
+            t.qkv_bias = always_biased, t.output_bias = no_bias, t.qwen_windows = t.windows_by_layer_types = true;
         }),
         type("qwen2_moe", [](ModelType &t) {
             t.qkv_bias = {"qkv_bias", true}, t.output_bias = no_bias, t.qwen_windows = true;
@@ -136,7 +153,8 @@ const std::vector<ModelType> &model_types() {
             t.sliding_layers_unscaled = t.rope_theta_stated = true;
         }),
         type("phi3", [](ModelType &t) {
-            t.qkv_bias = t.output_bias = no_bias, t.slides = true, t.phi3 = t.partial_rotary_allowed = true;
+            t.qkv_bias = t.output_bias = no_bias, t.slides = true, t.partial_rotary_allowed = true;
+            t.names = Names::HuggingFaceFusedQkv, t.original_context = 4096.0;
         }),
         type("gemma", [](ModelType &t) { t.head_dim = 256; }),
         // Sliding and full layers alternate, the first sliding; scores soft-capped at 50 by default.
@@ -171,7 +189,7 @@ const std::vector<ModelType> &model_types() {
         type("gpt_oss", [](ModelType &t) {
             t.heads = 64, t.kv_heads = 8, t.head_dim = 64, t.rope_theta = 150000.0;
             t.qkv_bias = t.output_bias = {"attention_bias", true};
-            t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true, t.missing_rope_scaling = "YaRN x32";
+            t.sliding_pattern = 2, t.sliding_window = 128, t.sinks = true, t.missing_rope_scaling = "transformers takes a missing one as YaRN x32, and 4 a null one as none";
         }),
         // Every fourth layer without RoPE (no_rope_layers says which); Llama's attention otherwise.
         type("smollm3", [](ModelType &t) {
@@ -206,7 +224,7 @@ const std::vector<ModelType> &model_types() {
         }),
         // Apertus: Qwen3's per-head RMSNorm of q and k; llama3-scaled RoPE where rope_scaling is missing.
         type("apertus", [](ModelType &t) {
-            t.qk_norm = Span::EachHead, t.norm_eps = 1e-5, t.rope_theta = 12e6, t.missing_rope_scaling = "llama3 x8";
+            t.qk_norm = Span::EachHead, t.norm_eps = 1e-5, t.rope_theta = 12e6, t.missing_rope_scaling = "transformers takes a missing one as llama3 x8, and 4 a null one as none";
         }),
         // Arcee (AFM): Llama's attention.
         type("arcee", [](ModelType &) {}),
@@ -229,20 +247,23 @@ const std::vector<ModelType> &model_types() {
         // Phi-1, 1.5 and 2: the four always biased, the output projection `dense`; half of each head
         // rotated as halves. qk_layernorm (a LayerNorm with bias) is refused.
         type("phi", [](ModelType &t) {
-            t.heads = 32, t.qkv_bias = t.output_bias = {nullptr, true}, t.dense_output = true;
+            t.heads = 32, t.qkv_bias = t.output_bias = always_biased, t.names = Names::HuggingFaceDenseOutput;
             t.partial_rotary_allowed = true, t.partial_rotary = 0.5;
+            t.refused_switch = "qk_layernorm", t.refused_because = "a LayerNorm of q and k with a bias";
         }),
         // GPT-NeoX (Pythia): a quarter of each head rotated as halves; the four biased per
         // attention_bias (default true); no GQA.
         type("gpt_neox", [](ModelType &t) {
-            t.heads = 64, t.qkv_bias = t.output_bias = {"attention_bias", true}, t.gpt_neox = true;
+            t.heads = 64, t.qkv_bias = t.output_bias = {"attention_bias", true};
+            t.names = Names::GptNeoX, t.gpt_neox_keys = true;
             t.partial_rotary_allowed = true, t.partial_rotary = 0.25;
         }),
         // Ministral 3: Mistral's attention, YaRN-scaled (a missing rope_parameters is YaRN x16 there),
         // its queries scaled by position on every layer.
         type("ministral3", [](ModelType &t) {
             t.heads = 32, t.kv_heads = 8, t.head_dim = 128, t.rope_theta = 1e6;
-            t.qkv_bias = t.output_bias = no_bias, t.slides = true, t.missing_rope_scaling = "YaRN x16";
+            t.qkv_bias = t.output_bias = no_bias, t.slides = true;
+            t.missing_rope_scaling = "transformers takes a missing or null one as YaRN x16 with its query scaling";
             t.position_scaled_queries = true;
         }),
         // Seed-OSS: q, k and v biased as attention_bias says (default true), o as attention_out_bias.
@@ -276,11 +297,11 @@ void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig
     require(cfg.embedding_dimension > 0, src + ": hidden_size must be positive, got " + str(cfg.embedding_dimension));
     require(cfg.heads > 0, src + ": num_attention_heads must be positive, got " + str(cfg.heads));
     // GPT-NeoX has a key and value head per query head, whatever the config says.
-    cfg.kv_heads = t.gpt_neox ? cfg.heads : c.get_int("num_key_value_heads", t.kv_heads.value_or(cfg.heads));
+    cfg.kv_heads = t.gpt_neox_keys ? cfg.heads : c.get_int("num_key_value_heads", t.kv_heads.value_or(cfg.heads));
     require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
             src + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_key_value_heads (" +
                 str(cfg.kv_heads) + ")");
-    if (auto d = c.get_optional_int("head_dim")) {
+    if (auto d = t.gpt_neox_keys ? std::nullopt : c.get_optional_int("head_dim")) {
         require(*d > 0, src + ": head_dim must be positive, got " + str(*d));
         cfg.head_dimension = *d;
     } else if (t.head_dim) {
@@ -293,7 +314,6 @@ void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig
     }
     require(cfg.head_dimension % 2 == 0, src + ": RoPE needs an even head_dim, got " + str(cfg.head_dimension));
 }
-
 
 // Qwen slides only with use_sliding_window (a missing sliding_window then means 4096, a null one
 // none, on which transformers' masks fail); which layers (from max_window_layers on, or all) depends
@@ -444,21 +464,22 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
             src + ": " + t.name + " needs its rope_theta stated (transformers' default for it has changed)");
     if (t.missing_rope_scaling) {
         require(c.has("rope_scaling") || c.has("rope_parameters"),
-                src + ": " + t.name + " needs its rope_scaling stated (transformers takes a missing one as " +
-                    t.missing_rope_scaling + " and transformers 4 a null one as none)");
+                src + ": " + t.name + " needs its RoPE scaling stated in rope_scaling or rope_parameters (" +
+                    t.missing_rope_scaling + ")");
     }
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
-    // GPT-NeoX's transformers 4 names for the base and the fraction, where its config states them.
-    const double theta = t.gpt_neox ? c.get_number("rotary_emb_base", t.rope_theta) : t.rope_theta;
-    const double partial = t.gpt_neox ? c.get_number("rotary_pct", t.partial_rotary) : t.partial_rotary;
-    const HfRope rope =
-        hf_rope(c, {theta, partial, true, layer_type, true, t.phi3 ? std::optional<double>(4096.0) : std::nullopt});
+    HfRope rope = hf_rope(c, {t.rope_theta, t.partial_rotary, true, layer_type, true, t.original_context});
+    if (t.gpt_neox_keys) {  // transformers 4 sets, and 5 fills in, these over rope_theta and partial_rotary_factor
+        rope.theta = c.get_number("rotary_emb_base", rope.theta);
+        rope.partial_rotary_factor = c.get_number("rotary_pct", rope.partial_rotary_factor);
+        require(rope.theta > 0, src + ": rotary_emb_base must be positive, got " + str(rope.theta));
+    }
     require(!t.rope_unscaled || rope.scaling.type == RopeScaling::Type::None,
             src + ": a RoPE scaling is not supported for " + t.name + " (transformers turns its heads by an unscaled "
                                                                      "RoPE whatever the config says)");
-    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75), GLM and Nemotron half,
-    // StableLM a quarter; the other models' attention rotates whole heads (transformers fails on a
-    // fraction there).
+    // Phi-3 turns the first int(head_dim x factor) dims (Phi-4-mini: 0.75), Phi-2, GLM and Nemotron
+    // half, StableLM and GPT-NeoX a quarter; the other models' attention rotates whole heads
+    // (transformers fails on a fraction there).
     require(t.partial_rotary_allowed || rope.partial_rotary_factor == 1.0,
             src + ": partial_rotary_factor " + str(rope.partial_rotary_factor) + " is not supported for " + t.name +
                 " (whole-head RoPE only)");
@@ -519,12 +540,10 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         require(clip > 0 && std::isfinite(clip), c.source() + ": clip_qkv must be positive (or null for none), got " + str(clip));
         cfg.qkv_clip = clip;
     }
-    require(!t.dense_output || !c.get_bool("qk_layernorm", false),
-            c.source() + ": qk_layernorm is not supported for phi (a LayerNorm of q and k with a bias)");
-    cfg.names = t.phi3           ? Names::HuggingFaceFusedQkv
-                : t.dense_output ? Names::HuggingFaceDenseOutput
-                : t.gpt_neox     ? Names::GptNeoX
-                                 : Names::HuggingFace;
+    require(!t.refused_switch || !c.get_bool(t.refused_switch, false),
+            c.source() + ": " + (t.refused_switch ? t.refused_switch : "") + " is not supported for " + t.name + " (" +
+                (t.refused_because ? t.refused_because : "") + ")");
+    cfg.names = t.names;
     cfg.layer = layer;
     read_shape(c, t, cfg);
     cfg.bias = t.qkv_bias.read(c);
