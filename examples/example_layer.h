@@ -1,11 +1,12 @@
-// What both examples share: a small GQA attention layer with random weights, written to a
-// safetensors file and loaded back the way an application loads a checkpoint, and a comparison.
+// What the examples share: layers with random weights, written to a safetensors file and loaded
+// back the way an application loads a checkpoint, and a comparison.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 #include <system_error>
@@ -38,13 +39,12 @@ inline double relative_l2(const hattn::Tensor &a, const hattn::Tensor &b) {
     return std::sqrt(diff / norm);
 }
 
-// A GQA layer with RoPE under the seed's names, its weights in a temporary file (removed once
-// loaded: the layer keeps what it needs).
-inline hattn::CachedAttention gqa_layer(std::mt19937 &rng) {
-    const hattn::ConfigReader config = hattn::ConfigReader::parse(R"({
-        "embedding_dimension": 64, "number_of_heads": 8, "head_dimension": 8, "number_of_key_value_heads": 2,
-        "attention_type": "grouped_query", "bias": false, "rope_base": 10000.0})",
-                                                                  "example");
+// A layer of `config` whose weights, `tensors`, are written to a temporary file and opened under
+// `prefix` the way an application opens a checkpoint (the file is removed once the layer has
+// loaded what it needs).
+inline hattn::CachedAttention layer_from_file(const hattn::ConfigReader &config,
+                                              const std::map<std::string, hattn::Tensor> &tensors,
+                                              const std::string &prefix = "") {
     const std::string path = (std::filesystem::temp_directory_path() /
                               ("hattn_example_" + std::to_string(::getpid()) + ".safetensors")).string();
     struct Remove {  // also after a failed or partial write
@@ -54,12 +54,21 @@ inline hattn::CachedAttention gqa_layer(std::mt19937 &rng) {
             std::filesystem::remove(path, ignored);
         }
     } remove{path};
+    hattn::write_safetensors(path, tensors);
+    return hattn::CachedAttention(config, hattn::Weights::open(path, prefix));
+}
+
+// A GQA layer with RoPE under the seed's names.
+inline hattn::CachedAttention gqa_layer(std::mt19937 &rng) {
+    const hattn::ConfigReader config = hattn::ConfigReader::parse(R"({
+        "embedding_dimension": 64, "number_of_heads": 8, "head_dimension": 8, "number_of_key_value_heads": 2,
+        "attention_type": "grouped_query", "bias": false, "rope_base": 10000.0})",
+                                                                  "example");
     const float a = 1.0f / std::sqrt(float(E));
-    hattn::write_safetensors(path, {{"query_projection.weight", random_tensor({64, E}, rng, a)},
+    return layer_from_file(config, {{"query_projection.weight", random_tensor({64, E}, rng, a)},
                                     {"key_projection.weight", random_tensor({16, E}, rng, a)},
                                     {"value_projection.weight", random_tensor({16, E}, rng, a)},
                                     {"output_projection.weight", random_tensor({E, 64}, rng, a)}});
-    return hattn::CachedAttention(hattn::CachedAttentionConfig::from(config), hattn::Weights::open(path));
 }
 
 // An example's main: run() and its exit status, any hattn::Error one line on stderr.
