@@ -102,25 +102,27 @@ RopeScaling dynamic_ntk(const ConfigReader &c, const ConfigReader &p) {
 
 }  // namespace
 
+std::optional<ConfigReader> rope_object(const ConfigReader &c, const std::string &layer_type) {
+    const char *key = c.has("rope_parameters") ? "rope_parameters" : c.has("rope_scaling") ? "rope_scaling" : nullptr;
+    if (!key) return std::nullopt;
+    ConfigReader p = c.object(key);
+    return !layer_type.empty() && p.has(layer_type) ? p.object(layer_type) : p;
+}
+
 HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
     HfRope rope{c.get_number("rope_theta", defaults.theta),
                 c.get_number("partial_rotary_factor", defaults.partial_rotary_factor),
                 {}};
-    const auto entry = [&](const char *key) {
-        ConfigReader p = c.object(key);
-        return !defaults.layer_type.empty() && p.has(defaults.layer_type) ? p.object(defaults.layer_type) : p;
-    };
     const auto type_of = [](const ConfigReader &p) { return p.get_string("rope_type", p.get_string("type", "default")); };
     // transformers 5 reads rope_parameters, 4 rope_scaling: where both are given and the second
     // scales, the two would rotate differently.
-    std::optional<ConfigReader> p;
-    if (c.has("rope_parameters")) {
-        p = entry("rope_parameters");
-        require(!c.has("rope_scaling") || type_of(entry("rope_scaling")) == "default",
+    const std::optional<ConfigReader> p = rope_object(c, defaults.layer_type);
+    if (c.has("rope_parameters") && c.has("rope_scaling")) {
+        ConfigReader scaling = c.object("rope_scaling");
+        if (!defaults.layer_type.empty() && scaling.has(defaults.layer_type)) scaling = scaling.object(defaults.layer_type);
+        require(type_of(scaling) == "default",
                 c.source() + ": both rope_parameters and a scaling rope_scaling are given (transformers 5 reads the "
                              "first, 4 the second); keep one");
-    } else if (c.has("rope_scaling")) {
-        p = entry("rope_scaling");
     }
     const std::string type = p ? type_of(*p) : "default";
     if (p) {

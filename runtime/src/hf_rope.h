@@ -30,6 +30,10 @@ struct HfRopeDefaults {
     std::optional<double> original_context = std::nullopt;
 };
 
+// The object that says a config's RoPE: transformers 5's rope_parameters (its entry for
+// `layer_type` where nested by layer type), else 4's rope_scaling; none where neither is given.
+std::optional<ConfigReader> rope_object(const ConfigReader &config, const std::string &layer_type = "");
+
 // `rope_theta` and `partial_rotary_factor` at the top level, or (transformers 5) inside
 // `rope_parameters`, and the scaling named there or in transformers 4's `rope_scaling` (both
 // with a scaling: refused). A scaling the layer does not implement (longrope and dynamic unless

@@ -432,7 +432,10 @@ void read_llama4_layer(const ConfigReader &c, const ModelType &t, int64_t layer,
 // beta the RoPE parameters' llama_4_scaling_beta (0: none; transformers fails without one) and
 // original their original_max_position_embeddings.
 void read_position_scaled_queries(const ConfigReader &c, CachedAttentionConfig &cfg) {
-    const ConfigReader rope = c.has("rope_parameters") ? c.object("rope_parameters") : c.object("rope_scaling");
+    const std::optional<ConfigReader> stated = rope_object(c);
+    require(stated.has_value(), c.source() + ": llama_4_scaling_beta is required in rope_parameters (transformers fails "
+                                             "without it; 0 for none)");
+    const ConfigReader &rope = *stated;
     require(rope.has("llama_4_scaling_beta"),
             rope.source() + ": llama_4_scaling_beta is required (transformers fails without it; 0 for none)");
     const double beta = rope.get_number("llama_4_scaling_beta");
@@ -540,9 +543,10 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         require(clip > 0 && std::isfinite(clip), c.source() + ": clip_qkv must be positive (or null for none), got " + str(clip));
         cfg.qkv_clip = clip;
     }
-    require(!t.refused_switch || !c.get_bool(t.refused_switch, false),
-            c.source() + ": " + (t.refused_switch ? t.refused_switch : "") + " is not supported for " + t.name + " (" +
-                (t.refused_because ? t.refused_because : "") + ")");
+    if (t.refused_switch) {
+        require(!c.get_bool(t.refused_switch, false), c.source() + ": " + t.refused_switch + " is not supported for " +
+                                                          t.name + " (" + t.refused_because + ")");
+    }
     cfg.names = t.names;
     cfg.layer = layer;
     read_shape(c, t, cfg);
