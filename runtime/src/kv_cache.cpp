@@ -8,23 +8,78 @@
 namespace hattn {
 
 KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, std::string name)
-    : lengths_(std::move(name), batch, capacity) {
+    : KVCache(batch, kv_heads, head_dim, capacity, capacity, std::move(name)) {}
+
+KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t rows, std::string name)
+    : lengths_(std::move(name), batch, capacity), first_position_(batch, 0) {
     require(kv_heads > 0 && head_dim > 0, lengths_.owner() + ": heads and head dim must be positive, got " +
                                               shape_to_string({batch, kv_heads, capacity, head_dim}));
-    k_ = Tensor({batch, kv_heads, capacity, head_dim});
-    v_ = Tensor({batch, kv_heads, capacity, head_dim});
+    k_ = Tensor({batch, kv_heads, rows, head_dim});
+    v_ = Tensor({batch, kv_heads, rows, head_dim});
     // On a GPU the attention kernels read the cache where it stays: only new rows are uploaded.
     k_.keep_on_device();
     v_.keep_on_device();
 }
 
+KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, Sliding s,
+                         std::string name) {
+    require(s.window > 0 && s.rollback >= 0, name + ": a sliding cache's window must be positive and its rollback "
+                                                    "not negative, got " + std::to_string(s.window) + " and " +
+                                                    std::to_string(s.rollback));
+    // Rows past the capacity would never be used: such a cache never forgets.
+    s.rows = std::min(s.rows, capacity);
+    require(s.kept() < s.rows || s.rows == capacity,
+            name + ": a sliding cache keeps fewer tokens than its rows, got " + std::to_string(s.kept()) + " kept (window " +
+                std::to_string(s.window) + " - 1 + rollback " + std::to_string(s.rollback) + ") in " +
+                std::to_string(s.rows) + " rows");
+    KVCache cache(batch, kv_heads, head_dim, capacity, s.rows, std::move(name));
+    cache.sliding_ = s;
+    return cache;
+}
+
 void KVCache::check_room(int64_t count) const { lengths_.require_room(count); }
+
+int64_t KVCache::rows_needed(int64_t b, int64_t count) const {
+    const int64_t held = lengths_[b] - first_position_[b];
+    if (!sliding_ || held + count <= rows()) return held + count;
+    return std::min(held, sliding_->kept()) + count;
+}
+
+bool KVCache::fits_in_rows(int64_t count) const {
+    for (int64_t b = 0; b < batch(); b++) {
+        if (rows_needed(b, count) > rows()) return false;
+    }
+    return true;
+}
+
+void KVCache::move_to_row_0(int64_t b, int64_t first) {
+    const int64_t from = first - first_position_[b], count = lengths_[b] - first;
+    if (from > 0 && count > 0) {
+        // Through a copy of their own: the rows may overlap where they go.
+        for (Tensor *storage : {&k_, &v_}) {
+            const ConstTensorView sequence = std::as_const(*storage).view().crop(0, b, b + 1);
+            Tensor moved({1, kv_heads(), count, head_dim()}, Tensor::unset);
+            copy_into(sequence.crop(2, from, from + count), moved.view());
+            copy_into(moved.view(), storage->view().crop(0, b, b + 1).crop(2, 0, count));
+        }
+    }
+    first_position_[b] = static_cast<int32_t>(first);
+}
+
+void KVCache::require_rows(int64_t b, int64_t count) const {
+    require(rows_needed(b, count) <= rows(),
+            lengths_.owner() + ": sequence " + std::to_string(b) + " cannot take " + std::to_string(count) +
+                " tokens in place beside the " + std::to_string(sliding_ ? sliding_->kept() : 0) + " it keeps in " +
+                std::to_string(rows()) + " rows (append takes them)");
+}
 
 TensorView KVCache::slot(Tensor &storage, int64_t b, int64_t count) {
     lengths_.require_room(count, b);
-    const int64_t D = head_dim(), cap = capacity(), H = kv_heads();
-    float *start = storage.data() + (b * H * cap + lengths_[b]) * D;
-    return TensorView(start, {1, count, H, D}, {H * cap * D, D, cap * D, 1});
+    require_rows(b, count);
+    if (lengths_[b] - first_position_[b] + count > rows()) move_to_row_0(b, lengths_[b] - sliding_->kept());
+    const int64_t D = head_dim(), R = rows(), H = kv_heads();
+    float *start = storage.data() + (b * H * R + lengths_[b] - first_position_[b]) * D;
+    return TensorView(start, {1, count, H, D}, {H * R * D, D, R * D, 1});
 }
 
 TensorView KVCache::key_slot(int64_t b, int64_t count) { return slot(k_, b, count); }
@@ -33,31 +88,85 @@ TensorView KVCache::value_slot(int64_t b, int64_t count) { return slot(v_, b, co
 void KVCache::commit(int64_t count) { lengths_.commit(count); }
 
 void KVCache::append(const ConstTensorView &keys, const ConstTensorView &values) {
-    write_past_end(keys, values);
-    commit(keys.dim(1));
+    check_tokens(keys, values);
+    const int64_t S = keys.dim(1);
+    check_room(S);
+    for (int64_t b = 0; b < batch(); b++) {
+        if (rows_needed(b, S) <= rows()) {
+            write_in_place(b, keys, values);
+            continue;
+        }
+        // A sliding cache outgrown by the new tokens: it keeps the last kept() of its tokens and
+        // the new ones.
+        const int64_t end = lengths_[b] + S, first = end - sliding_->kept(), new_from = std::max<int64_t>(first, lengths_[b]);
+        move_to_row_0(b, std::min<int64_t>(first, lengths_[b]));
+        first_position_[b] = static_cast<int32_t>(first);
+        for (auto [storage, t] : {std::pair{&k_, &keys}, {&v_, &values}}) {
+            copy_into(tokens_as_cache(*t).crop(0, b, b + 1).crop(2, new_from - lengths_[b], S),
+                      storage->view().crop(0, b, b + 1).crop(2, new_from - first, end - first));
+        }
+    }
+    commit(S);
 }
 
-void KVCache::write_past_end(const ConstTensorView &keys, const ConstTensorView &values) {
+void KVCache::write_in_place(int64_t b, const ConstTensorView &keys, const ConstTensorView &values) {
+    const int64_t S = keys.dim(1);
+    const auto tokens = [&](const ConstTensorView &t) { return t.crop(0, b, b + 1); };
+    copy_into(tokens(keys), key_slot(b, S));
+    copy_into(tokens(values), value_slot(b, S));
+}
+
+void KVCache::check_tokens(const ConstTensorView &keys, const ConstTensorView &values) const {
     const Shape expected{batch(), keys.rank() == 4 ? keys.dim(1) : -1, kv_heads(), head_dim()};
     require(keys.rank() == 4 && keys.shape == expected && values.shape == keys.shape,
             lengths_.owner() + " append: keys " + shape_to_string(keys.shape) + " and values " +
                 shape_to_string(values.shape) + " must both be [" + std::to_string(batch()) +
                 ", S, " + std::to_string(kv_heads()) + ", " + std::to_string(head_dim()) + "]");
     require(keys.is_contiguous() && values.is_contiguous(), lengths_.owner() + " append: keys and values must be contiguous");
-    const int64_t S = keys.dim(1);
-    check_room(S);
-    const int64_t row = S * kv_heads() * head_dim();
-    for (int64_t b = 0; b < batch(); b++) {
-        const Shape one{1, S, kv_heads(), head_dim()};
-        copy_into(ConstTensorView(keys.data + b * row, one), key_slot(b, S));
-        copy_into(ConstTensorView(values.data + b * row, one), value_slot(b, S));
-    }
 }
 
-void KVCache::reset() { lengths_.reset(); }
-void KVCache::reset(int64_t sequence) { lengths_.reset(sequence); }
-void KVCache::truncate_to(int64_t length) { lengths_.truncate_to(length); }
-void KVCache::truncate_to(int64_t length, int64_t sequence) { lengths_.truncate_to(length, sequence); }
+void KVCache::write_past_end(const ConstTensorView &keys, const ConstTensorView &values) {
+    check_tokens(keys, values);
+    const int64_t S = keys.dim(1);
+    check_room(S);
+    for (int64_t b = 0; b < batch(); b++) require_rows(b, S);
+    for (int64_t b = 0; b < batch(); b++) write_in_place(b, keys, values);
+}
+
+void KVCache::reset() {
+    lengths_.reset();
+    std::fill(first_position_.begin(), first_position_.end(), 0);
+}
+
+void KVCache::reset(int64_t sequence) {
+    lengths_.reset(sequence);
+    first_position_[sequence] = 0;
+}
+
+void KVCache::truncate_to(int64_t length) {
+    for (int64_t b = 0; b < batch(); b++) check_truncate(length, b);
+    lengths_.truncate_to(length);
+    for (int64_t b = 0; b < batch(); b++) restart_if_empty(b);
+}
+
+void KVCache::truncate_to(int64_t length, int64_t sequence) {
+    check_truncate(length, sequence);
+    lengths_.truncate_to(length, sequence);
+    restart_if_empty(sequence);
+}
+
+void KVCache::check_truncate(int64_t length, int64_t b) const {
+    lengths_.require_sequence(b);
+    if (!sliding_ || length >= lengths_[b] || length == 0 || first_position_[b] == 0) return;
+    require(length - (sliding_->window - 1) >= first_position_[b],
+            lengths_.owner() + ": cannot truncate sequence " + std::to_string(b) + " to " + std::to_string(length) +
+                " tokens: it holds them from position " + std::to_string(first_position_[b]) + " on, and its window "
+                "needs the " + std::to_string(sliding_->window - 1) + " before the end");
+}
+
+void KVCache::restart_if_empty(int64_t b) {
+    if (lengths_[b] == 0) first_position_[b] = 0;
+}
 
 void KVCache::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
 
@@ -68,24 +177,21 @@ void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t sourc
                 std::to_string(head_dim()));
     const int64_t len = lengths_.check_assign(target, from.lengths_, source);
     if (&from == this && source == target) return;
-    const int64_t D = head_dim(), from_span = from.capacity() * D, span = capacity() * D;
-    for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&k_, &from.k_}, {&v_, &from.v_}}) {
-        for (int64_t h = 0; h < kv_heads(); h++) {
-            std::copy_n(rows->data() + (source * kv_heads() + h) * from_span, len * D,
-                        to->data() + (target * kv_heads() + h) * span);
-        }
+    // This cache takes the most of its tokens that the source holds and the rows take; it needs
+    // them all, or a sliding cache the window - 1 before the end.
+    const int64_t held_from = from.first_position_[source];
+    const int64_t first = std::max({int64_t{0}, len - rows(), int64_t{held_from}});
+    const int64_t needed_from = sliding_ ? std::max<int64_t>(0, len - (sliding_->window - 1)) : 0;
+    require(first <= needed_from, lengths_.owner() + ": source sequence " + std::to_string(source) + " holds its " +
+                                      std::to_string(len) + " tokens from position " + std::to_string(held_from) +
+                                      " on; this cache needs them from " + std::to_string(needed_from) + " on");
+    for (auto [to, rows_of] : {std::pair<Tensor *, const Tensor *>{&k_, &from.k_}, {&v_, &from.v_}}) {
+        const ConstTensorView source_rows =
+            rows_of->view().crop(0, source, source + 1).crop(2, first - held_from, len - held_from);
+        copy_into(source_rows, to->view().crop(0, target, target + 1).crop(2, 0, len - first));
     }
-    rows_changed(target, 0, len);
     lengths_.assign(target, len);
-}
-
-void KVCache::rows_changed(int64_t b, int64_t first, int64_t count) const {
-    const int64_t D = head_dim(), cap = capacity();
-    for (int64_t h = 0; h < kv_heads(); h++) {
-        const int64_t begin = ((b * kv_heads() + h) * cap + first) * D;
-        k_.host_changed(begin, begin + count * D);
-        v_.host_changed(begin, begin + count * D);
-    }
+    first_position_[target] = static_cast<int32_t>(first);
 }
 
 ConstTensorView tokens_as_cache(const ConstTensorView &tokens) {

@@ -1,12 +1,18 @@
 // Caches of keys and values for attention (spec/attention.md §1).
 //
 // KVCache is the generation cache: preallocated for a batch with a capacity, laid out
-// [B, Hkv, capacity, D] so the attention kernels read it in place. Sequences may hold different
-// lengths (ragged batches). Appending writes the new tokens in place, never moving old ones; an
-// append that would exceed the capacity throws and leaves the cache unchanged.
+// [B, Hkv, rows, D] so the attention kernels read it in place. Sequences may hold different
+// lengths (ragged batches). Appending writes the new tokens in place; an append that would exceed
+// the capacity throws and leaves the cache unchanged.
+//
+// A full cache has a row per token of its capacity, and row r holds position r. A sliding
+// window's cache (KVCache::sliding) has fewer rows than its capacity: it keeps each sequence's
+// last tokens, those that a sliding window's next queries see, and forgets earlier ones when it
+// needs their rows. Row r then holds position first_positions()[b] + r.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,34 +25,60 @@ class KVCache {
 public:
     // `name` starts the cache's error messages (a model with a cache per layer may say which).
     KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, std::string name = "KV cache");
+    // What a sliding cache keeps. When an append needs rows, a sequence keeps its last
+    // window - 1 + rollback tokens (kept(): fewer than `rows`), which move to row 0, and forgets
+    // the earlier ones: it copies kept() rows once per rows - kept() tokens.
+    struct Sliding {
+        int64_t window;        // the queries to come see at most the last `window` tokens, theirs included
+        int64_t rows;          // per sequence; at most the capacity (a cache with that many never forgets)
+        int64_t rollback = 0;  // how far truncate_to can always go back after an append
+        int64_t kept() const { return window - 1 + rollback; }
+    };
+    // A cache of sequences of up to `capacity` tokens, held in s.rows rows each.
+    static KVCache sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, Sliding s,
+                           std::string name = "KV cache");
 
     int64_t batch() const { return k_.dim(0); }
     int64_t kv_heads() const { return k_.dim(1); }
-    int64_t capacity() const { return k_.dim(2); }
+    int64_t capacity() const { return lengths_.capacity(); }  // tokens per sequence
+    int64_t rows() const { return k_.dim(2); }                 // rows per sequence: the capacity unless sliding
     int64_t head_dim() const { return k_.dim(3); }
     const std::vector<int32_t> &lengths() const { return lengths_.values(); }
+    // What a sliding cache keeps; none for a full one.
+    const std::optional<Sliding> &sliding_window() const { return sliding_; }
+    // The position each sequence's row 0 holds: 0 unless a sliding cache forgot earlier tokens.
+    const std::vector<int32_t> &first_positions() const { return first_position_; }
 
-    // The storage [B, Hkv, capacity, D]; tokens past a sequence's length are not part of it.
+    // The storage [B, Hkv, rows, D]: sequence b's tokens [first_positions()[b], lengths()[b]) in
+    // its first rows; rows past them are not part of it.
     ConstTensorView keys() const { return k_.view(); }
     ConstTensorView values() const { return v_.view(); }
 
     // Appends externally computed keys and values [B, S, Hkv, D] (contiguous, already rotated) to every
     // sequence. Throws, changing nothing, on a shape mismatch or when a sequence would overflow.
+    // A sliding cache takes any S within its capacity: when the new tokens and the kept ones
+    // outgrow its rows, it keeps the last kept() of them.
     void append(const ConstTensorView &keys, const ConstTensorView &values);
 
     void reset();                     // every sequence empty
     void reset(int64_t sequence);     // one sequence empty
-    void truncate_to(int64_t length);  // every sequence longer than `length` is cut to it
+    // Every sequence longer than `length` is cut to it. A sliding cache must still hold the
+    // window - 1 tokens before it: a sequence can go back as far as it holds tokens past those.
+    void truncate_to(int64_t length);
     void truncate_to(int64_t length, int64_t sequence);  // the same for one sequence
     void fork(int64_t source, int64_t target);  // sequence `target` becomes a copy of `source`
     // Sequence `target` becomes a copy of sequence `source` of another cache of the same heads and
-    // head dim (any batch or capacity that holds it); like an assignment, the target comes first.
+    // head dim (any batch or capacity that holds it, full or sliding where the source still holds
+    // every token the target keeps); like an assignment, the target comes first.
     // Continuous batching: prefill a new prompt in a cache of its own, then move it into the slot
     // of a sequence that finished.
     void assign_sequence(int64_t target, const KVCache &from, int64_t source = 0);
 
     // For layers writing in place: throws unless every sequence has room for `count` more tokens.
     void check_room(int64_t count) const;
+    // Whether every sequence's rows take `count` more tokens beside the ones it keeps, so that
+    // write_past_end() can take them (always, within the capacity, for a full cache).
+    bool fits_in_rows(int64_t count) const;
     // Where sequence b's next `count` tokens go, as a [1, count, Hkv, D] view (the layout a
     // projection produces) into the storage. Write it with kernels or copy_into, which keep the
     // cache's device copy current (a kernel on a GPU writes the rows there, in place).
@@ -54,18 +86,32 @@ public:
     TensorView value_slot(int64_t b, int64_t count);
     // Writes keys and values [B, S, Hkv, D] (contiguous) into every sequence's slot, past its end,
     // without making them part of it: for layers that attend first and commit() once everything
-    // has succeeded. Throws, changing nothing, where append would.
+    // has succeeded. Throws, changing nothing, where append would or where S does not fit in the
+    // rows (fits_in_rows); a sliding cache may first move the tokens it keeps to row 0 (which
+    // leaves them as they were, to every reader that goes by first_positions()).
     void write_past_end(const ConstTensorView &keys, const ConstTensorView &values);
     // Makes the `count` tokens written past each sequence's end part of it.
     void commit(int64_t count);
 
 private:
+    KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t rows, std::string name);
     TensorView slot(Tensor &storage, int64_t b, int64_t count);
-    // Tells the device copies that sequence b's rows [first, first + count) changed on the host.
-    void rows_changed(int64_t b, int64_t first, int64_t count) const;
+    // Rows that sequence b needs for `count` more tokens, at least: its tokens and the new ones, or
+    // for a sliding cache that lacks those rows, the tokens it keeps and the new ones.
+    int64_t rows_needed(int64_t b, int64_t count) const;
+    void require_rows(int64_t b, int64_t count) const;  // throws unless rows_needed fits
+    // Sequence b's tokens from position `first` on (which it holds) move to row 0.
+    void move_to_row_0(int64_t b, int64_t first);
+    void check_tokens(const ConstTensorView &keys, const ConstTensorView &values) const;
+    // Sequence b's part of keys and values [B, S, Hkv, D] into its slot (rows_needed fits).
+    void write_in_place(int64_t b, const ConstTensorView &keys, const ConstTensorView &values);
+    void check_truncate(int64_t length, int64_t b) const;
+    void restart_if_empty(int64_t b);
 
     Tensor k_, v_;
     SequenceLengths lengths_;
+    std::optional<Sliding> sliding_;
+    std::vector<int32_t> first_position_;
 };
 
 // New tokens [B, S, Hkv, D] (a projection's layout) seen as a cache's storage [B, Hkv, S, D]: a

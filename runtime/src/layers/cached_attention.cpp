@@ -248,7 +248,13 @@ std::shared_ptr<const RopeTable> CachedAttention::rope_table(int64_t first, int6
 }
 
 KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
-    return KVCache(batch, config_.kv_heads, config_.head_dimension, capacity);
+    const int64_t Hkv = config_.kv_heads, D = config_.head_dimension;
+    if (!config_.sliding_window) return KVCache(batch, Hkv, D, capacity);
+    // It keeps the window's tokens and sliding_cache_rollback more, in rows for max(W, 256) more,
+    // so that it moves the kept rows once per that many tokens.
+    KVCache::Sliding keep{*config_.sliding_window, 0, sliding_cache_rollback};
+    keep.rows = keep.kept() + std::max<int64_t>(keep.window, 256);
+    return KVCache::sliding(batch, Hkv, D, capacity, keep);
 }
 
 float CachedAttention::scale() const {
@@ -332,6 +338,11 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
+        const std::optional<KVCache::Sliding> &sliding = cache->sliding_window();
+        require(!sliding || (config_.sliding_window && sliding->window >= *config_.sliding_window),
+                "cached_attention: a sliding cache for windows of up to " + std::to_string(sliding ? sliding->window : 0) +
+                    " tokens cannot serve this layer (" +
+                    (config_.sliding_window ? "window " + std::to_string(*config_.sliding_window) : "no window") + ")");
     }
     if (mask) {
         // Checked here, before the window or chunk rows read it: [B, 1, S, at least every key].
@@ -376,47 +387,76 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         q = std::move(scaled);
     }
     const Tensor &keys = rope_ ? k_rotated : k;
-    ConstTensorView key_store, value_store;
-    if (cache) {
+    KeyStore store{{}, {}, std::vector<int32_t>(B, 0)};
+    // A sliding cache whose rows cannot take the new tokens beside the ones it keeps (a prompt
+    // longer than its rows) takes them only at the end; the call attends over a copy of them.
+    const bool in_rows = !cache || cache->fits_in_rows(S);
+    Tensor window_keys, window_values;
+    if (cache && in_rows) {
         cache->write_past_end(keys.view(), v.view());
-        key_store = cache->keys();
-        value_store = cache->values();
+        store = {cache->keys(), cache->values(), cache->first_positions()};
+    } else if (cache) {
+        const int64_t before = *config_.sliding_window - 1;  // the earlier keys a window reaches
+        store.row_0 = cache->first_positions();
+        int64_t rows = 0;
+        for (int64_t b = 0; b < B; b++) {
+            store.row_0[b] = std::max(store.row_0[b], static_cast<int32_t>(start[b] - before));
+            rows = std::max<int64_t>(rows, lengths[b] - store.row_0[b]);
+        }
+        window_keys = detail::scratch_tensor({B, Hkv, rows, D});
+        window_values = detail::scratch_tensor({B, Hkv, rows, D});
+        for (auto [to, cached, new_tokens] : {std::tuple{&window_keys, cache->keys(), keys.view()},
+                                              std::tuple{&window_values, cache->values(), v.view()}}) {
+            for (int64_t b = 0; b < B; b++) {
+                const int64_t held_from = cache->first_positions()[b], old = start[b] - store.row_0[b];
+                const TensorView rows_of_b = to->view().crop(0, b, b + 1);
+                copy_into(cached.crop(0, b, b + 1).crop(2, store.row_0[b] - held_from, start[b] - held_from),
+                          rows_of_b.crop(2, 0, old));
+                copy_into(tokens_as_cache(new_tokens).crop(0, b, b + 1), rows_of_b.crop(2, old, old + S));
+            }
+        }
+        store.keys = window_keys.view(), store.values = window_values.view();
     } else {
         // The new tokens are all the keys there are: the kernels read them where the projections
         // wrote them, [B, S, Hkv, D] seen as the cache's [B, Hkv, S, D]. No temporary cache of
         // 2 B S Hkv D floats is allocated, zeroed and filled (the time it took was within the noise
         // of an E = 2048, S = 2048 layer prefill; the memory is not).
-        key_store = tokens_as_cache(keys.view());
-        value_store = tokens_as_cache(v.view());
+        store.keys = tokens_as_cache(keys.view());
+        store.values = tokens_as_cache(v.view());
     }
+    // The kernels count rows of the store, from each sequence's row 0.
+    std::vector<int32_t> rows_end = lengths;
+    for (int64_t b = 0; b < B; b++) rows_end[b] -= store.row_0[b];
 
     Tensor attended = detail::scratch_tensor(q.shape());
     if (S == 1 && !mask) {  // decode steps: one split-KV call, each sequence over its window or chunk
-        std::vector<int32_t> first_key(B, 0);
+        std::vector<int32_t> first_key(B, 0);  // rows of the store
         for (int64_t b = 0; b < B; b++) {
             const int32_t newest = lengths[b] - 1;
             if (config_.sliding_window) {
                 first_key[b] = std::max<int32_t>(0, newest + 1 - static_cast<int32_t>(*config_.sliding_window));
             }
             if (config_.attention_chunk) first_key[b] = newest - newest % static_cast<int32_t>(*config_.attention_chunk);
+            first_key[b] = std::max(0, first_key[b] - store.row_0[b]);
         }
         const Shape heads{B, config_.heads, D};
-        decode_kernel(TensorView(q.data(), heads), key_store, value_store, lengths, first_key,
+        decode_kernel(TensorView(q.data(), heads), store.keys, store.values, rows_end, first_key,
                       TensorView(attended.data(), heads));
     } else if (config_.sliding_window && end > *config_.sliding_window) {
-        attend_in_windows(q, key_store, value_store, start, lengths, mask, attended);
+        attend_in_windows(q, store, start, lengths, mask, attended);
     } else if (config_.attention_chunk && end > *config_.attention_chunk) {
-        attend_in_chunks(q, key_store, value_store, start, lengths, mask, attended);
+        attend_in_chunks(q, store, start, lengths, mask, attended);
     } else {
-        prefill_kernel(q.view(), key_store, value_store, lengths, config_.causal, mask, attended.view());
+        // No window cuts these keys: the store's rows are their positions (row 0 is position 0).
+        prefill_kernel(q.view(), store.keys, store.values, rows_end, config_.causal, mask, attended.view());
     }
     Tensor y = output(attended);
-    if (cache) cache->commit(S);
+    if (cache && in_rows) cache->commit(S);
+    if (cache && !in_rows) cache->append(keys.view(), v.view());
     return y;
 }
 
-void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                                        const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
+void CachedAttention::attend_in_windows(const Tensor &q, const KeyStore &store, const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
                                         const MaskView *mask, Tensor &attended) const {
     const int64_t window = *config_.sliding_window;
     // Queries a prefill call takes at once: their mask is block x (block + window - 1) bytes, or
@@ -426,13 +466,12 @@ void CachedAttention::attend_in_windows(const Tensor &q, const ConstTensorView &
         for (int64_t p0 = start[b]; p0 < lengths[b]; p0 += block) {
             const int64_t p1 = std::min<int64_t>(p0 + block, lengths[b]), first = std::max<int64_t>(0, p0 - window + 1);
             const int64_t end = config_.causal ? p1 : std::min<int64_t>(p1 + window - 1, lengths[b]);
-            attend_rows(q, keys, values, {b, start[b], p0, p1, first, end}, mask, window, attended);
+            attend_rows(q, store, {b, start[b], p0, p1, first, end}, mask, window, attended);
         }
     }
 }
 
-void CachedAttention::attend_in_chunks(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                                       const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
+void CachedAttention::attend_in_chunks(const Tensor &q, const KeyStore &store, const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,
                                        const MaskView *mask, Tensor &attended) const {
     const int64_t chunk = *config_.attention_chunk;
     for (int64_t b = 0; b < q.dim(0); b++) {
@@ -441,13 +480,12 @@ void CachedAttention::attend_in_chunks(const Tensor &q, const ConstTensorView &k
         for (int64_t p0 = start[b], p1; p0 < lengths[b]; p0 = p1) {
             const int64_t first = p0 - p0 % chunk;
             p1 = std::min<int64_t>(first + chunk, lengths[b]);
-            attend_rows(q, keys, values, {b, start[b], p0, p1, first, p1}, mask, std::nullopt, attended);
+            attend_rows(q, store, {b, start[b], p0, p1, first, p1}, mask, std::nullopt, attended);
         }
     }
 }
 
-void CachedAttention::attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                                  const QueryRows &r, const MaskView *caller_mask, std::optional<int64_t> window,
+void CachedAttention::attend_rows(const Tensor &q, const KeyStore &store, const QueryRows &r, const MaskView *caller_mask, std::optional<int64_t> window,
                                   Tensor &attended) const {
     // The rows' own mask [1, 1, p1 - p0, end - first]: key j hidden from the query at p outside the
     // window, or where the caller's mask (whose row is new query p - start) says.
@@ -466,13 +504,14 @@ void CachedAttention::attend_rows(const Tensor &q, const ConstTensorView &keys, 
         }
     }
     const MaskView mask{hidden.data(), {1, 1, r.p1 - r.p0, width}};
-    // The cache rows [first, end) hold every key these queries reach; where causal, the queries
-    // are the last p1 - p0 of them (end = p1), as the kernels' causal rule takes them.
-    const auto rows = [&](const ConstTensorView &store) { return store.crop(0, r.b, r.b + 1).crop(2, r.first, r.end); };
+    // The keys [first, end) are every key these queries reach; where causal, the queries are the
+    // last p1 - p0 of them (end = p1), as the kernels' causal rule takes them.
+    const int64_t row_0 = store.row_0[r.b];
+    const auto rows = [&](const ConstTensorView &t) { return t.crop(0, r.b, r.b + 1).crop(2, r.first - row_0, r.end - row_0); };
     const auto tokens = [&](auto view) { return view.crop(0, r.b, r.b + 1).crop(1, r.p0 - r.start, r.p1 - r.start); };
     const std::vector<int32_t> visible{static_cast<int32_t>(width)};
     const MaskView *rows_mask = hidden.empty() ? nullptr : &mask;
-    prefill_kernel(tokens(q.view()), rows(keys), rows(values), visible, config_.causal, rows_mask, tokens(attended.view()));
+    prefill_kernel(tokens(q.view()), rows(store.keys), rows(store.values), visible, config_.causal, rows_mask, tokens(attended.view()));
 }
 
 Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) const {
@@ -491,7 +530,7 @@ ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
     if (&value_input != &key_input) detail::require_finite("cached_attention: value input", value_input);
     const int64_t B = key_input.dim(0), Sk = key_input.dim(1);
     require(Sk > 0, "cached_attention: the context must hold at least one token");
-    KVCache kv = make_cache(B, Sk);
+    KVCache kv(B, config_.kv_heads, config_.head_dimension, Sk);
     const detail::ScopedRegion inputs[] = {detail::upload_once(key_input), detail::upload_once(value_input)};
     kv.append(project_heads(key_input, key_, config_.kv_heads, key_norm_).view(),
               project_heads(value_input, value_, config_.kv_heads).view());

@@ -117,8 +117,14 @@ public:
 
     const CachedAttentionConfig &config() const { return config_; }
 
-    // A generation cache for `batch` sequences of up to `capacity` tokens.
+    // A generation cache for `batch` sequences of up to `capacity` tokens. A sliding-window
+    // layer's is a sliding cache (KVCache::sliding) that keeps each sequence's last W - 1 tokens
+    // and sliding_cache_rollback more, in W - 1 + sliding_cache_rollback + max(W, 256) rows
+    // whatever the capacity (fewer where the capacity is smaller).
     KVCache make_cache(int64_t batch, int64_t capacity) const;
+    // How far back truncate_to can always take a sliding-window layer's cache from make_cache
+    // (speculative decoding's rejected tokens); a cache of its own (KVCache::sliding) may keep more.
+    static constexpr int64_t sliding_cache_rollback = 256;
 
     // The seed's forward: queries from query_input [B, S, E]; with a conditioning cache, keys and
     // values from it (cross-attention: no causal mask, no RoPE); otherwise from key_input and
@@ -146,6 +152,13 @@ public:
                            const MaskView *mask = nullptr) const;
 
 private:
+    // The keys and values [B, Hkv, rows, D] that a call's queries attend to: a cache's storage, a
+    // copy of a sliding cache's rows and the new tokens, or the new tokens alone. Sequence b's row
+    // r holds position row_0[b] + r.
+    struct KeyStore {
+        ConstTensorView keys, values;
+        std::vector<int32_t> row_0;
+    };
     // Self-attention of the new tokens (queries from x, keys and values from their inputs),
     // appended to `cache` when one is given (without, the kernels read them where they were
     // projected).
@@ -153,24 +166,22 @@ private:
                              const MaskView *mask) const;
     // Self-attention of several new tokens where a sequence is longer than the sliding window (a
     // decode step without a mask passes each window's start to the decode kernel instead): q and
-    // attended [B, S, H, D], the keys and values those of the cache storage (or the new tokens)
-    // holding every key. The caller's mask (if any) hides keys within the window too.
-    void attend_in_windows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                           const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, const MaskView *mask,
-                           Tensor &attended) const;
+    // attended [B, S, H, D], the store holding every key they reach. The caller's mask (if any)
+    // hides keys within the window too.
+    void attend_in_windows(const Tensor &q, const KeyStore &store, const std::vector<int32_t> &start,
+                           const std::vector<int32_t> &lengths, const MaskView *mask, Tensor &attended) const;
     // The same where a sequence passes the first attention chunk: a call per chunk the new tokens reach.
-    void attend_in_chunks(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values,
-                          const std::vector<int32_t> &start, const std::vector<int32_t> &lengths, const MaskView *mask,
-                          Tensor &attended) const;
+    void attend_in_chunks(const Tensor &q, const KeyStore &store, const std::vector<int32_t> &start,
+                          const std::vector<int32_t> &lengths, const MaskView *mask, Tensor &attended) const;
     // Sequence b's new queries at positions [p0, p1) (its first new token at `start`) against the
-    // cache rows [first, end), causal or not as the layer is (causal: end is p1), hiding the keys
+    // store's keys at positions [first, end), causal or not as the layer is (causal: end is p1), hiding the keys
     // outside `window` (if given: |p - j| >= window, or j <= p - window where causal) or that the
     // caller's mask [B, 1, S, >= end] (if any) hides.
     struct QueryRows {
         int64_t b, start, p0, p1, first, end;
     };
-    void attend_rows(const Tensor &q, const ConstTensorView &keys, const ConstTensorView &values, const QueryRows &rows,
-                     const MaskView *caller_mask, std::optional<int64_t> window, Tensor &attended) const;
+    void attend_rows(const Tensor &q, const KeyStore &store, const QueryRows &rows, const MaskView *caller_mask,
+                     std::optional<int64_t> window, Tensor &attended) const;
     // q, k or v projected: [B, S, heads, D], then normed where `norm` holds a QK-norm's weight. On a
     // GPU it stays there for the next kernel.
     Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads,
