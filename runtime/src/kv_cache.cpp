@@ -67,10 +67,11 @@ void KVCache::move_to_row_0(int64_t b, int64_t first) {
 }
 
 void KVCache::require_rows(int64_t b, int64_t count) const {
-    require(rows_needed(b, count) <= rows(),
-            lengths_.owner() + ": sequence " + std::to_string(b) + " cannot take " + std::to_string(count) +
-                " tokens in place beside the " + std::to_string(sliding_ ? sliding_->kept() : 0) + " it keeps in " +
-                std::to_string(rows()) + " rows (append takes them)");
+    require(rows_needed(b, count) <= rows(), [&] {
+        return lengths_.owner() + ": sequence " + std::to_string(b) + " cannot take " + std::to_string(count) +
+               " tokens in place beside the " + std::to_string(sliding_ ? sliding_->kept() : 0) + " it keeps in " +
+               std::to_string(rows()) + " rows (append takes them)";
+    });
 }
 
 TensorView KVCache::slot(Tensor &storage, int64_t b, int64_t count) {

@@ -21,15 +21,17 @@ SequenceLengths::SequenceLengths(std::string owner, int64_t batch, int64_t capac
 }
 
 void SequenceLengths::require_sequence(int64_t sequence, const char *role) const {
-    require(sequence >= 0 && sequence < batch(), owner_ + ": " + role + " " + str(sequence) + " outside batch " + str(batch()));
+    require(sequence >= 0 && sequence < batch(),
+            [&] { return owner_ + ": " + role + " " + str(sequence) + " outside batch " + str(batch()); });
 }
 
 void SequenceLengths::require_room(int64_t count, int64_t sequence) const {
     require_sequence(sequence);
-    require(count >= 0, owner_ + ": cannot append " + str(count) + " tokens");
-    require(lengths_[sequence] + count <= capacity_,
-            owner_ + " full: sequence " + str(sequence) + " holds " + str(lengths_[sequence]) + " of " +
-                str(capacity_) + " tokens, cannot append " + str(count));
+    require(count >= 0, [&] { return owner_ + ": cannot append " + str(count) + " tokens"; });
+    require(lengths_[sequence] + count <= capacity_, [&] {
+        return owner_ + " full: sequence " + str(sequence) + " holds " + str(lengths_[sequence]) + " of " +
+               str(capacity_) + " tokens, cannot append " + str(count);
+    });
 }
 
 void SequenceLengths::require_room(int64_t count) const {

@@ -199,8 +199,8 @@ void copy_dims(const float *src, const int64_t *src_strides, float *dst, const i
 }  // namespace
 
 void copy_into(const ConstTensorView &src, const TensorView &dst) {
-    require(src.shape == dst.shape, "copy: shapes " + shape_to_string(src.shape) + " and " +
-                                        shape_to_string(dst.shape) + " differ");
+    require(src.shape == dst.shape,
+            [&] { return "copy: shapes " + shape_to_string(src.shape) + " and " + shape_to_string(dst.shape) + " differ"; });
     if (src.size() == 0) return;
     const detail::DeviceCopy on_device = detail::copy_on_device(src, dst);
     if (on_device == detail::DeviceCopy::Done) return;

@@ -35,9 +35,10 @@ void check_cache(const ConstTensorView &q, const ConstTensorView &k_cache, const
     require(capacity >= 1, name + ": cache capacity must be at least 1");
     require(static_cast<int64_t>(kv_len.size()) == B, name + ": one KV length per sequence");
     for (int32_t len : kv_len) {
-        require(len >= min_len && len <= capacity,
-                name + ": KV length " + std::to_string(len) + " outside " +
-                    std::to_string(min_len) + ".." + std::to_string(capacity));
+        require(len >= min_len && len <= capacity, [&] {
+            return name + ": KV length " + std::to_string(len) + " outside " + std::to_string(min_len) + ".." +
+                   std::to_string(capacity);
+        });
     }
 }
 
@@ -61,7 +62,7 @@ void check_sinks(const ConstTensorView &q, const ConstTensorView *sinks, const s
             kernel + ": sinks must be [H] = [" + std::to_string(H) + "] (one per query head), got " +
                 shape_to_string(sinks->shape));
     for (int64_t h = 0; h < H; h++) {
-        require(std::isfinite(sinks->data[h]), kernel + ": sink " + std::to_string(h) + " is not finite");
+        require(std::isfinite(sinks->data[h]), [&] { return kernel + ": sink " + std::to_string(h) + " is not finite"; });
     }
 }
 
@@ -160,9 +161,10 @@ void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, 
                                                         std::to_string(first_key->size()) + " for " +
                                                         std::to_string(kv_len.size()) + " sequences");
         for (size_t b = 0; b < kv_len.size(); b++) {
-            require((*first_key)[b] >= 0 && (*first_key)[b] <= kv_len[b],
-                    "attention decode: first key " + std::to_string((*first_key)[b]) + " of sequence " +
-                        std::to_string(b) + " outside 0.." + std::to_string(kv_len[b]));
+            require((*first_key)[b] >= 0 && (*first_key)[b] <= kv_len[b], [&] {
+                return "attention decode: first key " + std::to_string((*first_key)[b]) + " of sequence " +
+                       std::to_string(b) + " outside 0.." + std::to_string(kv_len[b]);
+            });
         }
         first = *first_key;
     }
