@@ -1,5 +1,5 @@
-// KVCache::sliding, the cache of a sliding-window layer that keeps only the tokens its windows
-// still reach: which rows hold which positions as it forgets, what it refuses, and a layer that
+// KVCache::sliding, the cache of a sliding-window (or chunked) layer that keeps only the tokens
+// its windows still reach: which rows hold which positions as it forgets, what it refuses, and a layer that
 // attends through one exactly as through a cache of every token.
 #include <gtest/gtest.h>
 
@@ -156,15 +156,16 @@ TEST(SlidingKVCache, ImpossibleSizesAreRefused) {
     EXPECT_EQ(small.rows(), 10);
 }
 
-// A layer of window 7 (Mistral's 4096) through a sliding cache and through a full one.
+// A layer of window 7 (Mistral's 4096), both ways or causal, or of chunks of 7 (Llama 4's 8192).
+enum class Reach { Window, BothWays, Chunks };
 struct WindowedLayer {
     testing::TestLayer seed{{64, 4, 2, 16, false, 10000.0}};
     CachedAttention layer;
-    explicit WindowedLayer(bool causal = true) : layer(seed.with_config(windowed(seed, causal))) {}
-    static CachedAttentionConfig windowed(const testing::TestLayer &seed, bool causal) {
+    explicit WindowedLayer(Reach reach = Reach::Window) : layer(seed.with_config(bounded(seed, reach))) {}
+    static CachedAttentionConfig bounded(const testing::TestLayer &seed, Reach reach) {
         CachedAttentionConfig config = seed.layer->config();
-        config.sliding_window = 7;
-        config.causal = causal;
+        (reach == Reach::Chunks ? config.attention_chunk : config.sliding_window) = 7;
+        config.causal = reach != Reach::BothWays;
         return config;
     }
 };
@@ -216,10 +217,19 @@ TEST(SlidingCache, ALayerAttendsThroughItAsThroughAFullCache) {
 
 // A bidirectional layer's queries see later keys of their call: a window's worth each way.
 TEST(SlidingCache, ABidirectionalWindowedLayerToo) {
-    const WindowedLayer w(false);
+    const WindowedLayer w(Reach::BothWays);
     int forgot = 0;
     EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-6);
     EXPECT_GT(forgot, 10);
+}
+
+// A query of a chunked layer sees its chunk's keys up to itself: at most the 6 before it.
+TEST(SlidingCache, AChunkedLayerToo) {
+    const WindowedLayer w(Reach::Chunks);
+    int forgot = 0;
+    EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-6);
+    EXPECT_GT(forgot, 10);
+    EXPECT_EQ(w.layer.make_cache(1, 1 << 20).sliding_window()->window, 7);
 }
 
 TEST(SlidingCache, SlidingLayersMakeOneThatKeepsTheirWindowAndARollback) {
@@ -244,6 +254,8 @@ TEST(SlidingCache, ACacheThatKeepsTooFewIsRefused) {
               "cached_attention: a sliding cache for windows of up to 6 tokens cannot serve this layer (window 7)");
     EXPECT_EQ(testing::error_message([&] { w.seed.layer->self_attention(x, &few); }),
               "cached_attention: a sliding cache for windows of up to 6 tokens cannot serve this layer (no window)");
+    EXPECT_EQ(testing::error_message([&] { WindowedLayer(Reach::Chunks).layer.self_attention(x, &few); }),
+              "cached_attention: a sliding cache for windows of up to 6 tokens cannot serve this layer (chunks of 7)");
     EXPECT_EQ(few.lengths()[0], 0);
 }
 
@@ -262,12 +274,14 @@ TEST(SlidingCache, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
 
 // On a GPU the kept rows move through the host, and a long prompt's copy of them is made there.
 class SlidingCacheOnGpu : public testing::OnEachGpu {};
-TEST_P(SlidingCacheOnGpu, ALayerAttendsThroughItAsThroughAFullCache) {
+TEST_P(SlidingCacheOnGpu, LayersAttendThroughItAsThroughAFullCache) {
     const testing::OnDevice on(GetParam());
-    const WindowedLayer w;
-    int forgot = 0;
-    EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-5);
-    EXPECT_GT(forgot, 10);
+    for (const Reach reach : {Reach::Window, Reach::BothWays, Reach::Chunks}) {
+        const WindowedLayer w(reach);
+        int forgot = 0;
+        EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-5);
+        EXPECT_GT(forgot, 10);
+    }
 }
 HATTN_INSTANTIATE_ON_EACH_GPU(SlidingCacheOnGpu);
 

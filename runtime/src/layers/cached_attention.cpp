@@ -247,12 +247,17 @@ std::shared_ptr<const RopeTable> CachedAttention::rope_table(int64_t first, int6
     return (long_rope_ && past_original ? *long_rope_ : *rope_).covering(end);
 }
 
+std::optional<int64_t> CachedAttention::keys_reached() const {
+    return config_.sliding_window ? config_.sliding_window : config_.attention_chunk;
+}
+
 KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
     const int64_t Hkv = config_.kv_heads, D = config_.head_dimension;
-    if (!config_.sliding_window) return KVCache(batch, Hkv, D, capacity);
+    const std::optional<int64_t> window = keys_reached();
+    if (!window) return KVCache(batch, Hkv, D, capacity);
     // It keeps the window's tokens and sliding_cache_rollback more, in rows for max(W, 256) more,
     // so that it moves the kept rows once per that many tokens.
-    KVCache::Sliding keep{*config_.sliding_window, 0, sliding_cache_rollback};
+    KVCache::Sliding keep{*window, 0, sliding_cache_rollback};
     keep.rows = keep.kept() + std::max<int64_t>(keep.window, 256);
     return KVCache::sliding(batch, Hkv, D, capacity, keep);
 }
@@ -339,10 +344,14 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
         const std::optional<KVCache::Sliding> &sliding = cache->sliding_window();
-        require(!sliding || (config_.sliding_window && sliding->window >= *config_.sliding_window),
-                "cached_attention: a sliding cache for windows of up to " + std::to_string(sliding ? sliding->window : 0) +
-                    " tokens cannot serve this layer (" +
-                    (config_.sliding_window ? "window " + std::to_string(*config_.sliding_window) : "no window") + ")");
+        const std::optional<int64_t> reached = keys_reached();
+        require(!sliding || (reached && sliding->window >= *reached), [&] {
+            const std::string layer = config_.sliding_window    ? "window " + std::to_string(*config_.sliding_window)
+                                      : config_.attention_chunk ? "chunks of " + std::to_string(*config_.attention_chunk)
+                                                                : "no window";
+            return "cached_attention: a sliding cache for windows of up to " + std::to_string(sliding->window) +
+                   " tokens cannot serve this layer (" + layer + ")";
+        });
     }
     if (mask) {
         // Checked here, before the window or chunk rows read it: [B, 1, S, at least every key].
@@ -396,7 +405,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         cache->write_past_end(keys.view(), v.view());
         store = {cache->keys(), cache->values(), cache->first_positions()};
     } else if (cache) {
-        const int64_t before = *config_.sliding_window - 1;  // the earlier keys a window reaches
+        const int64_t before = *keys_reached() - 1;  // the earlier keys a query reaches
         store.row_0 = cache->first_positions();
         int64_t rows = 0;
         for (int64_t b = 0; b < B; b++) {

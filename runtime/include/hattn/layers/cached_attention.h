@@ -120,7 +120,8 @@ public:
     // A generation cache for `batch` sequences of up to `capacity` tokens. A sliding-window
     // layer's is a sliding cache (KVCache::sliding) that keeps each sequence's last W - 1 tokens
     // and sliding_cache_rollback more, in W - 1 + sliding_cache_rollback + max(W, 256) rows
-    // whatever the capacity (fewer where the capacity is smaller).
+    // whatever the capacity (fewer where the capacity is smaller); a layer that attends in chunks
+    // of C tokens, likewise with W = C (a query sees at most the C - 1 keys before it).
     KVCache make_cache(int64_t batch, int64_t capacity) const;
     // How far back truncate_to can always take a sliding-window layer's cache from make_cache
     // (speculative decoding's rejected tokens); a cache of its own (KVCache::sliding) may keep more.
@@ -191,6 +192,9 @@ private:
     // LongRoPE's long one, or dynamic NTK's of the call's own base; else the layer's.
     std::shared_ptr<const RopeTable> rope_table(int64_t first, int64_t end) const;
     void check_input(const Tensor &x, const char *what) const;
+    // The most keys a query sees, its own included, where a window or chunk bounds them: the
+    // window W, or the chunk C (a query sees its chunk's keys up to itself); none otherwise.
+    std::optional<int64_t> keys_reached() const;
     float scale() const;
     float softcap() const;  // as the kernels take it: 0 for none
     // attention_prefill and attention_decode with this layer's scale, sinks and soft-capping.
