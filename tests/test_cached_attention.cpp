@@ -1117,6 +1117,10 @@ TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
         EXPECT_FALSE(windowless.sliding_window.has_value()) << index;
         EXPECT_TRUE(windowless.rope_base.has_value()) << index;
     }
+    // ... so such a config needs no layer index.
+    const CachedAttentionConfig any_layer = read(exaone4 + R"(, "sliding_window": null})");
+    EXPECT_FALSE(any_layer.sliding_window.has_value());
+    EXPECT_TRUE(any_layer.rope_base.has_value());
     EXPECT_TRUE(layer(exaone4 + R"(, "layer_types": ["full_attention", "sliding_attention"]})", 1).sliding_window);
 
     const std::string ernie = R"({"model_type": "ernie4_5", "hidden_size": 1024)";

@@ -556,7 +556,10 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     check_qwen_windows(c, t, qwen_slides);
     std::optional<bool> slides;
     bool rotates = true;
-    if (t.sliding_pattern || t.nope_layers || qwen_slides) {
+    // EXAONE 4 with a null window: every layer full and rotating, whatever its index.
+    using FullLayersRope = ModelType::FullLayersRope;
+    const bool windowless = t.full_layers_rope == FullLayersRope::NoneWhileWindowed && c.states_null("sliding_window");
+    if ((t.sliding_pattern && !windowless) || t.nope_layers || qwen_slides) {
         const int64_t index = layer_index(c, t, layer);
         if (t.nope_layers) rotates = layer_rotates(c, t, index);
         // SmolLM3 slides its layers without RoPE where use_sliding_window and sliding_window say so.
@@ -565,10 +568,8 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         if (t.llama4) {
             read_llama4_layer(c, t, index, rotates, cfg);
         } else {
-            using FullLayersRope = ModelType::FullLayersRope;
-            const bool windowless = t.full_layers_rope == FullLayersRope::NoneWhileWindowed && c.states_null("sliding_window");
-            slides = !windowless && layer_slides(c, t, index, nope_slides);
-            if (!*slides && !windowless && t.full_layers_rope != FullLayersRope::Rotate) rotates = false;
+            slides = layer_slides(c, t, index, nope_slides);
+            if (!*slides && t.full_layers_rope != FullLayersRope::Rotate) rotates = false;
         }
     }
     read_rope(c, t, slides, rotates, cfg);
