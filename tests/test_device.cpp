@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "device_residency.h"
 #include "hattn/device.h"
@@ -161,13 +162,16 @@ CachedAttention gqa_layer(const testing::TempDir &dir, int64_t E, int64_t H, int
 // "No host round trip": after the first steps have placed weights, cache and RoPE table on the
 // device, a decode step uploads only its input token and downloads only its output and the new
 // K and V rows (written into the cache on the device, then mirrored to the host). The head dim
-// keeps every cache row aligned for OpenCL sub-buffers.
-void check_decode_step_transfers(Device device, const std::function<void(CachedAttentionConfig &)> &shape = {}) {
+// keeps every cache row aligned for OpenCL sub-buffers. `sliding` (if given) is the caches' kind;
+// then a last step moves the kept rows to row 0 (on the host, after those rows came down).
+void check_decode_step_transfers(Device device, const std::function<void(CachedAttentionConfig &)> &shape = {},
+                                 std::optional<KVCache::Sliding> sliding = std::nullopt) {
     const int64_t B = 2, E = 64, H = 4, Hkv = 2, D = 32;
     const testing::TempDir dir;
     // Two instances: CPU kernels touching the GPU layer's weights would make them stale.
     CachedAttention layer = gqa_layer(dir, E, H, Hkv, D, shape), cpu_layer = gqa_layer(dir, E, H, Hkv, D, shape);
-    KVCache gpu_cache = layer.make_cache(B, 32), cpu_cache = layer.make_cache(B, 32);
+    const auto make_cache = [&] { return sliding ? KVCache::sliding(B, Hkv, D, 32, *sliding) : layer.make_cache(B, 32); };
+    KVCache gpu_cache = make_cache(), cpu_cache = make_cache();
     const Tensor prompt = testing::random_tensor({B, 9, E}, 58);
     cpu_layer.self_attention(prompt, &cpu_cache);
     {
@@ -189,6 +193,13 @@ void check_decode_step_transfers(Device device, const std::function<void(CachedA
             << "step " << step << " downloaded more than y and the new K and V rows";
     }
     EXPECT_EQ(gpu_cache.lengths(), cpu_cache.lengths());
+    if (sliding) {
+        const Tensor x = testing::random_tensor({B, 1, E}, 69);
+        const Tensor expected = cpu_layer.decode_step(x, cpu_cache);
+        const testing::OnDevice on(device);
+        EXPECT_LE(testing::relative_l2(layer.decode_step(x, gpu_cache), expected), 1e-5) << "the step that moved rows";
+        EXPECT_GT(gpu_cache.first_positions()[0], 0);
+    }
     set_device(Device::CPU);
     const Tensor x = testing::random_tensor({B, 1, E}, 70);
     EXPECT_LE(testing::relative_l2(layer.decode_step(x, gpu_cache), cpu_layer.decode_step(x, cpu_cache)), 1e-5)
@@ -208,6 +219,13 @@ TEST_P(GpuResidency, AQkNormedChunkedLayerDecodeStepMovesNoMore) {
         c.attention_chunk = 8;
         c.query_temperature = CachedAttentionConfig::QueryTemperature{4.0, 0.5};
     });
+}
+
+// A sliding layer's sliding cache (window 4, 13 rows: the 13 tokens of these steps fit, the 14th
+// moves the 3 kept rows) moves no more while it has rows.
+TEST_P(GpuResidency, ASlidingLayerDecodeStepMovesNoMore) {
+    check_decode_step_transfers(GetParam(), [](CachedAttentionConfig &c) { c.sliding_window = 4; },
+                                KVCache::Sliding{4, 13});
 }
 
 HATTN_INSTANTIATE_ON_EACH_GPU(GpuResidency);
