@@ -412,7 +412,7 @@ TestMask test_mask(const std::vector<int32_t> &lengths, int64_t S, bool callers_
 // Mistral 7B v0.1: a window of 4096 keys, here 7. Up to the window every query sees all its keys,
 // exactly as without one; past it a query sees its last 7, decoding or prefilling: the same as the
 // masked path of a layer without a window, hiding the older keys.
-void check_sliding_window() {
+void check_sliding_params() {
     TestLayer seed({64, 4, 2, 16, false, 10000.0});  // Mistral has no biases
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
@@ -470,7 +470,7 @@ void check_sliding_window() {
     EXPECT_EQ(ours.lengths(), std::vector<int32_t>({16, 19}));
 }
 
-TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_window(); }
+TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_params(); }
 
 // The outputs [B, S, E] of x's tokens through one cache, in calls of the given numbers of tokens (a
 // call of one token is a decode step).
@@ -1315,7 +1315,7 @@ TEST(CachedAttentionHuggingFace, ScaleAndCapMustSurviveTheCastToFloat) {
 class CachedOnGpu : public testing::OnEachGpu {};
 TEST_P(CachedOnGpu, ASlidingWindowHidesKeysPastIt) {
     const testing::OnDevice on(GetParam());
-    check_sliding_window();
+    check_sliding_params();
 }
 TEST_P(CachedOnGpu, QkNormMatchesTheReference) {
     const testing::OnDevice on(GetParam());

@@ -99,23 +99,34 @@ TEST(SlidingKVCache, TruncatesAsFarAsItHoldsTheWindowBefore) {
     EXPECT_EQ(cache.lengths()[0], 8);
     append_named(cache, 1);
     check_rows(cache, 2);
+    EXPECT_EQ(testing::error_message([&] { cache.truncate_to(-1); }), "KV cache: cannot truncate to -1 tokens (capacity 100)");
     cache.truncate_to(0);  // empty: forgets where it was
     EXPECT_EQ(cache.first_positions()[0], 0);
 }
 
-TEST(SlidingKVCache, WritesPastItsEndOnlyWithinItsRows) {
+// Only append forgets tokens and moves rows: writing past the end (a layer that attends first)
+// and commit take only what the rows hold after a sequence's own tokens.
+TEST(SlidingKVCache, WritesPastItsEndAndCommitsOnlyWithinItsRows) {
     KVCache cache = KVCache::sliding(2, 1, 2, 100, {3, 6, 1});
-    append_named(cache, 5);
-    EXPECT_TRUE(cache.fits_in_rows(3));   // the 3 kept move to row 0
-    EXPECT_FALSE(cache.fits_in_rows(4));
-    const NamedTokens t = named_tokens(cache.lengths(), 4);
-    EXPECT_EQ(testing::error_message([&] { cache.write_past_end(t.keys.view(), t.values.view()); }),
-              "KV cache: sequence 0 cannot take 4 tokens in place beside the 3 it keeps in 6 rows (append takes them)");
-    EXPECT_EQ(cache.first_positions(), std::vector<int32_t>({0, 0}));
+    append_named(cache, 4);
+    EXPECT_TRUE(cache.fits_in_rows(2));
+    EXPECT_FALSE(cache.fits_in_rows(3));
+    EXPECT_FALSE(cache.fits_in_rows(-1));
     const NamedTokens three = named_tokens(cache.lengths(), 3);
-    cache.write_past_end(three.keys.view(), three.values.view());
-    cache.commit(3);
-    EXPECT_EQ(cache.first_positions(), std::vector<int32_t>({2, 2}));
+    EXPECT_EQ(testing::error_message([&] { cache.write_past_end(three.keys.view(), three.values.view()); }),
+              "KV cache: sequence 0 cannot take 3 tokens in place: it holds 4 of its 6 rows (append moves the kept "
+              "ones to row 0)");
+    const NamedTokens two = named_tokens(cache.lengths(), 2);
+    cache.write_past_end(two.keys.view(), two.values.view());
+    cache.commit(2);
+    check_rows(cache, 3);
+    EXPECT_EQ(testing::error_message([&] { cache.commit(1); }),
+              "KV cache: sequence 0 cannot take 1 tokens in place: it holds 6 of its 6 rows (append moves the kept "
+              "ones to row 0)");
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({6, 6}));
+    EXPECT_EQ(cache.first_positions(), std::vector<int32_t>({0, 0}));
+    append_named(cache, 1);  // keeps 4, 5 and 6
+    EXPECT_EQ(cache.first_positions(), std::vector<int32_t>({4, 4}));
     check_rows(cache, 3);
     // A full cache always fits within its capacity.
     EXPECT_TRUE(KVCache(1, 1, 2, 8).fits_in_rows(8));
@@ -148,7 +159,7 @@ TEST(SlidingKVCache, SequencesMoveBetweenCachesThatHoldWhatTheTargetKeeps) {
 
 TEST(SlidingKVCache, ImpossibleSizesAreRefused) {
     EXPECT_EQ(testing::error_message([] { KVCache::sliding(1, 1, 2, 100, {5, 6, 2}); }),
-              "KV cache: a sliding cache keeps fewer tokens than its rows, got 6 kept (window 5 - 1 + rollback 2) in 6 rows");
+              "KV cache: a sliding cache must keep fewer tokens than its rows, got 6 kept (window 5 - 1 + rollback 2) in 6 rows");
     EXPECT_EQ(testing::error_message([] { KVCache::sliding(1, 1, 2, 100, {0, 6}); }),
               "KV cache: a sliding cache's window must be positive and its rollback not negative, got 0 and 0");
     // Rows past the capacity would stay unused: such a cache has the capacity's rows and never forgets.
@@ -229,20 +240,20 @@ TEST(SlidingCache, AChunkedLayerToo) {
     int forgot = 0;
     EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-6);
     EXPECT_GT(forgot, 10);
-    EXPECT_EQ(w.layer.make_cache(1, 1 << 20).sliding_window()->window, 7);
+    EXPECT_EQ(w.layer.make_cache(1, 1 << 20).sliding_params()->window, 7);
 }
 
 TEST(SlidingCache, SlidingLayersMakeOneThatKeepsTheirWindowAndARollback) {
     const WindowedLayer w;
     const KVCache cache = w.layer.make_cache(2, 1 << 20);
-    ASSERT_TRUE(cache.sliding_window().has_value());
-    EXPECT_EQ(cache.sliding_window()->window, 7);
-    EXPECT_EQ(cache.sliding_window()->rollback, CachedAttention::sliding_cache_rollback);
+    ASSERT_TRUE(cache.sliding_params().has_value());
+    EXPECT_EQ(cache.sliding_params()->window, 7);
+    EXPECT_EQ(cache.sliding_params()->rollback, CachedAttention::sliding_cache_rollback);
     EXPECT_EQ(cache.rows(), 6 + CachedAttention::sliding_cache_rollback + 256);
     EXPECT_EQ(cache.capacity(), 1 << 20);
     EXPECT_EQ(w.layer.make_cache(2, 100).rows(), 100);
     const KVCache full = w.seed.layer->make_cache(2, 1 << 12);
-    EXPECT_FALSE(full.sliding_window().has_value());
+    EXPECT_FALSE(full.sliding_params().has_value());
     EXPECT_EQ(full.rows(), 1 << 12);
 }
 

@@ -1,6 +1,7 @@
 #include "hattn/kv_cache.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 #include "hattn/error.h"
@@ -29,7 +30,7 @@ KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int6
     // Rows past the capacity would never be used: such a cache never forgets.
     s.rows = std::min(s.rows, capacity);
     require(s.kept() < s.rows || s.rows == capacity,
-            name + ": a sliding cache keeps fewer tokens than its rows, got " + std::to_string(s.kept()) + " kept (window " +
+            name + ": a sliding cache must keep fewer tokens than its rows, got " + std::to_string(s.kept()) + " kept (window " +
                 std::to_string(s.window) + " - 1 + rollback " + std::to_string(s.rollback) + ") in " +
                 std::to_string(s.rows) + " rows");
     KVCache cache(batch, kv_heads, head_dim, capacity, s.rows, std::move(name));
@@ -39,20 +40,17 @@ KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int6
 
 void KVCache::check_room(int64_t count) const { lengths_.require_room(count); }
 
-int64_t KVCache::rows_needed(int64_t b, int64_t count) const {
-    const int64_t held = lengths_[b] - first_position_[b];
-    if (!sliding_ || held + count <= rows()) return held + count;
-    return std::min(held, sliding_->kept()) + count;
-}
+bool KVCache::fits(int64_t b, int64_t count) const { return lengths_[b] - first_position_[b] + count <= rows(); }
 
 bool KVCache::fits_in_rows(int64_t count) const {
     for (int64_t b = 0; b < batch(); b++) {
-        if (rows_needed(b, count) > rows()) return false;
+        if (count < 0 || !fits(b, count)) return false;
     }
     return true;
 }
 
 void KVCache::move_to_row_0(int64_t b, int64_t first) {
+    assert(first >= first_position_[b] && first <= lengths_[b]);
     const int64_t from = first - first_position_[b], count = lengths_[b] - first;
     if (from > 0 && count > 0) {
         // Through a copy of their own: the rows may overlap where they go.
@@ -67,17 +65,16 @@ void KVCache::move_to_row_0(int64_t b, int64_t first) {
 }
 
 void KVCache::require_rows(int64_t b, int64_t count) const {
-    require(rows_needed(b, count) <= rows(), [&] {
+    require(fits(b, count), [&] {
         return lengths_.owner() + ": sequence " + std::to_string(b) + " cannot take " + std::to_string(count) +
-               " tokens in place beside the " + std::to_string(sliding_ ? sliding_->kept() : 0) + " it keeps in " +
-               std::to_string(rows()) + " rows (append takes them)";
+               " tokens in place: it holds " + std::to_string(lengths_[b] - first_position_[b]) + " of its " +
+               std::to_string(rows()) + " rows (append moves the kept ones to row 0)";
     });
 }
 
 TensorView KVCache::slot(Tensor &storage, int64_t b, int64_t count) {
     lengths_.require_room(count, b);
     require_rows(b, count);
-    if (lengths_[b] - first_position_[b] + count > rows()) move_to_row_0(b, lengths_[b] - sliding_->kept());
     const int64_t D = head_dim(), R = rows(), H = kv_heads();
     float *start = storage.data() + (b * H * R + lengths_[b] - first_position_[b]) * D;
     return TensorView(start, {1, count, H, D}, {H * R * D, D, R * D, 1});
@@ -86,19 +83,23 @@ TensorView KVCache::slot(Tensor &storage, int64_t b, int64_t count) {
 TensorView KVCache::key_slot(int64_t b, int64_t count) { return slot(k_, b, count); }
 TensorView KVCache::value_slot(int64_t b, int64_t count) { return slot(v_, b, count); }
 
-void KVCache::commit(int64_t count) { lengths_.commit(count); }
+void KVCache::commit(int64_t count) {
+    lengths_.require_room(count);
+    for (int64_t b = 0; b < batch(); b++) require_rows(b, count);
+    lengths_.commit(count);
+}
 
 void KVCache::append(const ConstTensorView &keys, const ConstTensorView &values) {
     check_tokens(keys, values);
     const int64_t S = keys.dim(1);
     check_room(S);
     for (int64_t b = 0; b < batch(); b++) {
-        if (rows_needed(b, S) <= rows()) {
+        if (fits(b, S)) {
             write_in_place(b, keys, values);
             continue;
         }
-        // A sliding cache outgrown by the new tokens: it keeps the last kept() of its tokens and
-        // the new ones.
+        // A sliding cache whose rows cannot take the new tokens: it keeps the last kept() of its
+        // tokens and the new ones (fewer than its rows).
         const int64_t end = lengths_[b] + S, first = end - sliding_->kept(), new_from = std::max<int64_t>(first, lengths_[b]);
         move_to_row_0(b, std::min<int64_t>(first, lengths_[b]));
         first_position_[b] = static_cast<int32_t>(first);
@@ -158,7 +159,8 @@ void KVCache::truncate_to(int64_t length, int64_t sequence) {
 
 void KVCache::check_truncate(int64_t length, int64_t b) const {
     lengths_.require_sequence(b);
-    if (!sliding_ || length >= lengths_[b] || length == 0 || first_position_[b] == 0) return;
+    // (A length outside the capacity is refused by the lengths, in their words.)
+    if (!sliding_ || length <= 0 || length >= lengths_[b] || first_position_[b] == 0) return;
     require(length - (sliding_->window - 1) >= first_position_[b],
             lengths_.owner() + ": cannot truncate sequence " + std::to_string(b) + " to " + std::to_string(length) +
                 " tokens: it holds them from position " + std::to_string(first_position_[b]) + " on, and its window "

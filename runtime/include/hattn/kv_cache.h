@@ -29,9 +29,11 @@ public:
     // window - 1 + rollback tokens (kept(): fewer than `rows`), which move to row 0, and forgets
     // the earlier ones: it copies kept() rows once per rows - kept() tokens.
     struct Sliding {
-        int64_t window;        // the queries to come see at most the last `window` tokens, theirs included
-        int64_t rows;          // per sequence; at most the capacity (a cache with that many never forgets)
-        int64_t rollback = 0;  // how far truncate_to can always go back after an append
+        int64_t window = 1;    // the queries to come see at most the last `window` tokens, theirs included
+        int64_t rows = 0;      // per sequence; at most the capacity (a cache with that many never forgets)
+        // Tokens kept beyond the window's, so that truncate_to can go back that far from the length
+        // an append left (speculative decoding's rejected draft tokens).
+        int64_t rollback = 0;
         int64_t kept() const { return window - 1 + rollback; }
     };
     // A cache of sequences of up to `capacity` tokens, held in s.rows rows each.
@@ -45,19 +47,21 @@ public:
     int64_t head_dim() const { return k_.dim(3); }
     const std::vector<int32_t> &lengths() const { return lengths_.values(); }
     // What a sliding cache keeps; none for a full one.
-    const std::optional<Sliding> &sliding_window() const { return sliding_; }
+    const std::optional<Sliding> &sliding_params() const { return sliding_; }
     // The position each sequence's row 0 holds: 0 unless a sliding cache forgot earlier tokens.
     const std::vector<int32_t> &first_positions() const { return first_position_; }
 
     // The storage [B, Hkv, rows, D]: sequence b's tokens [first_positions()[b], lengths()[b]) in
-    // its first rows; rows past them are not part of it.
+    // its first rows; rows past them are not part of it. (Attention kernels called on a sliding
+    // cache directly take lengths() - first_positions() as its sequences' lengths.)
     ConstTensorView keys() const { return k_.view(); }
     ConstTensorView values() const { return v_.view(); }
 
     // Appends externally computed keys and values [B, S, Hkv, D] (contiguous, already rotated) to every
     // sequence. Throws, changing nothing, on a shape mismatch or when a sequence would overflow.
-    // A sliding cache takes any S within its capacity: when the new tokens and the kept ones
-    // outgrow its rows, it keeps the last kept() of them.
+    // A sliding cache takes any S within its capacity: when a sequence's rows cannot take the new
+    // tokens, it keeps the last kept() of its tokens and the new ones, from row 0. Only append
+    // forgets tokens and moves rows.
     void append(const ConstTensorView &keys, const ConstTensorView &values);
 
     void reset();                     // every sequence empty
@@ -74,10 +78,11 @@ public:
     // of a sequence that finished.
     void assign_sequence(int64_t target, const KVCache &from, int64_t source = 0);
 
-    // For layers writing in place: throws unless every sequence has room for `count` more tokens.
+    // For layers writing in place: throws unless every sequence has room for `count` more tokens
+    // within the capacity; fits_in_rows() says whether a sliding cache's rows take them too.
     void check_room(int64_t count) const;
-    // Whether every sequence's rows take `count` more tokens beside the ones it keeps, so that
-    // write_past_end() can take them (always, within the capacity, for a full cache).
+    // Whether every sequence's rows take `count` more tokens after the ones it holds, so that the
+    // slots and write_past_end() can take them (always, within the capacity, for a full cache).
     bool fits_in_rows(int64_t count) const;
     // Where sequence b's next `count` tokens go, as a [1, count, Hkv, D] view (the layout a
     // projection produces) into the storage. Write it with kernels or copy_into, which keep the
@@ -86,24 +91,23 @@ public:
     TensorView value_slot(int64_t b, int64_t count);
     // Writes keys and values [B, S, Hkv, D] (contiguous) into every sequence's slot, past its end,
     // without making them part of it: for layers that attend first and commit() once everything
-    // has succeeded. Throws, changing nothing, where append would or where S does not fit in the
-    // rows (fits_in_rows); a sliding cache may first move the tokens it keeps to row 0 (which
-    // leaves them as they were, to every reader that goes by first_positions()).
+    // has succeeded. Throws, changing nothing, where append would or where the rows cannot take
+    // S more (fits_in_rows).
     void write_past_end(const ConstTensorView &keys, const ConstTensorView &values);
-    // Makes the `count` tokens written past each sequence's end part of it.
+    // Makes the `count` tokens written past each sequence's end part of it (checked against the
+    // capacity and the rows first).
     void commit(int64_t count);
 
 private:
     KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t rows, std::string name);
     TensorView slot(Tensor &storage, int64_t b, int64_t count);
-    // Rows that sequence b needs for `count` more tokens, at least: its tokens and the new ones, or
-    // for a sliding cache that lacks those rows, the tokens it keeps and the new ones.
-    int64_t rows_needed(int64_t b, int64_t count) const;
-    void require_rows(int64_t b, int64_t count) const;  // throws unless rows_needed fits
+    // Whether sequence b's rows take `count` more tokens after its own, and a check that they do.
+    bool fits(int64_t b, int64_t count) const;
+    void require_rows(int64_t b, int64_t count) const;
     // Sequence b's tokens from position `first` on (which it holds) move to row 0.
     void move_to_row_0(int64_t b, int64_t first);
     void check_tokens(const ConstTensorView &keys, const ConstTensorView &values) const;
-    // Sequence b's part of keys and values [B, S, Hkv, D] into its slot (rows_needed fits).
+    // Sequence b's part of keys and values [B, S, Hkv, D] into its slot (which fits).
     void write_in_place(int64_t b, const ConstTensorView &keys, const ConstTensorView &values);
     void check_truncate(int64_t length, int64_t b) const;
     void restart_if_empty(int64_t b);

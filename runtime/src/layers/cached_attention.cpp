@@ -343,7 +343,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                     std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
                     "] does not fit input " + shape_to_string(x.shape()));
         cache->check_room(S);
-        const std::optional<KVCache::Sliding> &sliding = cache->sliding_window();
+        const std::optional<KVCache::Sliding> &sliding = cache->sliding_params();
         const std::optional<int64_t> reached = keys_reached();
         require(!sliding || (reached && sliding->window >= *reached), [&] {
             const std::string layer = config_.sliding_window    ? "window " + std::to_string(*config_.sliding_window)
@@ -397,8 +397,9 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     }
     const Tensor &keys = rope_ ? k_rotated : k;
     KeyStore store{{}, {}, std::vector<int32_t>(B, 0)};
-    // A sliding cache whose rows cannot take the new tokens beside the ones it keeps (a prompt
-    // longer than its rows) takes them only at the end; the call attends over a copy of them.
+    // A sliding cache whose rows cannot take the new tokens after its own (once per max(W, 256)
+    // decode steps, or a prompt longer than its rows) takes them only at the end, where it forgets
+    // tokens and moves rows; the call attends over a copy of the tokens it reaches.
     const bool in_rows = !cache || cache->fits_in_rows(S);
     Tensor window_keys, window_values;
     if (cache && in_rows) {

@@ -121,10 +121,13 @@ public:
     // layer's is a sliding cache (KVCache::sliding) that keeps each sequence's last W - 1 tokens
     // and sliding_cache_rollback more, in W - 1 + sliding_cache_rollback + max(W, 256) rows
     // whatever the capacity (fewer where the capacity is smaller); a layer that attends in chunks
-    // of C tokens, likewise with W = C (a query sees at most the C - 1 keys before it).
+    // of C tokens, likewise with W = C (a query sees at most the C - 1 keys before it). A call
+    // whose tokens its rows cannot take (a prompt longer than them) attends over a temporary copy
+    // of the kept and new tokens, as large as the call.
     KVCache make_cache(int64_t batch, int64_t capacity) const;
-    // How far back truncate_to can always take a sliding-window layer's cache from make_cache
-    // (speculative decoding's rejected tokens); a cache of its own (KVCache::sliding) may keep more.
+    // How far back truncate_to can take a sliding-window layer's cache from make_cache, from the
+    // length an append left (speculative decoding's rejected tokens); a cache of its own
+    // (KVCache::sliding) may keep more.
     static constexpr int64_t sliding_cache_rollback = 256;
 
     // The seed's forward: queries from query_input [B, S, E]; with a conditioning cache, keys and
@@ -192,8 +195,9 @@ private:
     // LongRoPE's long one, or dynamic NTK's of the call's own base; else the layer's.
     std::shared_ptr<const RopeTable> rope_table(int64_t first, int64_t end) const;
     void check_input(const Tensor &x, const char *what) const;
-    // The most keys a query sees, its own included, where a window or chunk bounds them: the
-    // window W, or the chunk C (a query sees its chunk's keys up to itself); none otherwise.
+    // How far back a query reaches where a window or chunk bounds it, its own key included: the
+    // window W (a bidirectional window reaches as far forward too), or the chunk C (a query sees
+    // its chunk's keys up to itself); none otherwise. A sliding cache keeps the keys it reaches.
     std::optional<int64_t> keys_reached() const;
     float scale() const;
     float softcap() const;  // as the kernels take it: 0 for none
