@@ -617,6 +617,7 @@ void check_per_head_layer_norms(bool in_head_modules) {
     CachedAttentionConfig::QkNorm norm{CachedAttentionConfig::QkNorm::Span::EachHead, 1e-5};
     norm.centred = norm.weights_per_head = true;
     norm.weights_in_head_modules = in_head_modules;
+    if (in_head_modules) norm.query_module = "q_layernorm", norm.key_module = "k_layernorm";
     config.qk_norm = norm;
     const CachedAttention layer(config, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
     const Tensor x = testing::random_tensor({2, 9, 64}, 125);
@@ -958,6 +959,17 @@ TEST(CachedAttentionHuggingFace, AGptNeoXLayerSplitsEachHeadsFusedRows) { check_
 // A GLM-4.5 layer (glm4_moe) through a prompt of 5 and 4 decode steps: q, k and v biased
 // (attention_bias), o not; q and k RMS-normed per head (use_qk_norm); the first 8 of each head's
 // 16 dims turn as halves, not GLM-4's pairs.
+// out (x through a layer, from an empty cache) differs from the reference after each change to
+// its weights: the check against the unchanged reference can fail.
+void expect_each_change_differs(const Tensor &out, const reference::CachedAttentionWeights &ref, const Tensor &x,
+                                const std::vector<std::function<void(reference::CachedAttentionWeights &)>> &changes) {
+    for (size_t i = 0; i < changes.size(); i++) {
+        reference::CachedAttentionWeights changed = ref;
+        changes[i](changed);
+        EXPECT_GT(testing::relative_l2(out, reference::cached_attention(changed, x, {}, {}, 0)), 1e-2) << "change " << i;
+    }
+}
+
 void check_glm4_moe_layer() {
     TestLayer seed({64, 4, 2, 16, true, 10000.0});
     seed.ref.norm_eps = 1e-5;
@@ -979,15 +991,78 @@ void check_glm4_moe_layer() {
     const Tensor out = prompt_then_decode(glm, x, 5);
     EXPECT_LE(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
     // GLM-4's pairs, the whole head, or no norm: each differs, so the check can fail.
-    for (const auto &change : std::vector<std::function<void(reference::CachedAttentionWeights &)>>{
-             [](auto &r) { r.rope_pairs_in_place = true; }, [](auto &r) { r.rotary_dim = 0; },
-             [](auto &r) { r.q_norm.reset(), r.k_norm.reset(); }}) {
-        reference::CachedAttentionWeights changed = ref;
-        change(changed);
-        EXPECT_GT(testing::relative_l2(out, reference::cached_attention(changed, x, {}, {}, 0)), 1e-2);
-    }
+    expect_each_change_differs(out, ref, x,
+                               {[](auto &r) { r.rope_pairs_in_place = true; }, [](auto &r) { r.rotary_dim = 0; },
+                                [](auto &r) { r.q_norm.reset(), r.k_norm.reset(); }});
 }
 TEST(CachedAttentionHuggingFace, AGlm45LayerTurnsHalfOfEachHeadAsHalvesAndNormsQK) { check_glm4_moe_layer(); }
+
+// Hunyuan dense: q and k RMS-normed per head after RoPE (weights [D], query_layernorm and
+// key_layernorm), the four biased, and a "dynamic" RoPE with alpha 1000: within
+// max_position_embeddings its base is theta alpha^(D / (D - 2)); a call past it turns by dynamic
+// NTK's base from theta, without alpha, as transformers' dynamic update does.
+void check_hunyuan_layer() {
+    TestLayer seed({64, 4, 2, 16, true, 10000.0});
+    reference::CachedAttentionWeights ref = seed.ref;
+    ref.norm_eps = 1e-5;
+    ref.q_norm = norm_weights({16}, 150, 0.3f);
+    ref.k_norm = norm_weights({16}, 151, 0.3f);
+    ref.norm_after_rope = true;
+    std::map<std::string, Tensor> tensors = hugging_face_tensors(seed, false);
+    tensors.insert({{"model.layers.0.self_attn.query_layernorm.weight", *ref.q_norm},
+                    {"model.layers.0.self_attn.key_layernorm.weight", *ref.k_norm}});
+    testing::TempDir dir;
+    write_safetensors(dir.file("model.safetensors"), tensors);
+    const auto hunyuan = [&](int64_t max_positions) {
+        return CachedAttention(
+            testing::config_of({{"model_type", "hunyuan_v1_dense"}, {"hidden_size", 64}, {"num_attention_heads", 4},
+                                {"num_key_value_heads", 2}, {"head_dim", 16}, {"rope_theta", 10000.0},
+                                {"attention_bias", true}, {"use_qk_norm", true}, {"max_position_embeddings", max_positions},
+                                {"rope_scaling", {{"type", "dynamic"}, {"alpha", 1000.0}, {"factor", 1.0}}}}),
+            Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
+    };
+    const Tensor x = testing::random_tensor({2, 9, 64}, 152);
+    const Tensor within = prompt_then_decode(hunyuan(32), x, 5);
+    ref.rope_base = 10000.0 * std::pow(1000.0, 16.0 / 14.0);
+    EXPECT_LE(testing::relative_l2(within, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
+    // Normed before RoPE, the base without alpha, or no norm: each differs, so the check can fail.
+    expect_each_change_differs(within, ref, x,
+                               {[](auto &r) { r.norm_after_rope = false; }, [](auto &r) { r.rope_base = 10000.0; },
+                                [](auto &r) { r.q_norm.reset(), r.k_norm.reset(); }});
+    // One call of 12 tokens past max_position_embeddings 8: base theta (12 / 8)^(D / (D - 2)).
+    const Tensor long_x = testing::random_tensor({2, 12, 64}, 153);
+    const Tensor past = hunyuan(8).self_attention(long_x);
+    ref.rope_base = 10000.0 * std::pow(12.0 / 8.0, 16.0 / 14.0);
+    EXPECT_LE(testing::relative_l2(past, reference::cached_attention(ref, long_x, {}, {}, 0)), 1e-5);
+    ref.rope_base = 10000.0 * std::pow(1000.0, 16.0 / 14.0);
+    EXPECT_GT(testing::relative_l2(past, reference::cached_attention(ref, long_x, {}, {}, 0)), 1e-2);
+}
+TEST(CachedAttentionHuggingFace, AHunyuanLayerNormsRotatedQKWithAnAlphaRope) { check_hunyuan_layer(); }
+
+// Hunyuan's keys and defaults; alpha is Hunyuan's own (transformers' other dynamic RoPEs ignore it).
+TEST(CachedAttentionHuggingFace, HunyuanConfigsReadTheirOwnKeys) {
+    const auto read = [](const std::string &json) { return CachedAttentionConfig::from(ConfigReader::parse(json, "config.json")); };
+    const std::string hunyuan = R"({"model_type": "hunyuan_v1_dense", "hidden_size": 4096, "num_key_value_heads": 8,
+        "head_dim": 128, "max_position_embeddings": 32768)";
+    const CachedAttentionConfig tencent = read(hunyuan + R"(, "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0,
+        "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}, "use_qk_norm": true})");
+    EXPECT_EQ(std::tuple(tencent.heads, tencent.kv_heads, tencent.head_dimension), std::tuple(32, 8, 128));
+    EXPECT_FALSE(tencent.bias || tencent.output_bias);
+    ASSERT_TRUE(tencent.qk_norm.has_value());
+    EXPECT_TRUE(tencent.qk_norm->after_rope);
+    EXPECT_EQ(tencent.qk_norm->eps, 1e-5);
+    EXPECT_EQ(tencent.qk_norm->query_module, "query_layernorm");
+    EXPECT_EQ(tencent.rope_scaling.type, RopeScaling::Type::Dynamic);
+    EXPECT_EQ(tencent.rope_scaling.alpha, 1000.0);
+    EXPECT_EQ(tencent.rope_scaling.original_context, 32768.0);
+    EXPECT_TRUE(read(hunyuan + R"(, "use_qk_norm": false})").qk_norm.has_value());  // transformers reads no switch
+    EXPECT_EQ(config_error(hunyuan + R"(, "rope_scaling": {"type": "dynamic", "alpha": -1, "factor": 1.0}})"),
+              "config.json (rope_scaling): alpha must be positive, got -1.000000");
+    const CachedAttentionConfig llama = read(R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+        "max_position_embeddings": 64, "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 2.0}})");
+    EXPECT_EQ(llama.rope_scaling.alpha, 1.0);
+    EXPECT_FALSE(llama.qk_norm.has_value());
+}
 
 // OLMo 1 (OLMo-7B-0424): q, k and v clamped to clip_qkv as projected, here 0.5 so that most of
 // them bend; a prompt of 5 and 4 decode steps.
@@ -1358,6 +1433,10 @@ TEST_P(CachedOnGpu, GptNeoXFusedHeadsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_gpt_neox_layer();
 }
+TEST_P(CachedOnGpu, HunyuanNormsAfterRopeMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_hunyuan_layer();
+}
 TEST_P(CachedOnGpu, OlmoClampsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_olmo_clip();
@@ -1417,14 +1496,14 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"hunyuan_v1_dense", "qwen3_next", "falcon"}) {
+    for (const char *type : {"hunyuan_v1", "qwen3_next", "falcon"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
                       "glm4_moe, gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared, "
                       "starcoder2, olmoe, nemotron, apertus, arcee, helium, exaone4, ernie4_5, phi, gpt_neox, ministral3, "
-                      "seed_oss)");
+                      "seed_oss, hunyuan_v1_dense)");
     }
     // OLMo 1: Llama's attention, q, k and v clamped where clip_qkv says.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";

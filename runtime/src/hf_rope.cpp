@@ -84,12 +84,16 @@ RopeScaling longrope(const ConfigReader &c, const ConfigReader &p, std::optional
 
 // Dynamic NTK (transformers' "dynamic"): a call whose positions pass max_position_embeddings L0
 // turns by a larger base, base * (factor * L / L0 - (factor - 1))^(dim / (dim - 2)) for the call's
-// length L (its last position + 1). transformers reads the config's max_position_embeddings, not
+// length L (its last position + 1); Hunyuan's (reads_alpha) by base * alpha^(dim / (dim - 2)) within L0. transformers reads the config's max_position_embeddings, not
 // the scaling's original_max_position_embeddings: where that is stated and differs, refused.
-RopeScaling dynamic_ntk(const ConfigReader &c, const ConfigReader &p) {
+RopeScaling dynamic_ntk(const ConfigReader &c, const ConfigReader &p, bool reads_alpha) {
     RopeScaling s;
     s.type = RopeScaling::Type::Dynamic;
     s.factor = p.get_number("factor");
+    if (reads_alpha) {
+        s.alpha = p.get_number("alpha", 1.0);
+        require(s.alpha > 0 && std::isfinite(s.alpha), p.source() + ": alpha must be positive, got " + std::to_string(s.alpha));
+    }
     s.original_context = c.get_number("max_position_embeddings");
     require(s.factor >= 1 && s.original_context > 0,
             p.source() + ": dynamic scaling needs a factor of at least 1 and a positive max_position_embeddings");
@@ -137,7 +141,7 @@ HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
     } else if (type == "longrope" && defaults.scaling_allowed && defaults.per_call_allowed) {
         rope.scaling = longrope(c, *p, defaults.original_context);
     } else if (type == "dynamic" && defaults.scaling_allowed && defaults.per_call_allowed) {
-        rope.scaling = dynamic_ntk(c, *p);
+        rope.scaling = dynamic_ntk(c, *p, defaults.reads_alpha);
     } else if (type != "default") {
         require(defaults.scaling_allowed && (type == "linear" || type == "llama3"),
                 p->source() + ": rope_type '" + type + "' is not supported " + supported);

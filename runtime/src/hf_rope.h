@@ -28,6 +28,8 @@ struct HfRopeDefaults {
     // The config class's original_max_position_embeddings where the config leaves it out (Phi-3:
     // 4096); none: max_position_embeddings.
     std::optional<double> original_context = std::nullopt;
+    // Dynamic scaling's alpha (Hunyuan's rotary embedding; transformers' others ignore the key).
+    bool reads_alpha = false;
 };
 
 // The object that says a config's RoPE: transformers 5's rope_parameters (its entry for

@@ -17,10 +17,15 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
     require(base > 0, "RoPE: base must be positive, got " + std::to_string(base));
     require(scaling.type == RopeScaling::Type::None || scaling.factor > 0,
             "RoPE: scaling factor must be positive, got " + std::to_string(scaling.factor));
-    if (scaling.type == RopeScaling::Type::Dynamic && scaling.length > scaling.original_context) {
+    if (scaling.type == RopeScaling::Type::Dynamic) {
         require(rotary_dim > 2, "RoPE: dynamic scaling needs a rotary dimension above 2");
+        require(scaling.alpha > 0, "RoPE: dynamic scaling's alpha must be positive, got " + std::to_string(scaling.alpha));
         const double d = double(rotary_dim);
-        base *= std::pow(scaling.factor * scaling.length / scaling.original_context - (scaling.factor - 1.0), d / (d - 2.0));
+        // Past the original context transformers' dynamic update recomputes the base without
+        // alpha (Hunyuan's rotary embedding reads alpha only at construction).
+        const bool past = scaling.length > scaling.original_context;
+        base *= past ? std::pow(scaling.factor * scaling.length / scaling.original_context - (scaling.factor - 1.0), d / (d - 2.0))
+                     : std::pow(scaling.alpha, d / (d - 2.0));
     }
     std::vector<double> frequency(rotary_dim / 2);
     for (size_t i = 0; i < frequency.size(); i++) {

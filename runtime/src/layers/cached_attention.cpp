@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "device_residency.h"
 #include "finite_input.h"
@@ -181,19 +182,19 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
         require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +
                                              std::to_string(config.qk_norm->eps));
-        // q's or k's ("q", "k") norm weights.
-        const auto norm_weight = [&](const std::string &of, int64_t heads) {
+        // q's or k's norm weights, in `module`.
+        const auto norm_weight = [&](const std::string &module, int64_t heads) {
             const Shape shape = !each_head ? Shape{heads * D} : config.qk_norm->weights_per_head ? Shape{heads, D} : Shape{D};
             if (!config.qk_norm->weighted) return Tensor(shape, std::vector<float>(element_count(shape), 1.0f));
             if (config.qk_norm->weights_in_head_modules) {  // StableLM: a module per head, stacked here
                 Tensor weight(shape, Tensor::unset);
                 for (int64_t h = 0; h < heads; h++) {
-                    const Tensor head = w.get(of + "_layernorm.norms." + std::to_string(h) + ".weight", {D});
+                    const Tensor head = w.get(module + ".norms." + std::to_string(h) + ".weight", {D});
                     std::copy_n(head.data(), D, weight.data() + h * D);
                 }
                 return weight;
             }
-            Tensor weight = w.get(of + "_norm.weight", shape);
+            Tensor weight = w.get(module + ".weight", shape);
             if (config.qk_norm->weight_plus_one) {  // Gemma's norms scale by 1 + w: added once here
                 for (int64_t i = 0; i < weight.size(); i++) weight.data()[i] += 1.0f;
             }
@@ -203,8 +204,8 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
                 "cached_attention: a QK-norm with weights per head spans each head");
         require(!config.qk_norm->weights_in_head_modules || config.qk_norm->weights_per_head,
                 "cached_attention: QK-norm weights in modules of their own per head are weights per head");
-        query_norm_ = norm_weight("q", config.heads);
-        key_norm_ = norm_weight("k", config.kv_heads);
+        query_norm_ = norm_weight(config.qk_norm->query_module, config.heads);
+        key_norm_ = norm_weight(config.qk_norm->key_module, config.kv_heads);
         if (config.qk_norm->centred) qk_norm_bias_ = Tensor({D}, std::vector<float>(D, 0.0f));
         // On a GPU uploaded once, like the projections' weights (not with every call).
         for (std::optional<Tensor> *t : {&query_norm_, &key_norm_, &qk_norm_bias_}) {
@@ -293,17 +294,21 @@ Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection,
                                       const std::optional<Tensor> &norm) const {
     Tensor y = detail::scratch_tensor({x.dim(0), x.dim(1), heads, config_.head_dimension});
     projection.apply(x.view(), TensorView(y.data(), {x.dim(0), x.dim(1), heads * config_.head_dimension}));
-    if (!norm) return y;
+    if (!norm) return y;  // (not a conditional expression, which would copy y: a download on a GPU)
+    return qk_normed(y, *norm);
+}
+
+Tensor CachedAttention::qk_normed(const Tensor &y, const Tensor &norm) const {
     // Each row the norm spans (a head, or a token's heads) is as long as its weight's rows; weights
     // per head are taken in turn by the rows, which are (token, head).
-    const int64_t width = norm->shape().back();
+    const int64_t width = norm.shape().back();
     const Shape rows{y.size() / width, width};
     Tensor normed = detail::scratch_tensor(y.shape());
     const float eps = static_cast<float>(config_.qk_norm->eps);
     if (qk_norm_bias_) {
-        layer_norm(ConstTensorView(y.data(), rows), *norm, *qk_norm_bias_, eps, TensorView(normed.data(), rows));
+        layer_norm(ConstTensorView(y.data(), rows), norm, *qk_norm_bias_, eps, TensorView(normed.data(), rows));
     } else {
-        rms_norm(ConstTensorView(y.data(), rows), *norm, eps, TensorView(normed.data(), rows));
+        rms_norm(ConstTensorView(y.data(), rows), norm, eps, TensorView(normed.data(), rows));
     }
     return normed;
 }
@@ -368,25 +373,31 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     // once, the new keys and values are written into the cache there, and only y comes back.
     const detail::ScopedRegion inputs[] = {detail::upload_once(x), detail::upload_once(key_input),
                                            detail::upload_once(value_input)};
-    Tensor q = project_heads(x, query_, config_.heads, query_norm_);
-    const Tensor k = project_heads(key_input, key_, Hkv, key_norm_);
+    // Hunyuan norms the rotated q and k, the others q and k as projected.
+    const bool norm_after_rope = config_.qk_norm && config_.qk_norm->after_rope;
+    const std::optional<Tensor> none;
+    Tensor q = project_heads(x, query_, config_.heads, norm_after_rope ? none : query_norm_);
+    Tensor k = project_heads(key_input, key_, Hkv, norm_after_rope ? none : key_norm_);
     const Tensor v = project_heads(value_input, value_, Hkv);
     const std::vector<int32_t> start = cache ? cache->lengths() : std::vector<int32_t>(B, 0);
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
 
-    // New keys are rotated (positions continue from each sequence's length) into a tensor of their
-    // own; with a cache they are copied into it like the values (on a GPU both copies run there),
-    // and become part of it only at commit(), once everything else has succeeded.
-    Tensor k_rotated;
+    // The new keys are rotated (positions continue from each sequence's length); with a cache they
+    // are copied into it like the values (on a GPU both copies run there), and become part of it
+    // only at commit(), once everything else has succeeded.
     const int64_t end = *std::max_element(lengths.begin(), lengths.end());
     if (rope_) {
         const auto table = rope_table(*std::min_element(start.begin(), start.end()), end);
-        Tensor rotated = detail::scratch_tensor(q.shape());
-        apply_rope(q.view(), *table, start, rotated.view(), config_.rope_layout);
-        q = std::move(rotated);
-        k_rotated = detail::scratch_tensor(k.shape());
-        apply_rope(k.view(), *table, start, k_rotated.view(), config_.rope_layout);
+        for (Tensor *t : {&q, &k}) {
+            Tensor rotated = detail::scratch_tensor(t->shape());
+            apply_rope(t->view(), *table, start, rotated.view(), config_.rope_layout);
+            *t = std::move(rotated);
+        }
+    }
+    if (norm_after_rope) {
+        q = qk_normed(q, *query_norm_);
+        k = qk_normed(k, *key_norm_);
     }
     // Below position floor_scale - offset every query's temperature is exactly 1.
     const auto &temperature = config_.query_temperature;
@@ -395,7 +406,6 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         apply_rope(q.view(), *query_temperature_->covering(end), start, scaled.view(), RopeLayout::NeoX);
         q = std::move(scaled);
     }
-    const Tensor &keys = rope_ ? k_rotated : k;
     KeyStore store{{}, {}, std::vector<int32_t>(B, 0)};
     // A sliding cache whose rows cannot take the new tokens after its own (once per max(W, 256)
     // decode steps, or a prompt longer than its rows) takes them only at the end, where it forgets
@@ -403,7 +413,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     const bool in_rows = !cache || cache->fits_in_rows(S);
     Tensor window_keys, window_values;
     if (cache && in_rows) {
-        cache->write_past_end(keys.view(), v.view());
+        cache->write_past_end(k.view(), v.view());
         store = {cache->keys(), cache->values(), cache->first_positions()};
     } else if (cache) {
         const int64_t before = *keys_reached() - 1;  // the earlier keys a query reaches
@@ -415,7 +425,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         }
         window_keys = detail::scratch_tensor({B, Hkv, rows, D});
         window_values = detail::scratch_tensor({B, Hkv, rows, D});
-        for (auto [to, cached, new_tokens] : {std::tuple{&window_keys, cache->keys(), keys.view()},
+        for (auto [to, cached, new_tokens] : {std::tuple{&window_keys, cache->keys(), std::as_const(k).view()},
                                               std::tuple{&window_values, cache->values(), v.view()}}) {
             for (int64_t b = 0; b < B; b++) {
                 const int64_t held_from = cache->first_positions()[b], old = start[b] - store.row_0[b];
@@ -431,7 +441,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         // wrote them, [B, S, Hkv, D] seen as the cache's [B, Hkv, S, D]. No temporary cache of
         // 2 B S Hkv D floats is allocated, zeroed and filled (the time it took was within the noise
         // of an E = 2048, S = 2048 layer prefill; the memory is not).
-        store.keys = tokens_as_cache(keys.view());
+        store.keys = tokens_as_cache(k.view());
         store.values = tokens_as_cache(v.view());
     }
     // The kernels count rows of the store, from each sequence's row 0.
@@ -462,7 +472,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     }
     Tensor y = output(attended);
     if (cache && in_rows) cache->commit(S);
-    if (cache && !in_rows) cache->append(keys.view(), v.view());
+    if (cache && !in_rows) cache->append(k.view(), v.view());
     return y;
 }
 

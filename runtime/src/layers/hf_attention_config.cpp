@@ -16,8 +16,8 @@ using Names = CachedAttentionConfig::Names;
 using Span = CachedAttentionConfig::QkNorm::Span;
 
 // How each model type's attention module differs from Llama's, as transformers builds it. A
-// look-alike with the same weight names that computes otherwise (Qwen3-Next; Hunyuan, which norms
-// q and k after RoPE) is not listed, so it is refused by name.
+// look-alike with the same weight names that computes otherwise (Qwen3-Next, Hunyuan's MoE) is
+// not listed, so it is refused by name.
 struct ModelType {
     const char *name = "";
     // Whether q, k and v, and o, have biases: as a key says (its class default where missing), or
@@ -41,6 +41,9 @@ struct ModelType {
     double rope_theta = 10000.0;
     std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE
     const char *qk_norm_key = nullptr;  // where set, the norm is there only where this key is true
+    bool qk_norm_after_rope = false;    // Hunyuan: of the rotated q and k instead
+    const char *qk_norm_modules[2] = {"q_norm", "k_norm"};  // the norms' weights: q's and k's modules
+    bool rope_alpha = false;            // Hunyuan: dynamic RoPE's alpha, which raises the base
     double norm_eps = 1e-6;           // rms_norm_eps's default
     bool slides = false;              // a stated sliding_window applies to every layer
     // use_sliding_window: the layers layer_types names slide (Qwen2, Qwen3), or refused (the MoE
@@ -271,6 +274,14 @@ const std::vector<ModelType> &model_types() {
             t.heads = 80, t.kv_heads = 8, t.head_dim = 128;
             t.qkv_bias = {"attention_bias", true}, t.output_bias = {"attention_out_bias", false};
         }),
+        // Hunyuan dense (V1): q and k RMS-normed per head after RoPE (query_layernorm,
+        // key_layernorm; transformers norms always, whatever use_qk_norm says); the four biased as
+        // attention_bias says; a "dynamic" RoPE's alpha raises the base to theta alpha^(d / (d - 2))
+        // within max_position_embeddings (past it, transformers' dynamic update drops alpha).
+        type("hunyuan_v1_dense", [](ModelType &t) {
+            t.heads = 32, t.qk_norm = Span::EachHead, t.norm_eps = 1e-5, t.qk_norm_after_rope = true;
+            t.qk_norm_modules[0] = "query_layernorm", t.qk_norm_modules[1] = "key_layernorm", t.rope_alpha = true;
+        }),
     };
     return types;
 }
@@ -455,6 +466,7 @@ CachedAttentionConfig::QkNorm head_layer_norms(const ConfigReader &c, bool weigh
     CachedAttentionConfig::QkNorm norm{Span::EachHead, eps};
     norm.centred = norm.weights_per_head = true;
     norm.weights_in_head_modules = weights_in_head_modules;
+    if (weights_in_head_modules) norm.query_module = "q_layernorm", norm.key_module = "k_layernorm";
     return norm;
 }
 
@@ -471,7 +483,7 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
                     t.missing_rope_scaling + ")");
     }
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
-    HfRope rope = hf_rope(c, {t.rope_theta, t.partial_rotary, true, layer_type, true, t.original_context});
+    HfRope rope = hf_rope(c, {t.rope_theta, t.partial_rotary, true, layer_type, true, t.original_context, t.rope_alpha});
     if (t.gpt_neox_keys) {  // transformers 4 sets, and 5 fills in, these over rope_theta and partial_rotary_factor
         rope.theta = c.get_number("rotary_emb_base", rope.theta);
         rope.partial_rotary_factor = c.get_number("rotary_pct", rope.partial_rotary_factor);
@@ -576,8 +588,11 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     if (t.position_scaled_queries) read_position_scaled_queries(c, cfg);
     read_window(c, t, slides.value_or(false), cfg);
     cfg.sinks = t.sinks;
-    if (t.qk_norm && (!t.qk_norm_key || c.get_bool(t.qk_norm_key, false)))
+    if (t.qk_norm && (!t.qk_norm_key || c.get_bool(t.qk_norm_key, false))) {
         cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, rms_norm_eps(c, t.norm_eps), t.gemma3};
+        cfg.qk_norm->query_module = t.qk_norm_modules[0], cfg.qk_norm->key_module = t.qk_norm_modules[1];
+        cfg.qk_norm->after_rope = t.qk_norm_after_rope;
+    }
     if (t.llama4 && cfg.qk_norm) {
         // transformers norms q and k after RoPE, which takes out any amplitude the table carries
         // (YaRN's or LongRoPE's attention factor); this layer norms before RoPE, so its table must

@@ -21,7 +21,8 @@ namespace hattn {
 // its own and scales cos and sin by attention_factor too; it has two sets of factors, the long one
 // for calls whose positions pass original_context (long_factor_scaling() gives that scaling).
 // `Dynamic` (dynamic NTK) raises the base for a call longer than original_context (its length
-// `length`, as dynamic_ntk_scaling() sets it): base (factor L / original - (factor - 1))^(d / (d - 2)).
+// `length`, as dynamic_ntk_scaling() sets it): base (factor L / original - (factor - 1))^(d / (d - 2));
+// within original_context, Hunyuan's "alpha" raises it to base alpha^(d / (d - 2)).
 struct RopeScaling {
     enum class Type { None, Linear, Llama3, Yarn, LongRope, Dynamic };
     Type type = Type::None;
@@ -36,6 +37,7 @@ struct RopeScaling {
     std::vector<double> short_factors, long_factors;
     bool long_factors_used = false;
     double length = 0;  // Dynamic: the call's length (last position + 1); at most original_context: none
+    double alpha = 1.0;  // Dynamic (Hunyuan): the base's factor alpha^(d / (d - 2)) within original_context
 };
 
 // The amplitude a table of this scaling has: YaRN's and LongRope's attention_factor, else 1.

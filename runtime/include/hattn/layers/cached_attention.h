@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "hattn/config.h"
 #include "hattn/kernels/attention.h"
@@ -68,6 +69,11 @@ struct CachedAttentionConfig {
         // q_layernorm.norms.<h>.weight and k_layernorm...) instead of q_norm.weight [heads, D].
         bool weights_in_head_modules = false;
         bool weighted = true;           // false: no weights (Llama 4), nothing read
+        // The weights' modules: q_norm and k_norm (Hunyuan: query_layernorm and key_layernorm;
+        // StableLM's per-head modules: q_layernorm and k_layernorm).
+        std::string query_module = "q_norm", key_module = "k_norm";
+        // Hunyuan norms the rotated q and k (the others norm them as projected, before RoPE).
+        bool after_rope = false;
     };
     std::optional<QkNorm> qk_norm;
     // Hugging Face configs only (Llama 4's attn_temperature_tuning, on its layers without RoPE;
@@ -190,6 +196,8 @@ private:
     // GPU it stays there for the next kernel.
     Tensor project_heads(const Tensor &x, const Linear &projection, int64_t heads,
                          const std::optional<Tensor> &norm = std::nullopt) const;
+    // y [B, S, heads, D] normed by the QK-norm whose weight is `norm`.
+    Tensor qk_normed(const Tensor &y, const Tensor &norm) const;
     Tensor output(const Tensor &attended) const;  // [B, S, H, D] -> [B, S, E]
     // The RoPE table of a call turning positions [first, end): past the original context
     // LongRoPE's long one, or dynamic NTK's of the call's own base; else the layer's.
