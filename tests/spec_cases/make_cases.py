@@ -125,6 +125,9 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
         for norm, n_heads in (('q_norm', heads), ('k_norm', kv_heads)):
             shape = {'head': (head_dim,), 'all': (n_heads * head_dim,), 'each_head_own': (n_heads, head_dim)}[qk_norm]
             weights[norm + '.weight'] = noise(rng, *shape, mean=1.0)
+    if config['model_type'] == 'hunyuan_v1_dense':  # its norms' modules
+        for of, to in (('q_norm', 'query_layernorm'), ('k_norm', 'key_layernorm')):
+            weights[to + '.weight'] = weights.pop(of + '.weight')
     if sinks:  # about the scores' scale, so that they take a visible share of the weight
         weights['sinks'] = noise(rng, heads, scale=1.5)
     if config['model_type'] in ('phi', 'gpt_neox'):  # Phi-2's and GPT-NeoX's output projection is `dense`
@@ -518,6 +521,15 @@ def write_all(out_dir):
                                                         'original_max_position_embeddings': 4, 'beta_fast': 32.0,
                                                         'beta_slow': 1.0, 'mscale': 1.0, 'mscale_all_dim': 1.0,
                                                         'llama_4_scaling_beta': 0.5}}, 2, 13, biases=()),
+        # Hunyuan dense: q and k RMS-normed per head after RoPE; a dynamic RoPE whose alpha 100
+        # raises the base within max_position_embeddings 6; calls past it turn by dynamic NTK from
+        # rope_theta alone (the forward's 12 tokens, and each --prefill's calls, by their own ends).
+        llama_case(out_dir, 'hunyuan_norms_after_rope_alpha', 78,
+                   {'model_type': 'hunyuan_v1_dense', 'hidden_size': 64, 'num_attention_heads': 4,
+                    'num_key_value_heads': 2, 'head_dim': 16, 'rope_theta': 100.0, 'attention_bias': True,
+                    'max_position_embeddings': 6, 'use_qk_norm': True,
+                    'rope_scaling': {'type': 'dynamic', 'alpha': 100.0, 'factor': 1.0}}, 2, 12,
+                   biases=('q_proj', 'k_proj', 'v_proj', 'o_proj'), qk_norm='head', outputs_by_prefill=True),
         # Seed-OSS: q, k and v biased (attention_bias's default), o as attention_out_bias says.
         llama_case(out_dir, 'seed_oss_out_bias', 72,
                    {'model_type': 'seed_oss', 'hidden_size': 64, 'num_attention_heads': 4, 'num_key_value_heads': 2,

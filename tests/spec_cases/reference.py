@@ -140,7 +140,15 @@ def llama_rope_frequencies(config, head_dim):
         return yarn_frequencies(config, scaling, f, head_dim, base)
     # longrope divides them per call (longrope() below), dynamic raises the base per call (dynamic_ntk())
     assert kind in ('default', 'longrope', 'dynamic'), kind
+    if kind == 'dynamic' and config['model_type'] == 'hunyuan_v1_dense':  # within the original context
+        return f * hunyuan_alpha_base_factor(scaling, head_dim) ** (-2.0 * np.arange(head_dim // 2) / head_dim)
     return f
+
+
+def hunyuan_alpha_base_factor(scaling, dim):
+    """Hunyuan's dynamic RoPE within max_position_embeddings: the base times alpha^(d / (d - 2))
+    (transformers' HunYuanDenseV1RotaryEmbedding); 1 without alpha."""
+    return scaling.get('alpha', 1.0) ** (dim / (dim - 2))
 
 
 def yarn_frequencies(config, scaling, f, dim, base):
@@ -215,22 +223,27 @@ def rotated_by_long_factors(seq_len, original, prefill):
 def dynamic_ntk(config):
     """Dynamic NTK scaling (transformers' "dynamic", growing from max_position_embeddings L0): a call
     ending at L > L0 turns its tokens by base * (factor L / L0 - (factor - 1))^(d / (d - 2)); None
-    without it."""
+    without it. Hunyuan's alpha (a third value, 1 for other models) raises the base within L0 only:
+    transformers' dynamic update recomputes it past L0 from rope_theta alone."""
     scaling = config.get('rope_parameters') or config.get('rope_scaling') or {}
     if scaling.get('rope_type', scaling.get('type')) != 'dynamic':
         return None
-    return scaling['factor'], config['max_position_embeddings']
+    alpha = scaling.get('alpha', 1.0) if config['model_type'] == 'hunyuan_v1_dense' else 1.0
+    return scaling['factor'], config['max_position_embeddings'], alpha
 
 
-def by_call_base(rotate, ends, factor, original):
+def by_call_base(rotate, ends, factor, original, alpha=1.0):
     """`rotate` (x, positions, base, rotary_dim, frequencies) with each token turned by the dynamic
     NTK base of its call's end ends[t]: base^(-2i/d) scaled by g^(-2i/d), g = (factor L / L0 -
-    (factor - 1))^(d / (d - 2)) for L = max(ends[t], L0), so g = 1 up to the original context."""
+    (factor - 1))^(d / (d - 2)) for L = max(ends[t], L0), so g = 1 up to the original context.
+    Frequencies that carry Hunyuan's alpha (within L0) lose it past L0."""
     def rotate_by_call(x, p, base, rd, f):
         out = np.array(x, dtype=np.float64)
         for end in np.unique(ends):
             length = max(end, original)
             g = (factor * length / original - (factor - 1)) ** (rd / (rd - 2))
+            if end > original:
+                g /= hunyuan_alpha_base_factor({'alpha': alpha}, rd)
             rows = ends == end
             out[..., rows, :] = rotate(x, p, base, rd, f * g ** (-2.0 * np.arange(rd // 2) / rd))[..., rows, :]
         return out
@@ -327,7 +340,9 @@ def llama_attention(config, w, x, layer=None, prefill=None):
     p - W < j <= p. Granite scales the scores by
     attention_multiplier (default 1) rather than head_dim^-1/2. Ministral 3 multiplies the query at
     position p by 1 + beta ln(1 + floor(p / L)), beta and L its RoPE parameters'
-    llama_4_scaling_beta and original_max_position_embeddings. SmolLM3's layer `layer` rotates
+    llama_4_scaling_beta and original_max_position_embeddings. Hunyuan dense RMS-norms each head of
+    q and k after RoPE (query_layernorm, key_layernorm), its dynamic RoPE's alpha as
+    hunyuan_alpha_base_factor says. SmolLM3's layer `layer` rotates
     only where smollm3_rotates says (sliding windows not covered here). LongRoPE rotates each token
     by its call's factors, dynamic NTK by its call's base: `prefill` says how `hattn run --prefill`
     splits the sequence into calls (None: one call)."""
@@ -383,14 +398,17 @@ def llama_attention(config, w, x, layer=None, prefill=None):
         rotate = lambda x, p, base, rd, f: np.where(by_long, plain_rotate(x, p, base, rd, f / long),
                                                     plain_rotate(x, p, base, rd, f / short))
     if dynamic_ntk(config) is not None:  # each token by its call's base
-        factor, original = dynamic_ntk(config)
-        rotate = by_call_base(rotate, call_ends(x.shape[1], prefill), factor, original)
+        factor, original, alpha = dynamic_ntk(config)
+        rotate = by_call_base(rotate, call_ends(x.shape[1], prefill), factor, original, alpha)
     q = rotate(llama_family_qk_norm(config, w, 'q', project('q_proj', heads), heads), positions, None, rotary_dim,
                frequencies)
     k = rotate(llama_family_qk_norm(config, w, 'k', project('k_proj', kv_heads), kv_heads), positions, None, rotary_dim,
                frequencies)
     q[..., :rotary_dim] *= amplitude
     k[..., :rotary_dim] *= amplitude
+    if model == 'hunyuan_v1_dense':  # q and k normed after RoPE, each head (eps rms_norm_eps, default 1e-5)
+        q = rms_norm(q, w['query_layernorm.weight'], config.get('rms_norm_eps', 1e-5))
+        k = rms_norm(k, w['key_layernorm.weight'], config.get('rms_norm_eps', 1e-5))
     if model == 'ministral3':  # queries scaled by position, from 0
         scaling = config.get('rope_parameters') or config.get('rope_scaling')
         beta, original = scaling['llama_4_scaling_beta'], scaling['original_max_position_embeddings']
