@@ -412,7 +412,7 @@ TestMask test_mask(const std::vector<int32_t> &lengths, int64_t S, bool callers_
 // Mistral 7B v0.1: a window of 4096 keys, here 7. Up to the window every query sees all its keys,
 // exactly as without one; past it a query sees its last 7, decoding or prefilling: the same as the
 // masked path of a layer without a window, hiding the older keys.
-void check_sliding_params() {
+void check_sliding_window() {
     TestLayer seed({64, 4, 2, 16, false, 10000.0});  // Mistral has no biases
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
@@ -470,7 +470,7 @@ void check_sliding_params() {
     EXPECT_EQ(ours.lengths(), std::vector<int32_t>({16, 19}));
 }
 
-TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_params(); }
+TEST(CachedAttentionHuggingFace, ASlidingWindowHidesKeysPastIt) { check_sliding_window(); }
 
 // The outputs [B, S, E] of x's tokens through one cache, in calls of the given numbers of tokens (a
 // call of one token is a decode step).
@@ -956,9 +956,6 @@ void check_gpt_neox_layer() {
 }
 TEST(CachedAttentionHuggingFace, AGptNeoXLayerSplitsEachHeadsFusedRows) { check_gpt_neox_layer(); }
 
-// A GLM-4.5 layer (glm4_moe) through a prompt of 5 and 4 decode steps: q, k and v biased
-// (attention_bias), o not; q and k RMS-normed per head (use_qk_norm); the first 8 of each head's
-// 16 dims turn as halves, not GLM-4's pairs.
 // out (x through a layer, from an empty cache) differs from the reference after each change to
 // its weights: the check against the unchanged reference can fail.
 void expect_each_change_differs(const Tensor &out, const reference::CachedAttentionWeights &ref, const Tensor &x,
@@ -970,6 +967,9 @@ void expect_each_change_differs(const Tensor &out, const reference::CachedAttent
     }
 }
 
+// A GLM-4.5 layer (glm4_moe) through a prompt of 5 and 4 decode steps: q, k and v biased
+// (attention_bias), o not; q and k RMS-normed per head (use_qk_norm); the first 8 of each head's
+// 16 dims turn as halves, not GLM-4's pairs.
 void check_glm4_moe_layer() {
     TestLayer seed({64, 4, 2, 16, true, 10000.0});
     seed.ref.norm_eps = 1e-5;
@@ -1390,7 +1390,7 @@ TEST(CachedAttentionHuggingFace, ScaleAndCapMustSurviveTheCastToFloat) {
 class CachedOnGpu : public testing::OnEachGpu {};
 TEST_P(CachedOnGpu, ASlidingWindowHidesKeysPastIt) {
     const testing::OnDevice on(GetParam());
-    check_sliding_params();
+    check_sliding_window();
 }
 TEST_P(CachedOnGpu, QkNormMatchesTheReference) {
     const testing::OnDevice on(GetParam());
@@ -1496,7 +1496,7 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"hunyuan_v1", "qwen3_next", "falcon"}) {
+    for (const char *type : {"hunyuan_v1_moe", "qwen3_next", "falcon"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "

@@ -84,7 +84,8 @@ RopeScaling longrope(const ConfigReader &c, const ConfigReader &p, std::optional
 
 // Dynamic NTK (transformers' "dynamic"): a call whose positions pass max_position_embeddings L0
 // turns by a larger base, base * (factor * L / L0 - (factor - 1))^(dim / (dim - 2)) for the call's
-// length L (its last position + 1); Hunyuan's (reads_alpha) by base * alpha^(dim / (dim - 2)) within L0. transformers reads the config's max_position_embeddings, not
+// length L (its last position + 1). Hunyuan's (reads_alpha) turns by base * alpha^(dim / (dim - 2))
+// within L0. transformers reads the config's max_position_embeddings, not
 // the scaling's original_max_position_embeddings: where that is stated and differs, refused.
 RopeScaling dynamic_ntk(const ConfigReader &c, const ConfigReader &p, bool reads_alpha) {
     RopeScaling s;

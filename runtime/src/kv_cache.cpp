@@ -84,7 +84,7 @@ TensorView KVCache::key_slot(int64_t b, int64_t count) { return slot(k_, b, coun
 TensorView KVCache::value_slot(int64_t b, int64_t count) { return slot(v_, b, count); }
 
 void KVCache::commit(int64_t count) {
-    lengths_.require_room(count);
+    lengths_.require_room(count);  // first: a full cache's overflow in the lengths' words
     for (int64_t b = 0; b < batch(); b++) require_rows(b, count);
     lengths_.commit(count);
 }

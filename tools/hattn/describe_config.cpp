@@ -28,6 +28,7 @@ std::string scaling_text(const RopeScaling &s) {
         break;
     case RopeScaling::Type::Dynamic:
         out << ", dynamic x" << s.factor << " (each call past " << s.original_context << " positions its own base)";
+        if (s.alpha != 1.0) out << ", alpha " << s.alpha << " within them";
         break;
     }
     return out.str();
@@ -50,7 +51,8 @@ std::string describe(const CachedAttentionConfig &c) {
             << (c.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead ? "per head" : "over all heads")
             << (c.qk_norm->weights_per_head ? " with its own weights" : "")
             << (c.qk_norm->weighted ? "" : " without weights")
-            << (c.qk_norm->weight_plus_one ? " by 1 + w" : "") << " eps " << c.qk_norm->eps;
+            << (c.qk_norm->weight_plus_one ? " by 1 + w" : "") << (c.qk_norm->after_rope ? " after RoPE" : "")
+            << " eps " << c.qk_norm->eps;
     }
     if (c.qkv_clip) out << "; q, k and v clamped to +-" << *c.qkv_clip;
     if (c.attention_scale) out << "; scale " << *c.attention_scale;

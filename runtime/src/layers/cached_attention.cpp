@@ -407,8 +407,8 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         q = std::move(scaled);
     }
     KeyStore store{{}, {}, std::vector<int32_t>(B, 0)};
-    // A sliding cache whose rows cannot take the new tokens after its own (once per max(W, 256)
-    // decode steps, or a prompt longer than its rows) takes them only at the end, where it forgets
+    // A sliding cache whose rows cannot take the new tokens after its own (once per rows - kept()
+    // decode steps, max(W, 256) for make_cache's; or a prompt longer than its rows) takes them only at the end, where it forgets
     // tokens and moves rows; the call attends over a copy of the tokens it reaches.
     const bool in_rows = !cache || cache->fits_in_rows(S);
     Tensor window_keys, window_values;
@@ -552,6 +552,7 @@ ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
     require(Sk > 0, "cached_attention: the context must hold at least one token");
     KVCache kv(B, config_.kv_heads, config_.head_dimension, Sk);
     const detail::ScopedRegion inputs[] = {detail::upload_once(key_input), detail::upload_once(value_input)};
+    // No RoPE here: the keys are normed as projected, also where the layer norms them after RoPE.
     kv.append(project_heads(key_input, key_, config_.kv_heads, key_norm_).view(),
               project_heads(value_input, value_, config_.kv_heads).view());
     return ConditioningCache(std::move(kv));

@@ -39,7 +39,7 @@ struct ModelType {
     // (none: hidden_size / heads), rope_theta.
     std::optional<int64_t> heads, kv_heads, head_dim;
     double rope_theta = 10000.0;
-    std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE
+    std::optional<Span> qk_norm;      // RMSNorm of q and k before RoPE (after it: qk_norm_after_rope)
     const char *qk_norm_key = nullptr;  // where set, the norm is there only where this key is true
     bool qk_norm_after_rope = false;    // Hunyuan: of the rotated q and k instead
     const char *qk_norm_modules[2] = {"q_norm", "k_norm"};  // the norms' weights: q's and k's modules
@@ -277,7 +277,8 @@ const std::vector<ModelType> &model_types() {
         // Hunyuan dense (V1): q and k RMS-normed per head after RoPE (query_layernorm,
         // key_layernorm; transformers norms always, whatever use_qk_norm says); the four biased as
         // attention_bias says; a "dynamic" RoPE's alpha raises the base to theta alpha^(d / (d - 2))
-        // within max_position_embeddings (past it, transformers' dynamic update drops alpha).
+        // within max_position_embeddings (past it, transformers' dynamic update drops alpha; vLLM
+        // keeps it).
         type("hunyuan_v1_dense", [](ModelType &t) {
             t.heads = 32, t.qk_norm = Span::EachHead, t.norm_eps = 1e-5, t.qk_norm_after_rope = true;
             t.qk_norm_modules[0] = "query_layernorm", t.qk_norm_modules[1] = "key_layernorm", t.rope_alpha = true;

@@ -36,7 +36,9 @@ struct RopeScaling {
     // and the set past it (long_factor); `long_factors_used` says which this table's frequencies take.
     std::vector<double> short_factors, long_factors;
     bool long_factors_used = false;
-    double length = 0;  // Dynamic: the call's length (last position + 1); at most original_context: none
+    // Dynamic: the call's length (last position + 1); at most original_context: no NTK growth (the
+    // base as stated, or raised by alpha)
+    double length = 0;
     double alpha = 1.0;  // Dynamic (Hunyuan): the base's factor alpha^(d / (d - 2)) within original_context
 };
 
