@@ -1248,7 +1248,7 @@ TEST(CachedAttentionHuggingFace, LlamaLookAlikesReadTheirOwnKeys) {
     const std::string neox = R"({"model_type": "gpt_neox", "hidden_size": 6144)";
     const CachedAttentionConfig pythia = read(neox + R"(, "num_key_value_heads": 8})");
     EXPECT_EQ(std::tuple(pythia.heads, pythia.kv_heads, pythia.head_dimension), std::tuple(64, 64, 96));
-    EXPECT_EQ(pythia.names, CachedAttentionConfig::Names::GptNeoX);
+    EXPECT_EQ(pythia.names, CachedAttentionConfig::Names::GroupedQueryKeyValue);
     EXPECT_EQ(pythia.rotary_dimension, 24);
     EXPECT_EQ(pythia.rope_base.value_or(0), 10000.0);
     EXPECT_TRUE(pythia.bias && pythia.output_bias);

@@ -69,7 +69,7 @@ std::string describe(const CachedAttentionConfig &c) {
     out << "; biases " << (c.bias ? (c.output_bias ? "q, k, v, o" : "q, k, v") : (c.output_bias ? "o" : "none"));
     if (c.names == Names::HuggingFaceFusedQkv) out << "; weights qkv_proj, o_proj";
     if (c.names == Names::HuggingFaceDenseOutput) out << "; weights q_proj, k_proj, v_proj, dense";
-    if (c.names == Names::GptNeoX) out << "; weights query_key_value (per head), dense";
+    if (c.names == Names::GroupedQueryKeyValue) out << "; weights query_key_value (per KV head), dense";
     return out.str();
 }
 

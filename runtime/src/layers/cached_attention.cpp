@@ -23,15 +23,18 @@ Tensor rows_of(const Tensor &matrix, int64_t begin, int64_t count) {
     return part;
 }
 
-// Part `which` (0: q, 1: k, 2: v) of GPT-NeoX's fused rows [heads x (q, k, v) x D, cols] (or a
-// bias, [heads x 3 x D]): each head's D rows of it, in head order.
-Tensor per_head_part(const Tensor &fused, int64_t heads, int64_t D, int64_t which) {
+// Part `which` (0: q, 1: k, 2: v) of a fused query_key_value [groups x (g q heads, a k head, a v
+// head) x D, cols] (or a bias, without cols): each group's rows of it, in group order. A group is a
+// KV head and its g query heads (GPT-NeoX: a group per head; Falcon: a group per KV head).
+Tensor group_part(const Tensor &fused, int64_t groups, int64_t g, int64_t D, int64_t which) {
     const int64_t cols = fused.rank() == 2 ? fused.dim(1) : 1;
+    const int64_t heads = which == 0 ? g : 1, first = which == 0 ? 0 : g + which - 1;
     Shape shape = fused.shape();
-    shape[0] = heads * D;
+    shape[0] = groups * heads * D;
     Tensor part(shape, Tensor::unset);
-    for (int64_t h = 0; h < heads; h++) {
-        std::copy_n(fused.values().begin() + ((h * 3 + which) * D) * cols, D * cols, part.data() + h * D * cols);
+    for (int64_t group = 0; group < groups; group++) {
+        std::copy_n(fused.values().begin() + (group * (g + 2) + first) * D * cols, heads * D * cols,
+                    part.data() + group * heads * D * cols);
     }
     return part;
 }
@@ -150,18 +153,16 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         return Linear::dense(w.get(name + ".weight", {rows, cols}),
                              has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt, clip);
     };
-    if (config.names == Names::GptNeoX) {
-        // q, k and v of every head, split once here; no GQA (transformers' GPT-NeoX has none).
-        require(config.kv_heads == config.heads, "cached_attention: GPT-NeoX's fused query_key_value has a key and "
-                                                 "value head per query head, got " + std::to_string(config.heads) +
-                                                     " heads and " + std::to_string(config.kv_heads) + " KV heads");
-        const Tensor qkv = w.get("query_key_value.weight", {3 * q_width, E});
+    if (config.names == Names::GroupedQueryKeyValue) {
+        // q, k and v of every group, split once here.
+        const int64_t g = config.heads / config.kv_heads, fused_rows = q_width + 2 * kv_width;
+        const Tensor qkv = w.get("query_key_value.weight", {fused_rows, E});
         const std::optional<Tensor> bias =
-            config.bias ? std::optional<Tensor>(w.get("query_key_value.bias", {3 * q_width})) : std::nullopt;
+            config.bias ? std::optional<Tensor>(w.get("query_key_value.bias", {fused_rows})) : std::nullopt;
         const auto part = [&](int64_t which) {
             std::optional<Tensor> part_bias;
-            if (bias) part_bias = per_head_part(*bias, config.heads, D, which);
-            return Linear::dense(per_head_part(qkv, config.heads, D, which), std::move(part_bias), qkv_clip);
+            if (bias) part_bias = group_part(*bias, config.kv_heads, g, D, which);
+            return Linear::dense(group_part(qkv, config.kv_heads, g, D, which), std::move(part_bias), qkv_clip);
         };
         query_ = part(0), key_ = part(1), value_ = part(2);
     } else if (config.names == Names::HuggingFaceFusedQkv) {
@@ -176,7 +177,7 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         key_ = linear("key_projection", "k_proj", kv_width, E, config.bias, qkv_clip);
         value_ = linear("value_projection", "v_proj", kv_width, E, config.bias, qkv_clip);
     }
-    const bool dense = config.names == Names::HuggingFaceDenseOutput || config.names == Names::GptNeoX;
+    const bool dense = config.names == Names::HuggingFaceDenseOutput || config.names == Names::GroupedQueryKeyValue;
     output_ = linear("output_projection", dense ? "dense" : "o_proj", E, q_width, config.output_bias, 0.0f);
     if (config.qk_norm) {
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;

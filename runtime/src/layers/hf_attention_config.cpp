@@ -258,7 +258,7 @@ const std::vector<ModelType> &model_types() {
         // attention_bias (default true); no GQA.
         type("gpt_neox", [](ModelType &t) {
             t.heads = 64, t.qkv_bias = t.output_bias = {"attention_bias", true};
-            t.names = Names::GptNeoX, t.gpt_neox_keys = true;
+            t.names = Names::GroupedQueryKeyValue, t.gpt_neox_keys = true;
             t.partial_rotary_allowed = true, t.partial_rotary = 0.25;
         }),
         // Ministral 3: Mistral's attention, YaRN-scaled (a missing rope_parameters is YaRN x16 there),

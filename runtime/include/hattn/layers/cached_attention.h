@@ -18,9 +18,10 @@ namespace hattn {
 struct CachedAttentionConfig {
     // Whose names the weights have: the seed module's (query_projection, ...), a Hugging Face
     // Llama-family attention's (q_proj, k_proj, v_proj, o_proj), Phi-3's (q, k and v stacked in
-    // that order in qkv_proj; o_proj), Phi-2's (q_proj, k_proj, v_proj; dense), or GPT-NeoX's
-    // (each head's q, k and v rows in turn in query_key_value; dense).
-    enum class Names { Seed, HuggingFace, HuggingFaceFusedQkv, HuggingFaceDenseOutput, GptNeoX };
+    // that order in qkv_proj; o_proj), Phi-2's (q_proj, k_proj, v_proj; dense), or GPT-NeoX's and
+    // Falcon's (query_key_value holding, per KV head, its query heads' rows, then its key's and
+    // value's: for GPT-NeoX each head's q, k and v in turn; dense).
+    enum class Names { Seed, HuggingFace, HuggingFaceFusedQkv, HuggingFaceDenseOutput, GroupedQueryKeyValue };
 
     int64_t embedding_dimension = 0;  // E
     int64_t heads = 0;                // H
