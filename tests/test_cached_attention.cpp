@@ -933,28 +933,87 @@ TEST(CachedAttentionHuggingFace, AGlmLayerTurnsHalfOfEachHeadInPlace) { check_gl
 // A GPT-NeoX (Pythia) layer through a prompt of 5 and 4 decode steps: each head's q, k and v rows in
 // turn in query_key_value (biased), the output `dense`; a quarter of each head (4 of 16 dims)
 // rotated, as rotary_pct and rotary_emb_base say.
+// The seed's q, k and v weights (or biases, of a row each) fused as query_key_value: per KV head,
+// its query heads' rows, then its key's and value's (GPT-NeoX: a group per head; Falcon).
+Tensor fused_by_group(const Tensor &q, const Tensor &k, const Tensor &v, int64_t H, int64_t Hkv, int64_t D) {
+    const int64_t cols = q.rank() == 2 ? q.dim(1) : 1, g = H / Hkv, head = D * cols;
+    Shape shape = q.shape();
+    shape[0] = (H + 2 * Hkv) * D;
+    Tensor fused(shape);
+    float *to = fused.data();
+    for (int64_t group = 0; group < Hkv; group++) {
+        to = std::copy_n(q.data() + group * g * head, g * head, to);
+        to = std::copy_n(k.data() + group * head, head, to);
+        to = std::copy_n(v.data() + group * head, head, to);
+    }
+    return fused;
+}
+
+// A layer whose weights are query_key_value (grouped) and dense, both biased, under prefix p.
+CachedAttention fused_qkv_layer(const TestLayer &seed, const nlohmann::json &config, const std::string &p,
+                                const testing::TempDir &dir) {
+    const reference::CachedAttentionWeights &r = seed.ref;
+    write_safetensors(dir.file("model.safetensors"),
+                      {{p + "query_key_value.weight", fused_by_group(r.wq, r.wk, r.wv, r.H, r.Hkv, r.D)},
+                       {p + "query_key_value.bias", fused_by_group(*r.bq, *r.bk, *r.bv, r.H, r.Hkv, r.D)},
+                       {p + "dense.weight", r.wo}, {p + "dense.bias", *r.bo}});
+    return CachedAttention(testing::config_of(config), Weights::open(dir.file("model.safetensors"), p));
+}
+
 void check_gpt_neox_layer() {
     TestLayer seed({64, 4, 4, 16, true, 10000.0});
-    Tensor qkv({3 * 64, 64}), qkv_bias({3 * 64});
-    for (int64_t h = 0; h < 4; h++) {
-        for (int64_t which = 0; which < 3; which++) {
-            const Tensor &w = which == 0 ? seed.ref.wq : which == 1 ? seed.ref.wk : seed.ref.wv;
-            const Tensor &b = which == 0 ? *seed.ref.bq : which == 1 ? *seed.ref.bk : *seed.ref.bv;
-            std::copy_n(w.data() + h * 16 * 64, 16 * 64, qkv.data() + (h * 3 + which) * 16 * 64);
-            std::copy_n(b.data() + h * 16, 16, qkv_bias.data() + (h * 3 + which) * 16);
-        }
-    }
-    const std::string p = "gpt_neox.layers.0.attention.";
     testing::TempDir dir;
-    write_safetensors(dir.file("model.safetensors"), {{p + "query_key_value.weight", qkv}, {p + "query_key_value.bias", qkv_bias},
-                                                      {p + "dense.weight", seed.ref.wo}, {p + "dense.bias", *seed.ref.bo}});
-    const CachedAttention neox(testing::config_of({{"model_type", "gpt_neox"}, {"hidden_size", 64}, {"num_attention_heads", 4},
-                                                   {"rotary_pct", 0.25}, {"rotary_emb_base", 10000}}),
-                               Weights::open(dir.file("model.safetensors"), p));
+    const CachedAttention neox = fused_qkv_layer(seed, {{"model_type", "gpt_neox"}, {"hidden_size", 64}, {"num_attention_heads", 4},
+                                                        {"rotary_pct", 0.25}, {"rotary_emb_base", 10000}},
+                                                 "gpt_neox.layers.0.attention.", dir);
     const Tensor x = testing::random_tensor({2, 9, 64}, 155);
     expect_partial_rope(prompt_then_decode(neox, x, 5), seed.ref, x, 4);
 }
 TEST(CachedAttentionHuggingFace, AGptNeoXLayerSplitsEachHeadsFusedRows) { check_gpt_neox_layer(); }
+
+// Falcon's three layouts of query_key_value, each through a prompt of 5 and 4 decode steps: one
+// KV head (multi_query, Falcon-7B), KV heads of 2 query heads each (new_decoder_architecture,
+// Falcon-40B), and q, k and v per head (neither).
+void check_falcon_layers() {
+    for (const auto &[kv_heads, multi_query, new_architecture] :
+         {std::tuple{1, true, false}, std::tuple{2, false, true}, std::tuple{4, false, false}}) {
+        TestLayer seed({64, 4, kv_heads, 16, true, 10000.0}, 160);
+        testing::TempDir dir;
+        const CachedAttention falcon = fused_qkv_layer(
+            seed, {{"model_type", "falcon"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"num_kv_heads", kv_heads},
+                   {"multi_query", multi_query}, {"new_decoder_architecture", new_architecture}, {"bias", true},
+                   {"rope_theta", 10000.0}, {"alibi", false}},
+            "transformer.h.0.self_attention.", dir);
+        EXPECT_EQ(falcon.config().kv_heads, kv_heads);
+        const Tensor x = testing::random_tensor({2, 9, 64}, 161);
+        EXPECT_LE(testing::relative_l2(prompt_then_decode(falcon, x, 5), reference::cached_attention(seed.ref, x, {}, {}, 0)),
+                  1e-5) << kv_heads << " KV heads";
+    }
+}
+TEST(CachedAttentionHuggingFace, FalconLayersSplitTheirFusedRowsByKvHead) { check_falcon_layers(); }
+
+// Falcon's keys: one KV head unless new_decoder_architecture or multi_query false; num_kv_heads
+// then (the heads where missing); head_dim and num_key_value_heads unread; ALiBi refused.
+TEST(CachedAttentionHuggingFace, FalconConfigsReadTheirOwnKeys) {
+    const auto read = [](const std::string &json) { return CachedAttentionConfig::from(ConfigReader::parse(json, "config.json")); };
+    const std::string falcon = R"({"model_type": "falcon", "hidden_size": 4544, "num_kv_heads": 71, "head_dim": 32,
+        "num_key_value_heads": 71)";
+    const CachedAttentionConfig seven_b = read(falcon + "}");
+    EXPECT_EQ(std::tuple(seven_b.heads, seven_b.kv_heads, seven_b.head_dimension), std::tuple(71, 1, 64));
+    EXPECT_EQ(seven_b.names, CachedAttentionConfig::Names::GroupedQueryKeyValue);
+    EXPECT_FALSE(seven_b.bias || seven_b.output_bias);
+    EXPECT_EQ(seven_b.rope_base.value_or(0), 10000.0);
+    const CachedAttentionConfig forty_b = read(R"({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
+        "num_kv_heads": 8, "new_decoder_architecture": true, "bias": true})");
+    EXPECT_EQ(std::tuple(forty_b.heads, forty_b.kv_heads, forty_b.head_dimension), std::tuple(128, 8, 64));
+    EXPECT_TRUE(forty_b.bias && forty_b.output_bias);
+    EXPECT_EQ(read(falcon + R"(, "multi_query": false})").kv_heads, 71);
+    EXPECT_EQ(config_error(falcon + R"(, "multi_query": false, "num_kv_heads": 1})"),
+              "config.json: num_kv_heads (1) must equal num_attention_heads (71) without multi_query or "
+              "new_decoder_architecture (q, k and v per head)");
+    EXPECT_EQ(config_error(falcon + R"(, "alibi": true})"),
+              "config.json: alibi is not supported for falcon (ALiBi position biases, not RoPE)");
+}
 
 // out (x through a layer, from an empty cache) differs from the reference after each change to
 // its weights: the check against the unchanged reference can fail.
@@ -1429,6 +1488,10 @@ TEST_P(CachedOnGpu, QueriesScaledFromPositionZeroMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_queries_scaled_from_position_0();
 }
+TEST_P(CachedOnGpu, FalconFusedGroupsMatchTheReference) {
+    const testing::OnDevice on(GetParam());
+    check_falcon_layers();
+}
 TEST_P(CachedOnGpu, GptNeoXFusedHeadsMatchTheReference) {
     const testing::OnDevice on(GetParam());
     check_gpt_neox_layer();
@@ -1496,14 +1559,14 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(config_error("{" + llama + R"(, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}})"),
               "config.json: partial_rotary_factor 0.500000 is not supported for llama (whole-head RoPE only)");
     // Look-alikes with the same weight names and other math, and configs that do not say.
-    for (const char *type : {"hunyuan_v1_moe", "qwen3_next", "falcon"}) {
+    for (const char *type : {"hunyuan_v1_moe", "qwen3_next", "bloom"}) {
         EXPECT_EQ(config_error(R"({"model_type": ")" + std::string(type) + R"(", "hidden_size": 64, "num_attention_heads": 4})"),
                   "config.json: model_type '" + std::string(type) +
                       "' is not supported by cached_attention (llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "
                       "qwen3_moe, olmo, olmo2, olmo3, phi3, gemma, gemma2, gemma3_text, cohere, cohere2, glm, glm4, "
                       "glm4_moe, gpt_oss, smollm3, llama4_text, stablelm, granite, granitemoe, granitemoeshared, "
                       "starcoder2, olmoe, nemotron, apertus, arcee, helium, exaone4, ernie4_5, phi, gpt_neox, ministral3, "
-                      "seed_oss, hunyuan_v1_dense)");
+                      "seed_oss, falcon, hunyuan_v1_dense)");
     }
     // OLMo 1: Llama's attention, q, k and v clamped where clip_qkv says.
     const std::string olmo = R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4)";

@@ -114,6 +114,8 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
     gemma, glm = config['model_type'] in ('gemma2', 'gemma3_text'), config['model_type'] in ('glm', 'glm4')
     e, heads = config['hidden_size'], config.get('num_attention_heads', 8 if gemma else None)
     kv_heads = config.get('num_key_value_heads', 4 if gemma else 2 if glm else 8 if config['model_type'] == 'glm4_moe' else heads)
+    if config['model_type'] == 'falcon':
+        kv_heads = reference.falcon_kv_heads(config)
     head_dim = config.get('head_dim') or e // heads
     shapes = attention_shapes(('q_proj', 'k_proj', 'v_proj', 'o_proj'), e, heads, kv_heads, head_dim)
     weights = projections(rng, shapes, lambda layer: layer in biases)
@@ -130,16 +132,17 @@ def llama_case(out_dir, name, seed, config, batch, seq_len, biases, qk_norm=None
             weights[to + '.weight'] = weights.pop(of + '.weight')
     if sinks:  # about the scores' scale, so that they take a visible share of the weight
         weights['sinks'] = noise(rng, heads, scale=1.5)
-    if config['model_type'] in ('phi', 'gpt_neox'):  # Phi-2's and GPT-NeoX's output projection is `dense`
+    if config['model_type'] in ('phi', 'gpt_neox', 'falcon'):  # Phi-2's, GPT-NeoX's and Falcon's output projection is `dense`
         for kind in ('weight', 'bias'):
             if 'o_proj.' + kind in weights:
                 weights['dense.' + kind] = weights.pop('o_proj.' + kind)
-    if config['model_type'] == 'gpt_neox':  # each head's q, k and v rows in turn in one projection
+    if config['model_type'] in ('gpt_neox', 'falcon'):  # per KV head, its query heads' rows, then its k's and v's
+        g = heads // kv_heads
         for kind in ('weight', 'bias'):
             parts = [weights.pop(f'{name}.{kind}') for name in ('q_proj', 'k_proj', 'v_proj') if f'{name}.{kind}' in weights]
             if parts:
-                per_head = np.stack([p.reshape(heads, head_dim, *p.shape[1:]) for p in parts], axis=1)
-                weights['query_key_value.' + kind] = per_head.reshape(3 * heads * head_dim, *parts[0].shape[1:])
+                q, k, v = (p.reshape(kv_heads, -1, head_dim, *p.shape[1:]) for p in parts)
+                weights['query_key_value.' + kind] = np.concatenate([q, k, v], axis=1).reshape(-1, *parts[0].shape[1:])
     if config['model_type'] == 'phi3':  # q, k and v stacked in one projection
         weights['qkv_proj.weight'] = np.concatenate([weights.pop(name + '.weight') for name in ('q_proj', 'k_proj', 'v_proj')])
     x = rng.standard_normal((batch, seq_len, e)).astype(np.float32)
@@ -521,6 +524,15 @@ def write_all(out_dir):
                                                         'original_max_position_embeddings': 4, 'beta_fast': 32.0,
                                                         'beta_slow': 1.0, 'mscale': 1.0, 'mscale_all_dim': 1.0,
                                                         'llama_4_scaling_beta': 0.5}}, 2, 13, biases=()),
+        # Falcon-40B's layout: query_key_value grouped per KV head (2 query heads each), all biased.
+        llama_case(out_dir, 'falcon_grouped_query_key_value', 79,
+                   {'model_type': 'falcon', 'hidden_size': 64, 'num_attention_heads': 4, 'num_kv_heads': 2,
+                    'new_decoder_architecture': True, 'bias': True, 'rope_theta': 100.0}, 2, 10,
+                   biases=('q_proj', 'k_proj', 'v_proj', 'o_proj')),
+        # Falcon-7B's: one KV head (multi_query, its default), no biases.
+        llama_case(out_dir, 'falcon_multi_query', 80,
+                   {'model_type': 'falcon', 'hidden_size': 64, 'num_attention_heads': 4, 'rope_theta': 100.0}, 2, 10,
+                   biases=()),
         # Hunyuan dense: q and k RMS-normed per head after RoPE; a dynamic RoPE whose alpha 100
         # raises the base within max_position_embeddings 6; calls past it turn by dynamic NTK from
         # rope_theta alone (the forward's 12 tokens, and each --prefill's calls, by their own ends).

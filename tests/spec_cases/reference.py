@@ -276,6 +276,8 @@ def llama_family_biases(config):
     (default true), Seed-OSS q, k and v per attention_bias (default true) and o per
     attention_out_bias (default false)."""
     model, qkv = config['model_type'], {'q_proj', 'k_proj', 'v_proj'}
+    if model == 'falcon':
+        return qkv | {'o_proj'} if config.get('bias', False) else set()
     if model == 'phi':
         return qkv | {'o_proj'}
     if model == 'gpt_neox':
@@ -293,6 +295,14 @@ def llama_family_biases(config):
     if model in ('mistral', 'mixtral', 'phi3'):
         return set()
     return qkv | {'o_proj'} if config.get('attention_bias') else set()
+
+
+def falcon_kv_heads(config):
+    """Falcon's KV heads: one under multi_query (its default) unless new_decoder_architecture, else
+    num_kv_heads (default the heads)."""
+    if config.get('multi_query', True) and not config.get('new_decoder_architecture', False):
+        return 1
+    return config.get('num_kv_heads') or config['num_attention_heads']
 
 
 def llama_family_qk_norm(config, w, name, y, n_heads):
@@ -353,7 +363,11 @@ def llama_attention(config, w, x, layer=None, prefill=None):
                       partial_rotary_factor=config.get('rotary_pct', 0.25), num_key_value_heads=heads)
     glm = model in ('glm', 'glm4')
     kv_heads = config.get('num_key_value_heads') or {'glm': 2, 'glm4': 2, 'glm4_moe': 8}.get(model, heads)
+    if model == 'falcon':
+        kv_heads = falcon_kv_heads(config)
     head_dim = config.get('head_dim') or (128 if model == 'qwen3' or glm else config['hidden_size'] // heads)
+    if model == 'falcon':  # head_dim unread
+        head_dim = config['hidden_size'] // heads
     rotary_dim = head_dim
     if model in PARTIAL_ROTARY_DEFAULT:
         rotary_dim = int(head_dim * config.get('partial_rotary_factor', PARTIAL_ROTARY_DEFAULT[model]))
@@ -363,13 +377,14 @@ def llama_attention(config, w, x, layer=None, prefill=None):
         qkv = w['qkv_proj.weight']
         w = dict(w, **{'q_proj.weight': qkv[:q_rows], 'k_proj.weight': qkv[q_rows:q_rows + kv_rows],
                        'v_proj.weight': qkv[q_rows + kv_rows:]})
-    if 'query_key_value.weight' in w:  # GPT-NeoX: each head's q, k and v rows in turn
-        for which, name in enumerate(('q_proj', 'k_proj', 'v_proj')):
-            for kind in ('weight', 'bias'):
-                fused = w.get('query_key_value.' + kind)
-                if fused is not None:
-                    per_head = fused.reshape(heads, 3, head_dim, *fused.shape[1:])
-                    w = dict(w, **{f'{name}.{kind}': per_head[:, which].reshape(heads * head_dim, *fused.shape[1:])})
+    if 'query_key_value.weight' in w:  # per KV head its g query heads' rows, then its k's and v's
+        g = heads // kv_heads  # (GPT-NeoX: 1, each head's q, k and v rows in turn)
+        for kind in ('weight', 'bias'):
+            fused = w.get('query_key_value.' + kind)
+            if fused is not None:
+                groups = fused.reshape(kv_heads, g + 2, head_dim, *fused.shape[1:])
+                for name, part in (('q_proj', groups[:, :g]), ('k_proj', groups[:, g]), ('v_proj', groups[:, g + 1])):
+                    w = dict(w, **{f'{name}.{kind}': part.reshape(-1, *fused.shape[1:])})
     if 'dense.weight' in w:  # Phi-2's and GPT-NeoX's output projection
         w = dict(w, **{'o_proj.' + kind: w['dense.' + kind] for kind in ('weight', 'bias') if 'dense.' + kind in w})
     biased = llama_family_biases(config)

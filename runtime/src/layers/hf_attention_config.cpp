@@ -56,6 +56,9 @@ struct ModelType {
     // transformers reads over rope_theta and partial_rotary_factor; head_dim and
     // num_key_value_heads unread (hidden_size / heads, no GQA).
     bool gpt_neox_keys = false;
+    // Falcon: KV heads as num_kv_heads says under new_decoder_architecture or without multi_query
+    // (default true: one KV head); head_dim and num_key_value_heads unread (hidden_size / heads).
+    bool falcon_keys = false;
     // The config class's original_max_position_embeddings where a LongRoPE config leaves it out
     // (Phi-3: 4096); none: max_position_embeddings.
     std::optional<double> original_context;
@@ -279,6 +282,13 @@ const std::vector<ModelType> &model_types() {
         // attention_bias says; a "dynamic" RoPE's alpha raises the base to theta alpha^(d / (d - 2))
         // within max_position_embeddings (past it, transformers' dynamic update drops alpha; vLLM
         // keeps it).
+        // Falcon (7B, 40B, 180B, Falcon 2): query_key_value grouped per KV head and dense, both
+        // biased as `bias` says; ALiBi (alibi) refused.
+        type("falcon", [](ModelType &t) {
+            t.heads = 71, t.names = Names::GroupedQueryKeyValue, t.falcon_keys = true;
+            t.qkv_bias = t.output_bias = {"bias", false};
+            t.refused_switch = "alibi", t.refused_because = "ALiBi position biases, not RoPE";
+        }),
         type("hunyuan_v1_dense", [](ModelType &t) {
             t.heads = 32, t.qk_norm = Span::EachHead, t.norm_eps = 1e-5, t.qk_norm_after_rope = true;
             t.qk_norm_modules[0] = "query_layernorm", t.qk_norm_modules[1] = "key_layernorm", t.rope_alpha = true;
@@ -302,6 +312,24 @@ const ModelType &model_type_of(const ConfigReader &c) {
 std::string str(double v) { return std::to_string(v); }
 std::string str(int64_t v) { return std::to_string(v); }
 
+// Falcon's KV heads: num_kv_heads (default the heads) under new_decoder_architecture (query_key_value
+// grouped per KV head), one under multi_query (its default), else a head each (q, k and v per head,
+// for which transformers' attention needs num_kv_heads to be the heads).
+void read_falcon_kv_heads(const ConfigReader &c, CachedAttentionConfig &cfg) {
+    const bool new_architecture = c.get_bool("new_decoder_architecture", false);
+    if (!new_architecture && c.get_bool("multi_query", true)) {
+        cfg.kv_heads = 1;
+        return;
+    }
+    cfg.kv_heads = c.get_int("num_kv_heads", cfg.heads);
+    require(new_architecture || cfg.kv_heads == cfg.heads,
+            c.source() + ": num_kv_heads (" + str(cfg.kv_heads) + ") must equal num_attention_heads (" + str(cfg.heads) +
+                ") without multi_query or new_decoder_architecture (q, k and v per head)");
+    require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
+            c.source() + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_kv_heads (" +
+                str(cfg.kv_heads) + ")");
+}
+
 void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig &cfg) {
     const std::string src = c.source();
     cfg.embedding_dimension = c.get_int("hidden_size");
@@ -310,10 +338,11 @@ void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig
     require(cfg.heads > 0, src + ": num_attention_heads must be positive, got " + str(cfg.heads));
     // GPT-NeoX has a key and value head per query head, whatever the config says.
     cfg.kv_heads = t.gpt_neox_keys ? cfg.heads : c.get_int("num_key_value_heads", t.kv_heads.value_or(cfg.heads));
+    if (t.falcon_keys) read_falcon_kv_heads(c, cfg);
     require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
             src + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_key_value_heads (" +
                 str(cfg.kv_heads) + ")");
-    if (auto d = t.gpt_neox_keys ? std::nullopt : c.get_optional_int("head_dim")) {
+    if (auto d = t.gpt_neox_keys || t.falcon_keys ? std::nullopt : c.get_optional_int("head_dim")) {
         require(*d > 0, src + ": head_dim must be positive, got " + str(*d));
         cfg.head_dimension = *d;
     } else if (t.head_dim) {
