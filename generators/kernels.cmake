@@ -3,15 +3,15 @@ hattn_kernel(projection)
 hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true)
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
-# On a GPU a block is a tile of 16 query rows walking chunks of 16 keys through shared memory;
+# On a GPU a block is a tile of 16 query rows walking chunks of 32 keys through shared memory;
 # the `rows` schedule (a thread per query row, its chunk of scores in local memory) stays
-# beside it until a GPU measures which is faster. Halide 14's Mullapudi2016 stops with an
+# beside it: on the H200 it measured 5 to 25 times slower (docs/perf/cuda.md). Halide 14's Mullapudi2016 stops with an
 # internal error (a missing map entry) once the attention kernels read the sinks input in a
 # softmax state's first definition.
-hattn_kernel(attention_prefill GPU_PARAMS query_tile=16 key_chunk=16
+hattn_kernel(attention_prefill GPU_PARAMS query_tile=16 key_chunk=32
              GPU_ROWS_PARAMS query_tile=1 key_chunk=32 NO_MULLAPUDI)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true
-             GPU_PARAMS query_tile=16 key_chunk=16 GPU_ROWS_PARAMS query_tile=1 key_chunk=32 NO_MULLAPUDI)
+             GPU_PARAMS query_tile=16 key_chunk=32 GPU_ROWS_PARAMS query_tile=1 key_chunk=32 NO_MULLAPUDI)
 hattn_kernel(attention_decode NO_MULLAPUDI)
 hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.

@@ -9,20 +9,28 @@ using namespace Halide;
 namespace {
 
 // Block tiles (a query tile of T > 1): a block owns T query rows of one head and walks the key
-// chunks in step. Per chunk the whole block stages the K and V tiles (C keys) in shared memory,
-// computes the T x C scores there (a thread per score, K stored key-fastest so the threads of a
-// row read consecutive words), the row statistics and probabilities, then each thread accumulates
-// PV for eight consecutive head dims of one row in registers and rescales the block's running
-// state (shared memory) for them. The running (output, max, sum) tuple costs
-// 3 T D floats of shared memory; with T = C = 16 a block stays under 48 KB at D = 128.
+// chunks (C keys) in step. Per chunk the block stages the K tile in shared memory, stored key-fastest
+// (so the threads of a score tile read consecutive words), computes the T x C scores in register
+// tiles of 2 rows x 2 keys (each step of the head-dim loop loads two queries and two keys for four
+// FMAs; a thread per score loaded two words per FMA), the row statistics and probabilities, then
+// each thread accumulates PV for eight consecutive head dims of one row in registers, reading V
+// straight from global memory (the 16 threads of a row read 512 contiguous bytes; the L1 serves
+// the tile's rows), and rescales the block's running state (shared memory) for them.
+//
+// Shared memory, at most 48 KB a block (Halide 14's CUDA runtime sets no larger carve-out): the
+// running (output, max, sum) tuple 3 T D floats, the K tile C D, the scores and probabilities
+// 2 T C. With T = 16 and C = 32 that is 45 KB at D = 128. The queries are read from global memory
+// inside the QK loop (staging them would take the last 8 KB).
 void schedule_block_tiles(AttentionPrefill &g) {
     ChunkedAttention &a = *g.attention;
     // 8 head dims per thread keep a block at 16 x 16 = 256 threads at D = 128, so that it launches
     // whatever registers the driver's PTX compiler gives a thread (up to 255; Halide 14 states no
     // launch bounds, and 512 threads would allow only 128).
     const int dims_per_thread = 8;
+    const int score_rows = 2, score_keys = 2;  // a thread's register tile of scores
+    const int panel_dims = 16;                 // head dims a thread loads per key of the K tile
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    Var io("io"), ii("ii"), hb("hb"), dt("dt"), dv("dv");
+    Var io("io"), ii("ii"), hb("hb"), dt("dt"), dv("dv"), qo("qo"), qv("qv"), jo("jo"), jv("jv");
     auto map_blocks = [&](Stage s) {
         s.split(a.i, io, ii, a.T, guard)
             .split(a.d, dt, dv, dims_per_thread, guard)
@@ -38,31 +46,56 @@ void schedule_block_tiles(AttentionPrefill &g) {
         .split(a.d, dt, dv, dims_per_thread, guard)
         .reorder(dv, dt, a.qi)
         .gpu_threads(dt, a.qi);
+    // Unrolled over its head dims, so that PV's accumulators (computed per thread) stay in registers.
     a.running.update()
         .split(a.d, dt, dv, dims_per_thread, guard)
         .reorder(dv, dt, a.qi, a.rc)
-        .gpu_threads(dt, a.qi);
+        .gpu_threads(dt, a.qi)
+        .unroll(dv);
     const LoopLevel chunk(a.running, RVar(a.rc));
-    for (Func panel : {a.k_panel, a.v_panel}) {
-        panel.compute_at(chunk)
-            .split(a.d, dt, dv, dims_per_thread, guard)
-            .reorder(dv, dt, a.j)
-            .gpu_threads(dt, a.j);
-    }
-    a.k_panel.reorder_storage(a.j, a.d);
+    // Keys fastest across threads: the shared stores are then conflict-free (a warp's global loads
+    // touch 32 rows, each thread reading 16 consecutive floats of its own).
+    // (16 keys by 16 (head-dim group, key half) threads: a block's thread dims are the maxima of its
+    // stages', so 32 x 8 would launch 32 x 16.)
+    Var jt("jt"), jh("jh"), y("y");
+    a.k_panel.compute_at(chunk)
+        .reorder_storage(a.j, a.d)
+        .split(a.d, dt, dv, panel_dims, guard)
+        .split(a.j, jh, jt, 16, guard)
+        .reorder(dv, jt, jh, dt)
+        .fuse(jh, dt, y)
+        .gpu_threads(jt, y)
+        .unroll(dv);
+    a.v_panel.compute_inline();
     a.q_tile.compute_inline();
-    a.score.compute_at(chunk).gpu_threads(a.j, a.qi);
+    // Stored key-fastest, each row padded by one key (storage only), so that the threads of the
+    // row statistics and the probabilities (one per row, at the same key) hit 16 different banks
+    // rather than one.
+    a.score.compute_at(chunk)
+        .reorder_storage(a.j, a.qi)
+        .align_storage(a.j, a.C + 1)
+        .split(a.qi, qo, qv, score_rows, guard)
+        .split(a.j, jo, jv, score_keys, guard)
+        .reorder(qv, jv, jo, qo)
+        .gpu_threads(jo, qo)
+        .unroll(qv)
+        .unroll(jv);
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
-    a.qk.compute_at(a.score, a.j);
+    a.qk.compute_at(a.score, jo).unroll(a.qi).unroll(a.j);
+    a.qk.update().reorder(a.qi, a.j, a.rd).unroll(a.qi).unroll(a.j);
     a.chunk_max.compute_at(chunk).gpu_threads(a.qi);
     a.chunk_max.update().gpu_threads(a.qi);
-    a.prob.compute_at(chunk).gpu_threads(a.j, a.qi);
+    a.prob.compute_at(chunk)
+        .split(a.j, jo, jv, score_keys, guard)
+        .reorder(jv, a.qi, jo)
+        .gpu_threads(a.qi, jo)
+        .unroll(jv);
     a.chunk_sum.compute_at(chunk).gpu_threads(a.qi);
     a.chunk_sum.update().gpu_threads(a.qi);
     a.chunk_out.compute_inline();
     // Unrolled, not vectorised: Halide 14's OpenCL C backend cannot extract lanes of the masked
     // vectors a guarded tail makes (the generic head dim has one).
-    a.pv.compute_at(a.running, dt).bound_extent(a.d, dims_per_thread).unroll(a.d);
+    a.pv.compute_at(a.running, dt).store_in(MemoryType::Register).unroll(a.d);
     a.pv.update().reorder(a.d, a.rj).unroll(a.d);
 }
 
@@ -106,19 +139,23 @@ void schedule(AttentionPrefill &g, const Target &) {
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
 }
 
-// A decode block is one chunk of keys, a thread per key.
-int decode_key_chunk(const Target &) { return 256; }
+// A decode block is one chunk of keys: small enough that its K tile fits shared memory (32 KB at
+// D = 128), and the merge's chunk loops are unrolled to stay latency-bound rather than serial.
+int decode_key_chunk(const Target &) { return 64; }
 
 // Split-KV: one block per (chunk, KV head, sequence) computes the chunk's partial result for the
-// whole head group, with thread loops over its keys (QK, softmax) and over the head dim (PV), so
-// consecutive threads read consecutive floats of each V row; the queries and scores stay in shared
-// memory. (A thread's K row is read with scalar loads, 32 lines per warp load: a lead for the
-// H200 is float4 loads through an rfactor'd QK, specialised per head dim.)
+// whole head group. The chunk's K tile is staged in shared memory with threads across the head dim
+// (coalesced reads), stored key-fastest and padded by one key per head dim, so that both those
+// stores and the score threads' reads (a thread per key) hit distinct banks; a thread per key read
+// its own K row from global memory before, 32 lines per warp load and once per head of the group.
+// Thread loops over the keys (QK, softmax) and over the head dim (PV, V read from global memory,
+// consecutive threads reading consecutive floats); the queries and scores stay in shared memory.
 // Then one block per (KV head, sequence), a thread per (head dim, head), merges the chunks.
 void schedule(AttentionDecode &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     const Var hk = g.out.args()[2], b = g.out.args()[3];
-    Var hb("hb");
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Var hb("hb"), jo("jo"), jt("jt");
     a.part.compute_root()
         .reorder(a.x, a.qi, a.hg, a.c, a.qt, a.hk, a.b)
         .fuse(a.hk, a.b, hb)
@@ -128,18 +165,25 @@ void schedule(AttentionDecode &g, const Target &) {
     // The group's scaled queries once per block in shared memory: inlined, every key's dot product
     // loaded them from global memory and scaled them again.
     a.q_tile.compute_at(block).gpu_threads(a.d);
+    a.k_panel.compute_at(block)
+        .reorder_storage(a.j, a.d)
+        .align_storage(a.j, a.C + 1)
+        .split(a.j, jo, jt, 2, guard)
+        .reorder(a.d, jt, jo)
+        .gpu_threads(a.d, jt);
+    a.v_panel.compute_inline();
     // The scores are stored (shared); each one's dot product accumulates in a register (qk at the
     // thread), not in shared memory, which could alias the queries and took a store per FMA.
     a.score.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
     a.qk.compute_at(a.score, a.j);
     // The chunk's max and sum over its keys: 32 lanes each take every 32nd key (rfactor), then one
-    // thread per head combines the lanes: about 40 dependent steps where one thread took 256.
+    // thread per head combines the lanes.
     constexpr int lanes = 32;
     for (Func f : {a.chunk_max, a.chunk_sum}) {
         RVar rjo("rjo"), rji("rji");
         Var u("u");
-        Func per_lane = f.update().split(a.rj, rjo, rji, lanes, TailStrategy::GuardWithIf).rfactor(rji, u);
+        Func per_lane = f.update().split(a.rj, rjo, rji, lanes, guard).rfactor(rji, u);
         per_lane.compute_at(block).reorder(u, a.hg).gpu_threads(u);
         per_lane.update().reorder(u, rjo, a.hg).gpu_threads(u);
         f.compute_at(block).gpu_threads(a.hg);
@@ -154,7 +198,14 @@ void schedule(AttentionDecode &g, const Target &) {
     // threads over (head dim, head in group) reached 1024 for groups of 8.
     g.out.gpu_blocks(g.out.args()[1], hk, b).gpu_threads(g.out.args()[0]);
     const LoopLevel head(g.out, g.out.args()[0]);
-    for (Func f : {a.merged_max, a.merged_sum, a.merged_out}) f.compute_at(head);
+    // Each thread walks every chunk three times; eight chunks per step keep eight loads in flight
+    // (one at a time, each waited on the L2's latency, 512 chunks at T = 32768).
+    constexpr int chunks_per_step = 8;
+    for (Func f : {a.merged_max, a.merged_sum, a.merged_out}) {
+        RVar rco("rco"), rci("rci");
+        f.compute_at(head);
+        f.update().split(a.rc, rco, rci, chunks_per_step, guard).unroll(rci);
+    }
     a.weight.compute_inline();  // stored, it would need a global array per thread (one per chunk)
 }
 
