@@ -102,7 +102,13 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     chunk_out(d, qi, hg, c, qt, hk, b) = pv(d, qi, hg, c, qt, hk, b);
 
     rc = RDom(0, max_chunks, "rc");
-    rc.where(rc * C < visible_keys);
+    // The running merges skip the chunks past the tile's last visible key (the causal diagonal's
+    // far side); their chunk stages are computed inside that loop. The partial results are
+    // computed for every chunk up to the longest sequence whatever the merge visits (bounds
+    // ignore predicates), and a chunk with no visible key has a sum of 0, which the merge leaves
+    // out, so its loops need no predicate: one made every step of them a branch, which kept a GPU
+    // merge from having more than one load in flight.
+    if (merge != Merge::Partials) rc.where(rc * C < visible_keys);
 
     if (merge == Merge::RunningRows) {
         // The same merge as Running below, with one state per row (see the header for channels).

@@ -81,22 +81,34 @@ void schedule_block_tiles(AttentionPrefill &g) {
         .unroll(qv)
         .unroll(jv);
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
+    // Every loop that loads is unrolled (by 4 to 8), so that several loads are in flight: a GPU
+    // thread waits at a load's first use, one load per step made each loop latency-bound.
+    RVar rdo("rdo"), rdi("rdi"), rjo("rjo"), rji("rji");
     a.qk.compute_at(a.score, jo).unroll(a.qi).unroll(a.j);
-    a.qk.update().reorder(a.qi, a.j, a.rd).unroll(a.qi).unroll(a.j);
+    a.qk.update()
+        .split(a.rd, rdo, rdi, 4, guard)
+        .reorder(a.qi, a.j, rdi, rdo)
+        .unroll(a.qi)
+        .unroll(a.j)
+        .unroll(rdi);
     a.chunk_max.compute_at(chunk).gpu_threads(a.qi);
-    a.chunk_max.update().gpu_threads(a.qi);
+    a.chunk_max.update().gpu_threads(a.qi).unroll(a.rj, 8);
     a.prob.compute_at(chunk)
         .split(a.j, jo, jv, score_keys, guard)
         .reorder(jv, a.qi, jo)
         .gpu_threads(a.qi, jo)
         .unroll(jv);
     a.chunk_sum.compute_at(chunk).gpu_threads(a.qi);
-    a.chunk_sum.update().gpu_threads(a.qi);
+    a.chunk_sum.update().gpu_threads(a.qi).unroll(a.rj, 8);
     a.chunk_out.compute_inline();
     // Unrolled, not vectorised: Halide 14's OpenCL C backend cannot extract lanes of the masked
     // vectors a guarded tail makes (the generic head dim has one).
     a.pv.compute_at(a.running, dt).store_in(MemoryType::Register).unroll(a.d);
-    a.pv.update().reorder(a.d, a.rj).unroll(a.d);
+    a.pv.update()
+        .split(a.rj, rjo, rji, 8, guard)
+        .reorder(a.d, rji, rjo)
+        .unroll(a.d)
+        .unroll(rji);
 }
 
 }  // namespace
@@ -139,15 +151,15 @@ void schedule(AttentionPrefill &g, const Target &) {
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
 }
 
-// A decode block is one chunk of keys: small enough that its K tile fits shared memory (32 KB at
-// D = 128), and the merge's chunk loops are unrolled to stay latency-bound rather than serial.
+// A decode block is one chunk of keys, its scores computed 32 keys at a time (see below).
 int decode_key_chunk(const Target &) { return 64; }
 
 // Split-KV: one block per (chunk, KV head, sequence) computes the chunk's partial result for the
-// whole head group. The chunk's K tile is staged in shared memory with threads across the head dim
-// (coalesced reads), stored key-fastest and padded by one key per head dim, so that both those
-// stores and the score threads' reads (a thread per key) hit distinct banks; a thread per key read
-// its own K row from global memory before, 32 lines per warp load and once per head of the group.
+// whole head group. The keys are scored 32 at a time: each such K tile is staged in shared memory
+// by a thread per head dim (coalesced reads, its 32 loads unrolled so that they are in flight
+// together), stored key-fastest and padded by one key per head dim, so that both those stores and
+// the score threads' reads (a thread per key) hit distinct banks; 33 KB at D = 256. (A thread per
+// key read its own K row from global memory before, 32 lines per warp load and once per head.)
 // Thread loops over the keys (QK, softmax) and over the head dim (PV, V read from global memory,
 // consecutive threads reading consecutive floats); the queries and scores stay in shared memory.
 // Then one block per (KV head, sequence), a thread per (head dim, head), merges the chunks.
@@ -155,7 +167,8 @@ void schedule(AttentionDecode &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     const Var hk = g.out.args()[2], b = g.out.args()[3];
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    Var hb("hb"), jo("jo"), jt("jt");
+    const int tile_keys = 32;
+    Var hb("hb"), jo("jo"), ji("ji");
     a.part.compute_root()
         .reorder(a.x, a.qi, a.hg, a.c, a.qt, a.hk, a.b)
         .fuse(a.hk, a.b, hb)
@@ -165,18 +178,21 @@ void schedule(AttentionDecode &g, const Target &) {
     // The group's scaled queries once per block in shared memory: inlined, every key's dot product
     // loaded them from global memory and scaled them again.
     a.q_tile.compute_at(block).gpu_threads(a.d);
-    a.k_panel.compute_at(block)
-        .reorder_storage(a.j, a.d)
-        .align_storage(a.j, a.C + 1)
-        .split(a.j, jo, jt, 2, guard)
-        .reorder(a.d, jt, jo)
-        .gpu_threads(a.d, jt);
-    a.v_panel.compute_inline();
     // The scores are stored (shared); each one's dot product accumulates in a register (qk at the
     // thread), not in shared memory, which could alias the queries and took a store per FMA.
-    a.score.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
+    a.score.compute_at(block)
+        .split(a.j, jo, ji, tile_keys, guard)
+        .reorder(a.qi, ji, a.hg, jo)
+        .gpu_threads(ji);
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
-    a.qk.compute_at(a.score, a.j);
+    a.qk.compute_at(a.score, ji);
+    a.k_panel.compute_at(a.score, jo)
+        .reorder_storage(a.j, a.d)
+        .align_storage(a.j, tile_keys + 1)
+        .reorder(a.j, a.d)
+        .gpu_threads(a.d)
+        .unroll(a.j);
+    a.v_panel.compute_inline();
     // The chunk's max and sum over its keys: 32 lanes each take every 32nd key (rfactor), then one
     // thread per head combines the lanes.
     constexpr int lanes = 32;
@@ -194,6 +210,7 @@ void schedule(AttentionDecode &g, const Target &) {
     // register (pv at the thread) rather than in shared memory.
     a.chunk_out.compute_at(block).reorder(a.d, a.hg).gpu_threads(a.d);
     a.pv.compute_at(a.chunk_out, a.d);
+    a.pv.update().unroll(a.rj, 8);  // eight V loads in flight
     // A block per (head, KV head, sequence), a thread per head dim: at most 128 threads, where
     // threads over (head dim, head in group) reached 1024 for groups of 8.
     g.out.gpu_blocks(g.out.args()[1], hk, b).gpu_threads(g.out.args()[0]);
