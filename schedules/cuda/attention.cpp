@@ -9,31 +9,36 @@ using namespace Halide;
 namespace {
 
 // Block tiles (a query tile of T > 1): a block owns T query rows of one head and walks the key
-// chunks (C keys) in step. Per chunk the block stages the K tile in shared memory, stored key-fastest
-// (so the threads of a score tile read consecutive words), computes the T x C scores in register
-// tiles of 2 rows x 2 keys (each step of the head-dim loop loads two queries and two keys for four
-// FMAs; a thread per score loaded two words per FMA), the row statistics and probabilities, then
-// each thread accumulates PV for eight consecutive head dims of one row in registers, reading V
-// straight from global memory (the 16 threads of a row read 512 contiguous bytes; the L1 serves
-// the tile's rows), and rescales the block's running state (shared memory) for them.
+// chunks (C keys) in step. Per chunk the block stages the K tile in shared memory, computes the
+// T x C scores in register tiles of 2 rows x 2 keys (each step of the head-dim loop loads two
+// queries and two keys for four FMAs; a thread per score loaded two words per FMA), the row
+// statistics and probabilities, then rescales the block's running state (shared memory) and adds
+// the chunk's PV to it, one element per step, V read straight from global memory.
+//
+// Every global load and shared access is laid out for the warp, not the thread: on the H200 the
+// L1's wavefronts bounded the first version (a thread owning eight consecutive head dims made each
+// V load touch four lines and each running-state access an 8-way bank conflict; a thread loading
+// its own K row made each load touch 32 lines). Here the 16 threads of a row take consecutive head
+// dims (d = 16 dv + dt), the K tile is loaded the same way and stored key-fastest with a key of
+// padding per head dim, so that its stores and the score threads' reads (consecutive keys) are
+// conflict-free, and the scores are padded likewise for the row statistics (a thread per row).
 //
 // Shared memory, at most 48 KB a block (Halide 14's CUDA runtime sets no larger carve-out): the
-// running (output, max, sum) tuple 3 T D floats, the K tile C D, the scores and probabilities
+// running (output, max, sum) tuple 3 T D floats, the K tile (C + 1) D, the scores and probabilities
 // 2 T C. With T = 16 and C = 32 that is 45 KB at D = 128. The queries are read from global memory
 // inside the QK loop (staging them would take the last 8 KB).
 void schedule_block_tiles(AttentionPrefill &g) {
     ChunkedAttention &a = *g.attention;
-    // 8 head dims per thread keep a block at 16 x 16 = 256 threads at D = 128, so that it launches
-    // whatever registers the driver's PTX compiler gives a thread (up to 255; Halide 14 states no
-    // launch bounds, and 512 threads would allow only 128).
-    const int dims_per_thread = 8;
+    // 16 threads across the head dim, each taking every 16th, keep a block at 16 x 16 = 256
+    // threads, so that it launches whatever registers the driver's PTX compiler gives a thread
+    // (up to 255; Halide 14 states no launch bounds, and 512 threads would allow only 128).
+    const int dim_threads = 16;
     const int score_rows = 2, score_keys = 2;  // a thread's register tile of scores
-    const int panel_dims = 16;                 // head dims a thread loads per key of the K tile
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var io("io"), ii("ii"), hb("hb"), dt("dt"), dv("dv"), qo("qo"), qv("qv"), jo("jo"), jv("jv");
     auto map_blocks = [&](Stage s) {
         s.split(a.i, io, ii, a.T, guard)
-            .split(a.d, dt, dv, dims_per_thread, guard)
+            .split(a.d, dv, dt, dim_threads, guard)
             .reorder(dv, dt, ii, io, a.hg, a.hk, a.b)
             .fuse(a.hk, a.b, hb)
             .gpu_blocks(io, a.hg, hb)
@@ -43,29 +48,28 @@ void schedule_block_tiles(AttentionPrefill &g) {
     map_blocks(g.out);
 
     a.running.compute_at(g.out, io)
-        .split(a.d, dt, dv, dims_per_thread, guard)
+        .split(a.d, dv, dt, dim_threads, guard)
         .reorder(dv, dt, a.qi)
         .gpu_threads(dt, a.qi);
-    // Unrolled over its head dims, so that PV's accumulators (computed per thread) stay in registers.
     a.running.update()
-        .split(a.d, dt, dv, dims_per_thread, guard)
+        .split(a.d, dv, dt, dim_threads, guard)
         .reorder(dv, dt, a.qi, a.rc)
-        .gpu_threads(dt, a.qi)
-        .unroll(dv);
+        .gpu_threads(dt, a.qi);
     const LoopLevel chunk(a.running, RVar(a.rc));
-    // Keys fastest across threads: the shared stores are then conflict-free (a warp's global loads
-    // touch 32 rows, each thread reading 16 consecutive floats of its own).
-    // (16 keys by 16 (head-dim group, key half) threads: a block's thread dims are the maxima of its
-    // stages', so 32 x 8 would launch 32 x 16.)
-    Var jt("jt"), jh("jh"), y("y");
+    // 16 head dims by 16 keys of threads, two keys each (a block's thread dims are the maxima of
+    // its stages', so 32 keys would launch 32 x 16).
+    Var dq("dq"), jh("jh"), jy("jy");
     a.k_panel.compute_at(chunk)
         .reorder_storage(a.j, a.d)
-        .split(a.d, dt, dv, panel_dims, guard)
-        .split(a.j, jh, jt, 16, guard)
-        .reorder(dv, jt, jh, dt)
-        .fuse(jh, dt, y)
-        .gpu_threads(jt, y)
-        .unroll(dv);
+        .align_storage(a.j, a.C + 1)
+        .split(a.d, dq, dt, dim_threads, guard)
+        .split(a.j, jh, jy, 16, guard)
+        .reorder(dq, jh, dt, jy)
+        .gpu_threads(dt, jy)
+        .unroll(jh);
+    // Its loads all in flight together where the head dim is known (the generic one's loop over
+    // head-dim groups has no constant extent to unroll).
+    for (int D : {32, 64, 128}) a.k_panel.specialize(a.head_dim == D).unroll(dq);
     a.v_panel.compute_inline();
     a.q_tile.compute_inline();
     // Stored key-fastest, each row padded by one key (storage only), so that the threads of the
@@ -101,14 +105,11 @@ void schedule_block_tiles(AttentionPrefill &g) {
     a.chunk_sum.compute_at(chunk).gpu_threads(a.qi);
     a.chunk_sum.update().gpu_threads(a.qi).unroll(a.rj, 8);
     a.chunk_out.compute_inline();
-    // Unrolled, not vectorised: Halide 14's OpenCL C backend cannot extract lanes of the masked
-    // vectors a guarded tail makes (the generic head dim has one).
-    a.pv.compute_at(a.running, dt).store_in(MemoryType::Register).unroll(a.d);
-    a.pv.update()
-        .split(a.rj, rjo, rji, 8, guard)
-        .reorder(a.d, rji, rjo)
-        .unroll(a.d)
-        .unroll(rji);
+    // PV one element at a time, inside the state's update: its sum over the chunk's keys in a
+    // register, each step loading a probability (a broadcast) and a V value (16 threads, 64
+    // contiguous bytes).
+    a.pv.compute_at(a.running, dv).store_in(MemoryType::Register);
+    a.pv.update().split(a.rj, rjo, rji, 8, guard).unroll(rji);
 }
 
 }  // namespace
@@ -180,12 +181,19 @@ void schedule(AttentionDecode &g, const Target &) {
     a.q_tile.compute_at(block).gpu_threads(a.d);
     // The scores are stored (shared); each one's dot product accumulates in a register (qk at the
     // thread), not in shared memory, which could alias the queries and took a store per FMA.
+    // A thread per (key, head of the group): the 32 keys of a K tile times g heads (a single warp
+    // walking the heads took the whole chunk's QK on itself).
+    Var t("t");
     a.score.compute_at(block)
         .split(a.j, jo, ji, tile_keys, guard)
         .reorder(a.qi, ji, a.hg, jo)
-        .gpu_threads(ji);
-    a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
-    a.qk.compute_at(a.score, ji);
+        .fuse(ji, a.hg, t)
+        .gpu_threads(t);
+    // Not specialised on soft-capping: each branch would stage its own K tile (two allocations,
+    // 67 KB of shared memory at D = 256); the tanh costs a few instructions per score.
+    RVar rdo("rdo"), rdi("rdi");
+    a.qk.compute_at(a.score, t);
+    a.qk.update().split(a.rd, rdo, rdi, 8, guard).unroll(rdi);  // 16 loads in flight
     a.k_panel.compute_at(a.score, jo)
         .reorder_storage(a.j, a.d)
         .align_storage(a.j, tile_keys + 1)
