@@ -8,10 +8,12 @@
 #include <thread>
 
 #include "hattn/error.h"
+#include "hattn/kernel_table.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/rope.h"
 #include "reference/attention.h"
 #include "support/compare.h"
+#include "support/device.h"
 #include "support/errors.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
@@ -469,6 +471,39 @@ TEST(AttentionSinks, OneFiniteSinkPerQueryHead) {
               }),
               "attention decode: sink 2 is not finite");
 }
+
+// ---------------------------------------------------------------- shapes past a GPU block
+
+// A GPU block holds 48 KB of shared memory on CUDA. Prefill past the block tiles' head dims (Gemma's
+// 256) runs the rows schedule; decode takes a large head group (MQA) in blocks of up to 8 heads and
+// refuses head dims past its K tile's, saying so. PoCL has room for any of these, so the CUDA run
+// (HATTN_REQUIRE_CUDA, scripts/device-check) is what shows they launch.
+class AttentionOnGpu : public testing::OnEachGpu {};
+TEST_P(AttentionOnGpu, WideHeadsRunTheRowsSchedule) {
+    const testing::OnDevice on(GetParam());
+    const std::string api = device_name(GetParam());
+    EXPECT_LE(prefill_error({"wide", 2, 21, 4, 2, 256, {21, 40}, true, false}, 60), 1e-5);
+    EXPECT_EQ(last_variant_run("attention_prefill"), api + "_rows");
+    EXPECT_LE(prefill_error({"wide masked", 1, 15, 2, 1, 192, {21}, false, true}, 61), 1e-5);
+    EXPECT_EQ(last_variant_run("attention_prefill_masked"), api + "_rows");
+    EXPECT_LE(prefill_error({"block tiles", 1, 21, 4, 2, 128, {40}, true, false}, 62), 1e-5);
+    EXPECT_EQ(last_variant_run("attention_prefill"), api);
+}
+TEST_P(AttentionOnGpu, LargeHeadGroupsAndWideHeadsDecode) {
+    const testing::OnDevice on(GetParam());
+    EXPECT_LE(decode_error({71, 1, 64, {300, 1030}}, 63), 1e-5);    // Falcon 7B's MQA
+    EXPECT_LE(decode_error({32, 2, 128, {1030}, true}, 64), 1e-5);  // 16 heads a KV head, sinks
+    EXPECT_LE(decode_error({12, 2, 256, {77, 700}}, 65), 1e-5);     // 6 heads a KV head, D = 256
+    const Tensor q = testing::random_tensor({1, 1, 2, 512}, 66);
+    const Tensor k = testing::random_tensor({1, 1, 8, 512}, 67), v = testing::random_tensor({1, 1, 8, 512}, 68);
+    Tensor out({1, 1, 2, 512});
+    testing::expect_contains(testing::error_message([&] {
+                                 attention_decode(ConstTensorView(q.data(), {1, 2, 512}), k.view(), v.view(), {8},
+                                                  0.1f, TensorView(out.data(), {1, 2, 512}));
+                             }),
+                             "head dim 512 is past the GPU kernel's 256");
+}
+HATTN_INSTANTIATE_ON_EACH_GPU(AttentionOnGpu);
 
 // ---------------------------------------------------------------- forced-variant checks
 

@@ -39,10 +39,11 @@ struct GpuVariants {
     Fn cuda_rows = nullptr, opencl_rows = nullptr;
 };
 
-// Picks among a kernel's variants for the current device and records the pick.
+// Picks among a kernel's variants for the current device and records the pick. On a GPU the rows
+// schedule runs where asked for, or where the block tiles cannot (rows_needed, saying why).
 template <typename Fn>
 Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autoscheduled,
-          const char *auto_family, GpuVariants<Fn> gpu = {}) {
+          const char *auto_family, GpuVariants<Fn> gpu = {}, const std::string &rows_needed = "") {
     const char *family = manual_family;
     Fn fn = manual;
     const Device device = current_device();
@@ -51,7 +52,10 @@ Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autosched
         fn = device == Device::CUDA ? gpu.cuda : gpu.opencl;
         require(fn != nullptr, std::string(kernel) + " has no " + family + " variant in this build");
         const Fn rows = device == Device::CUDA ? gpu.cuda_rows : gpu.opencl_rows;
-        if (rows && schedule_choice() == ScheduleChoice::GpuRows) {
+        require(rows || rows_needed.empty(),
+                std::string(kernel) + ": " + rows_needed + " needs the " + family +
+                    " rows schedule, which this build lacks");
+        if (rows && (schedule_choice() == ScheduleChoice::GpuRows || !rows_needed.empty())) {
             family = device == Device::CUDA ? "cuda_rows" : "opencl_rows";
             fn = rows;
         }
@@ -123,8 +127,9 @@ const char *chosen_alternative_family() {
                            HATTN_X86_TUNED_##kernel),                                           \
         chosen_alternative_family(), GpuVariants<decltype(&hattn_##kernel##_x86)> HATTN_GPU(kernel)
 #elif defined(__aarch64__)
-#define HATTN_VARIANTS(kernel) \
-    hattn_##kernel##_arm_plain, "arm_plain", decltype(&hattn_##kernel##_arm_plain)(nullptr), ""
+#define HATTN_VARIANTS(kernel)                                                                  \
+    hattn_##kernel##_arm_plain, "arm_plain", decltype(&hattn_##kernel##_arm_plain)(nullptr), "", \
+        GpuVariants<decltype(&hattn_##kernel##_arm_plain)> {}
 #endif
 
 ProjectionKernel projection_kernel() { return choose("projection", HATTN_VARIANTS(projection)); }
@@ -133,13 +138,24 @@ ProjectionKernel projection_gemv_kernel() {
 }
 RopeKernel rope_kernel() { return choose("rope", HATTN_VARIANTS(rope)); }
 RopeKernel rope_interleaved_kernel() { return choose("rope_interleaved", HATTN_VARIANTS(rope_interleaved)); }
-AttentionPrefillKernel attention_prefill_kernel() {
-    return choose("attention_prefill", HATTN_VARIANTS(attention_prefill));
+// Why a prefill of this head dim cannot run the GPU block tiles, or "".
+std::string prefill_rows_needed(int64_t head_dim) {
+    if (head_dim <= gpu_block_tile_max_head_dim) return "";
+    return "head dim " + std::to_string(head_dim) + " (the block tiles hold up to " +
+           std::to_string(gpu_block_tile_max_head_dim) + ")";
 }
-AttentionPrefillMaskedKernel attention_prefill_masked_kernel() {
-    return choose("attention_prefill_masked", HATTN_VARIANTS(attention_prefill_masked));
+AttentionPrefillKernel attention_prefill_kernel(int64_t head_dim) {
+    return choose("attention_prefill", HATTN_VARIANTS(attention_prefill), prefill_rows_needed(head_dim));
 }
-AttentionDecodeKernel attention_decode_kernel() {
+AttentionPrefillMaskedKernel attention_prefill_masked_kernel(int64_t head_dim) {
+    return choose("attention_prefill_masked", HATTN_VARIANTS(attention_prefill_masked),
+                  prefill_rows_needed(head_dim));
+}
+AttentionDecodeKernel attention_decode_kernel(int64_t head_dim) {
+    require(current_device() == Device::CPU || head_dim <= gpu_decode_max_head_dim, [&] {
+        return "attention decode: head dim " + std::to_string(head_dim) + " is past the GPU kernel's " +
+               std::to_string(gpu_decode_max_head_dim) + " (its K tile lives in shared memory); run it on the CPU";
+    });
     return choose("attention_decode", HATTN_VARIANTS(attention_decode));
 }
 CcaQkLatentKernel cca_qk_latent_kernel() { return choose("cca_qk_latent", HATTN_VARIANTS(cca_qk_latent)); }

@@ -169,12 +169,20 @@ void schedule(AttentionDecode &g, const Target &) {
     const Var hk = g.out.args()[2], b = g.out.args()[3];
     const TailStrategy guard = TailStrategy::GuardWithIf;
     const int tile_keys = 32;
-    Var hb("hb"), jo("jo"), ji("ji");
-    a.part.compute_root()
-        .reorder(a.x, a.qi, a.hg, a.c, a.qt, a.hk, a.b)
-        .fuse(a.hk, a.b, hb)
-        .gpu_blocks(a.c, hb)
-        .gpu_threads(a.x);
+    Var hb("hb"), jo("jo"), ji("ji"), hgo("hgo"), hgi("hgi");
+    // A block takes up to 8 heads of the group (4 past D = 128), so that a large group (MQA's
+    // dozens of heads) stays within 48 KB of shared memory and 1024 threads: 28 KB and 256 threads
+    // at D = 128, 43 KB at D = 256. A larger group's blocks stage the same K tile, mostly from L2.
+    a.part.compute_root();
+    auto map_chunks = [&](Stage s, int heads_per_block) {
+        s.split(a.hg, hgo, hgi, heads_per_block, guard)
+            .reorder(a.x, a.qi, hgi, a.c, hgo, a.qt, a.hk, a.b)
+            .fuse(a.hk, a.b, hb)
+            .gpu_blocks(a.c, hgo, hb)
+            .gpu_threads(a.x);
+    };
+    map_chunks(a.part.specialize(a.head_dim <= 128), 8);
+    map_chunks(a.part, 4);
     const LoopLevel block(a.part, a.c);
     // The group's scaled queries once per block in shared memory: inlined, every key's dot product
     // loaded them from global memory and scaled them again.

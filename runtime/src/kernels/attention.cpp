@@ -123,7 +123,7 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     const int32_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
-        detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(), b.q.raw_buffer(),
+        detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(q.dim(3)), b.q.raw_buffer(),
                             b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest, scale, causal,
                             b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
         return;
@@ -140,7 +140,7 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
         {0, static_cast<int32_t>(q.dim(0)), static_cast<int32_t>(Sq * mask->shape[3]), 0}};
     require(mask->data != nullptr, "attention mask " + shape_to_string(mask->shape) + " has no data");
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
-    detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(),
+    detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(q.dim(3)),
                         b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
                         scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap,
                         mask_b.raw_buffer(), b.out.raw_buffer());
@@ -175,7 +175,7 @@ void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, 
     for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - first[s]);
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
-    detail::call_kernel("attention_decode", detail::attention_decode_kernel(), b.q.raw_buffer(),
+    detail::call_kernel("attention_decode", detail::attention_decode_kernel(q.dim(2)), b.q.raw_buffer(),
                         b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), first_b.raw_buffer(), longest,
                         scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
 }
