@@ -5,7 +5,8 @@ hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # On a GPU a block is a tile of 16 query rows walking chunks of 32 keys through shared memory;
 # the `rows` schedule (a thread per query row, its chunk of scores in local memory) stays
-# beside it: on the H200 it measured 34 to 173 times slower (docs/perf/cuda.md). Halide 14's Mullapudi2016 stops with an
+# beside it, for head dims past 128 (the runtime picks it) and `--schedule rows`: on the H200 it
+# measured 34 to 173 times slower (docs/perf/cuda.md). Halide 14's Mullapudi2016 stops with an
 # internal error (a missing map entry) once the attention kernels read the sinks input in a
 # softmax state's first definition.
 hattn_kernel(attention_prefill GPU_PARAMS query_tile=16 key_chunk=32

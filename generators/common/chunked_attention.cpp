@@ -50,9 +50,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     k_panel(d, j, c, hk, b) = in.k(d, key_clamped, hk, b);
     v_panel(d, j, c, hk, b) = in.v(d, key_clamped, hk, b);
 
-    // The keys any query of the tile can see end at visible_keys. Chunks wholly past it are never
-    // visited: the merge's chunk loop ends at the last chunk the tile can see, which bounds part's
-    // chunk loop too.
+    // The keys any query of the tile can see end at visible_keys. The running merges never visit
+    // the chunks wholly past it (their chunk loop ends at the last chunk the tile can see); the
+    // partial results' merge visits them and leaves them out (see rc below).
     const Expr last_query = min((qt + 1) * T, in.query_len) - 1;
     const Expr visible_keys = select(in.causal, min(len, len - in.query_len + last_query + 1), len);
     // With RunningRows (CPU prefill) the chunk's key loops stop there too, which skips most of the
@@ -105,9 +105,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     // The running merges skip the chunks past the tile's last visible key (the causal diagonal's
     // far side); their chunk stages are computed inside that loop. The partial results are
     // computed for every chunk up to the longest sequence whatever the merge visits (bounds
-    // ignore predicates), and a chunk with no visible key has a sum of 0, which the merge leaves
-    // out, so its loops need no predicate: one made every step of them a branch, which kept a GPU
-    // merge from having more than one load in flight.
+    // ignore predicates), and a chunk with no visible key has a sum of 0 and an output of 0 (part
+    // below), which the merge leaves out, so its loops need no predicate: one made every step of
+    // them a branch, which kept a GPU merge from having more than one load in flight.
     if (merge != Merge::Partials) rc.where(rc * C < visible_keys);
 
     if (merge == Merge::RunningRows) {
@@ -158,9 +158,12 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         return;
     }
 
+    // A chunk with no visible key outputs 0, whatever its clamped rows hold: a sequence that sees
+    // no key at all reads rows nobody wrote (NaN, say), and 0 x NaN would reach the merge.
+    const Expr l_c = chunk_sum(qi, hg, c, qt, hk, b);
     part(x, qi, hg, c, qt, hk, b) =
-        select(x < D, chunk_out(min(x, D - 1), qi, hg, c, qt, hk, b),
-               x == D, chunk_max(qi, hg, c, qt, hk, b), chunk_sum(qi, hg, c, qt, hk, b));
+        select(x < D, select(l_c > 0.0f, chunk_out(min(x, D - 1), qi, hg, c, qt, hk, b), 0.0f),
+               x == D, chunk_max(qi, hg, c, qt, hk, b), l_c);
 
     const Expr has_keys = part(D + 1, qi, hg, rc, qt, hk, b) > 0.0f;
 

@@ -139,7 +139,7 @@ ProjectionKernel projection_gemv_kernel() {
 RopeKernel rope_kernel() { return choose("rope", HATTN_VARIANTS(rope)); }
 RopeKernel rope_interleaved_kernel() { return choose("rope_interleaved", HATTN_VARIANTS(rope_interleaved)); }
 // Why a prefill of this head dim cannot run the GPU block tiles, or "".
-std::string prefill_rows_needed(int64_t head_dim) {
+static std::string prefill_rows_needed(int64_t head_dim) {
     if (head_dim <= gpu_block_tile_max_head_dim) return "";
     return "head dim " + std::to_string(head_dim) + " (the block tiles hold up to " +
            std::to_string(gpu_block_tile_max_head_dim) + ")";

@@ -20,8 +20,9 @@ namespace {
 // V load touch four lines and each running-state access an 8-way bank conflict; a thread loading
 // its own K row made each load touch 32 lines). Here the 16 threads of a row take consecutive head
 // dims (d = 16 dv + dt), the K tile is loaded the same way and stored key-fastest with a key of
-// padding per head dim, so that its stores and the score threads' reads (consecutive keys) are
-// conflict-free, and the scores are padded likewise for the row statistics (a thread per row).
+// padding per head dim, so that the score threads' reads (consecutive keys) are conflict-free and
+// its stores at most 2-way (a warp stores 16 head dims of 2 keys), and the scores are padded
+// likewise for the row statistics (a thread per row).
 //
 // Shared memory, at most 48 KB a block (Halide 14's CUDA runtime sets no larger carve-out): the
 // running (output, max, sum) tuple 3 T D floats, the K tile (C + 1) D, the scores and probabilities
@@ -163,7 +164,7 @@ int decode_key_chunk(const Target &) { return 64; }
 // key read its own K row from global memory before, 32 lines per warp load and once per head.)
 // Thread loops over the keys (QK, softmax) and over the head dim (PV, V read from global memory,
 // consecutive threads reading consecutive floats); the queries and scores stay in shared memory.
-// Then one block per (KV head, sequence), a thread per (head dim, head), merges the chunks.
+// Then one block per (head, KV head, sequence), a thread per head dim, merges the chunks.
 void schedule(AttentionDecode &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     const Var hk = g.out.args()[2], b = g.out.args()[3];
@@ -171,8 +172,8 @@ void schedule(AttentionDecode &g, const Target &) {
     const int tile_keys = 32;
     Var hb("hb"), jo("jo"), ji("ji"), hgo("hgo"), hgi("hgi");
     // A block takes up to 8 heads of the group (4 past D = 128), so that a large group (MQA's
-    // dozens of heads) stays within 48 KB of shared memory and 1024 threads: 28 KB and 256 threads
-    // at D = 128, 43 KB at D = 256. A larger group's blocks stage the same K tile, mostly from L2.
+    // dozens of heads) stays within 48 KB of shared memory and 1024 threads: about 31 KB and 256
+    // threads at D = 128, 44 KB at D = 256. A larger group's blocks stage the same K tile, mostly from L2.
     a.part.compute_root();
     auto map_chunks = [&](Stage s, int heads_per_block) {
         s.split(a.hg, hgo, hgi, heads_per_block, guard)
@@ -227,8 +228,9 @@ void schedule(AttentionDecode &g, const Target &) {
     a.chunk_out.compute_at(block).reorder(a.d, a.hg).gpu_threads(a.d);
     a.pv.compute_at(a.chunk_out, a.d);
     a.pv.update().unroll(a.rj, 8);  // eight V loads in flight
-    // A block per (head, KV head, sequence), a thread per head dim: at most 128 threads, where
-    // threads over (head dim, head in group) reached 1024 for groups of 8.
+    // A block per (head, KV head, sequence), a thread per head dim: at most 256 threads (the
+    // runtime refuses wider heads), where threads over (head dim, head in group) reached 1024 for
+    // groups of 8.
     g.out.gpu_blocks(g.out.args()[1], hk, b).gpu_threads(g.out.args()[0]);
     const LoopLevel head(g.out, g.out.args()[0]);
     // Each thread walks every chunk three times; eight chunks per step keep eight loads in flight
