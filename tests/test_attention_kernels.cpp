@@ -229,6 +229,18 @@ std::vector<float> test_sinks(int64_t H, uint32_t seed) {
     return sinks;
 }
 
+// Sets the cache rows [B, Hkv, capacity, D] from each sequence's kv_len on to `value`.
+void poison_rows_past(Tensor &k, Tensor &v, const std::vector<int32_t> &kv_len, float value) {
+    const int64_t Hkv = k.shape()[1], capacity = k.shape()[2], D = k.shape()[3];
+    for (size_t b = 0; b < kv_len.size(); b++)
+        for (int64_t h = 0; h < Hkv; h++)
+            for (int64_t j = kv_len[b]; j < capacity; j++)
+                for (int64_t d = 0; d < D; d++) {
+                    k.data()[((int64_t(b) * Hkv + h) * capacity + j) * D + d] = value;
+                    v.data()[((int64_t(b) * Hkv + h) * capacity + j) * D + d] = value;
+                }
+}
+
 // The kernel caps at kernel_softcap where given (else as the case says); the reference at the case's.
 double prefill_error(const PrefillCase &c, uint32_t seed, std::optional<float> kernel_softcap = std::nullopt) {
     int64_t capacity = 0;
@@ -238,13 +250,7 @@ double prefill_error(const PrefillCase &c, uint32_t seed, std::optional<float> k
     Tensor k = testing::random_tensor({c.B, c.Hkv, capacity, c.D}, seed + 1);
     Tensor v = testing::random_tensor({c.B, c.Hkv, capacity, c.D}, seed + 2);
     // Poison the unused tail: any read of it would show in the output.
-    for (int64_t b = 0; b < c.B; b++)
-        for (int64_t h = 0; h < c.Hkv; h++)
-            for (int64_t j = c.kv_len[b]; j < capacity; j++)
-                for (int64_t d = 0; d < c.D; d++) {
-                    k.data()[((b * c.Hkv + h) * capacity + j) * c.D + d] = 1e4f;
-                    v.data()[((b * c.Hkv + h) * capacity + j) * c.D + d] = 1e4f;
-                }
+    poison_rows_past(k, v, c.kv_len, 1e4f);
     const int64_t mask_keys = capacity;
     std::vector<uint8_t> mask_bytes;
     std::vector<reference::QueryRow> must;
@@ -352,13 +358,7 @@ double decode_error(const DecodeCase &c, uint32_t seed, std::optional<float> ker
     Tensor v = testing::random_tensor({B, c.Hkv, capacity, c.D}, seed + 2);
     // Rows past each sequence are unwritten cache (a NaN-filled allocation, say): no output may
     // depend on them, also where a sequence sees no key at all.
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < c.Hkv; h++)
-            for (int64_t j = c.kv_len[b]; j < capacity; j++)
-                for (int64_t d = 0; d < c.D; d++) {
-                    k.data()[((b * c.Hkv + h) * capacity + j) * c.D + d] = std::nanf("");
-                    v.data()[((b * c.Hkv + h) * capacity + j) * c.D + d] = std::nanf("");
-                }
+    poison_rows_past(k, v, c.kv_len, std::nanf(""));
     const float scale = c.scale > 0 ? c.scale : 1.0f / std::sqrt(float(c.D));
     Tensor out({B, 1, c.H, c.D});
     const std::vector<float> sinks = test_sinks(c.H, seed + 3);
