@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "HalideRuntime.h"
+#include "cuda_driver.h"
 #include "device_residency.h"
 #include "hattn/error.h"
 
@@ -16,16 +17,8 @@ namespace hattn {
 
 namespace {
 
-// Loads a driver library and keeps it loaded, its symbols global. Halide's runtime opens the
-// unversioned name (libcuda.so, libOpenCL.so), which only development packages install; when only
-// the versioned library exists, loading it globally first lets Halide find the driver's symbols.
-void *load_driver(const char *unversioned, const char *versioned) {
-    if (void *lib = dlopen(unversioned, RTLD_NOW | RTLD_GLOBAL)) return lib;
-    return dlopen(versioned, RTLD_NOW | RTLD_GLOBAL);
-}
-
 std::string probe_cuda() {
-    void *lib = load_driver("libcuda.so", "libcuda.so.1");
+    void *lib = detail::cuda_driver();
     if (!lib) return "no CUDA driver: neither libcuda.so nor libcuda.so.1 loads";
     using Init = int (*)(unsigned);
     using Count = int (*)(int *);
@@ -39,7 +32,7 @@ std::string probe_cuda() {
 }
 
 std::string probe_opencl() {
-    void *lib = load_driver("libOpenCL.so", "libOpenCL.so.1");
+    void *lib = detail::load_driver("libOpenCL.so", "libOpenCL.so.1");
     if (!lib) return "no OpenCL loader: neither libOpenCL.so nor libOpenCL.so.1 loads";
     using Platforms = int (*)(unsigned, void **, unsigned *);
     using Devices = int (*)(void *, uint64_t, unsigned, void **, unsigned *);

@@ -25,7 +25,7 @@ RopeKernel rope_interleaved_kernel();
 using AttentionPrefillKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                        halide_buffer_t *, int32_t, float, bool, halide_buffer_t *, bool,
                                        float, bool, halide_buffer_t *);
-// On a GPU, head dims past the block tiles' (gpu_block_tile_max_head_dim) run the rows schedule.
+// On a GPU, head dims without block tiles (kernel_contract.h) run the rows schedule.
 AttentionPrefillKernel attention_prefill_kernel(int64_t head_dim);
 // (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, softcap,
 //  has_softcap, mask, out)
@@ -34,17 +34,12 @@ using AttentionPrefillMaskedKernel = int (*)(halide_buffer_t *, halide_buffer_t 
                                              halide_buffer_t *, bool, float, bool, halide_buffer_t *,
                                              halide_buffer_t *);
 AttentionPrefillMaskedKernel attention_prefill_masked_kernel(int64_t head_dim);
-// The GPU block tiles keep a query tile's softmax state and a K tile in shared memory (48 KB a
-// block on CUDA, schedules/cuda/attention.cpp), which holds them up to this head dim.
-constexpr int64_t gpu_block_tile_max_head_dim = 128;
-// The GPU decode stages a K tile of 32 keys in shared memory: up to this head dim.
-constexpr int64_t gpu_decode_max_head_dim = 256;
 // (q, k_cache, v_cache, kv_len, first_key, longest_visible, scale, sinks, has_sinks, softcap,
 //  has_softcap, out)
 using AttentionDecodeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                       halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *, bool,
                                       float, bool, halide_buffer_t *);
-// On a GPU, head dims past gpu_decode_max_head_dim are refused, saying so.
+// On a GPU, head dims past kernel_contract::gpu_decode_max_head_dim are refused, saying so.
 AttentionDecodeKernel attention_decode_kernel(int64_t head_dim);
 
 // (qk, conv0_w, conv0_b, conv1_w, conv1_b, key_scale, cos, sin, start, qk_mean, norm_eps, q, k)

@@ -1,5 +1,6 @@
 #include "generators/attention_decode.h"
 #include "generators/attention_prefill.h"
+#include "generators/common/kernel_contract.h"
 #include "schedules/dispatch.h"
 
 namespace hattn::schedules::cuda {
@@ -8,116 +9,153 @@ using namespace Halide;
 
 namespace {
 
-// Block tiles (a query tile of T > 1): a block owns T query rows of one head and walks the key
-// chunks (C keys) in step. Per chunk the block stages the K tile in shared memory, computes the
-// T x C scores in register tiles of 2 rows x 2 keys (each step of the head-dim loop loads two
-// queries and two keys for four FMAs; a thread per score loaded two words per FMA), the row
-// statistics and probabilities, then rescales the block's running state (shared memory) and adds
-// the chunk's PV to it, one element per step, V read straight from global memory.
+// Block tiles (a query tile of T > 1): a block owns T = 64 query rows of one head and walks the
+// key chunks (C = 64 keys) in step, 256 threads. Both products run in register tiles: a thread
+// computes 4 rows x 4 keys of the chunk's scores (per head dim, 8 loads for 16 FMAs) and 4 rows x
+// D/16 head dims of its PV (per key, 4 + D/16 loads for 4 D/16 FMAs), each tile a Func computed
+// inside the thread's loop (qk, pv) with every index unrolled, so that it lives in registers.
+// (A Func stored in registers at the block level gets the whole block's box per thread, in local
+// memory: Halide 14 does not narrow it to the thread's part.)
 //
-// Every global load and shared access is laid out for the warp, not the thread: on the H200 the
-// L1's wavefronts bounded the first version (a thread owning eight consecutive head dims made each
-// V load touch four lines and each running-state access an 8-way bank conflict; a thread loading
-// its own K row made each load touch 32 lines). Here the 16 threads of a row take consecutive head
-// dims (d = 16 dv + dt), the K tile is loaded the same way and stored key-fastest with a key of
-// padding per head dim, so that the score threads' reads (consecutive keys) are conflict-free and
-// its stores at most 2-way (a warp stores 16 head dims of 2 keys), and the scores are padded
-// likewise for the row statistics (a thread per row).
+// The block's tiles live in shared memory, up to about 200 KB at D = 128 (the runtime raises the
+// kernel's dynamic limit past 48 KB, runtime/src/cuda_driver.cpp): the scaled queries and the
+// keys, both staged per chunk (see q_tile below) and stored head-dim-major and padded to 65 rows or keys, so that
+// the staging threads (consecutive head dims, coalesced global loads) store to distinct banks;
+// the chunk's scores and probabilities (query-fastest, so the row statistics' threads read
+// consecutive words); the running (output, max, sum) tuple, 3 T D floats. V is read from global
+// memory (L1) in PV.
 //
-// Shared memory, at most 48 KB a block (Halide 14's CUDA runtime sets no larger carve-out): the
-// running (output, max, sum) tuple 3 T D floats, the K tile (C + 1) D, the scores and probabilities
-// 2 T C. With T = 16 and C = 32 that is 45 KB at D = 128. The queries are read from global memory
-// inside the QK loop (staging them would take the last 8 KB).
+// A block's threads are (x 4, y 16, z 4), so that a warp is 4 x 8: in QK its 4 key threads read
+// 4 keys 4 apart and its 8 row threads 8 queries 4 apart (distinct banks, no conflict); in PV its
+// 4 head-dim threads read one 128-byte line of V and its row threads 8 probabilities 4 apart.
+constexpr int block_threads_x = 4, block_threads_z = 4;
+constexpr int rows_per_thread = 4, keys_per_thread = 4;
+
+// A thread's state and PV elements: rows (ty, qr), 4 rows per thread; head dims (dz, dx, dr),
+// dims_per_thread each. `inner` goes inside the thread loops (the chunk loop, for the update).
+void map_state(Stage s, ChunkedAttention &a, int dims_per_thread, std::vector<VarOrRVar> inner = {}) {
+    Var ty("ty"), qr("qr"), dt("dt"), dr("dr"), dz("dz"), dx("dx");
+    std::vector<VarOrRVar> order = {dr, qr, dx, ty, dz};
+    order.insert(order.end(), inner.begin(), inner.end());
+    s.split(a.qi, ty, qr, rows_per_thread)
+        .split(a.d, dt, dr, dims_per_thread)
+        .split(dt, dz, dx, block_threads_x)
+        .reorder(order)
+        .gpu_threads(dx, ty, dz)
+        .unroll(dr)
+        .unroll(qr);
+}
+
+// A tile staged in shared memory, (d, rows) with consecutive threads on consecutive head dims
+// (64 a step: x and y) and the rows over z; each thread's loads unrolled, in flight together.
+void map_staging(Func f, const Var &d, const Var &rows) {
+    Var dg("dg"), dl("dl"), dy("dy"), dx("dx"), ro("ro"), rz("rz");
+    f.split(d, dg, dl, 64, TailStrategy::GuardWithIf)
+        .split(dl, dy, dx, block_threads_x)
+        .split(rows, ro, rz, block_threads_z)
+        .reorder(ro, dg, dx, dy, rz)
+        .gpu_threads(dx, dy, rz)
+        .unroll(ro);
+}
+
+// One thread per query row (x, y: consecutive rows, consecutive words).
+void map_rows(Stage s, const Var &qi) {
+    Var qy("qy"), qx("qx");
+    s.split(qi, qy, qx, block_threads_x).gpu_threads(qx, qy);
+}
+
 void schedule_block_tiles(AttentionPrefill &g) {
     ChunkedAttention &a = *g.attention;
-    // 16 threads across the head dim, each taking every 16th, keep a block at 16 x 16 = 256
-    // threads, so that it launches whatever registers the driver's PTX compiler gives a thread
-    // (up to 255; Halide 14 states no launch bounds, and 512 threads would allow only 128).
-    const int dim_threads = 16;
-    const int score_rows = 2, score_keys = 2;  // a thread's register tile of scores
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    Var io("io"), ii("ii"), hb("hb"), dt("dt"), dv("dv"), qo("qo"), qv("qv"), jo("jo"), jv("jv");
-    auto map_blocks = [&](Stage s) {
-        s.split(a.i, io, ii, a.T, guard)
-            .split(a.d, dv, dt, dim_threads, guard)
-            .reorder(dv, dt, ii, io, a.hg, a.hk, a.b)
-            .fuse(a.hk, a.b, hb)
+    Var io("io"), ii("ii"), hb("hb");
+    // The output: the block's grid; its threads divide the state by the running state's map.
+    for (int D : kernel_contract::gpu_prefill_block_tile_head_dims) {
+        Stage s = g.out.specialize(a.head_dim == D);
+        s.split(a.i, io, ii, a.T, guard).fuse(a.hk, a.b, hb);
+        Var ty("ty"), qr("qr"), dt("dt"), dr("dr"), dz("dz"), dx("dx");
+        s.split(ii, ty, qr, rows_per_thread)
+            .split(a.d, dt, dr, D / 16)
+            .split(dt, dz, dx, block_threads_x)
+            .reorder(dr, qr, dx, ty, dz, io, a.hg, hb)
             .gpu_blocks(io, a.hg, hb)
-            .gpu_threads(dt, ii);
-    };
-    for (int D : {32, 64, 128}) map_blocks(g.out.specialize(a.head_dim == D));
-    map_blocks(g.out);
+            .gpu_threads(dx, ty, dz);
+    }
+    g.out.specialize_fail("attention_prefill (GPU block tiles): head dim not one of 16, 32, 64, 80, 96, 128");
 
-    a.running.compute_at(g.out, io)
-        .split(a.d, dv, dt, dim_threads, guard)
-        .reorder(dv, dt, a.qi)
-        .gpu_threads(dt, a.qi);
-    a.running.update()
-        .split(a.d, dv, dt, dim_threads, guard)
-        .reorder(dv, dt, a.qi, a.rc)
-        .gpu_threads(dt, a.qi);
+    a.running.compute_at(g.out, io);
+    for (int D : kernel_contract::gpu_prefill_block_tile_head_dims) {
+        map_state(a.running.specialize(a.head_dim == D), a, D / 16);
+        map_state(a.running.update().specialize(a.head_dim == D), a, D / 16, {a.rc});
+    }
+    // Never run (the output's specialize_fail), but every branch needs the loops pv is computed at.
+    map_state(a.running, a, 8);
+    map_state(a.running.update(), a, 8, {a.rc});
     const LoopLevel chunk(a.running, RVar(a.rc));
-    // 16 head dims by 16 keys of threads, two keys each (a block's thread dims are the maxima of
-    // its stages', so 32 keys would launch 32 x 16).
-    Var dq("dq"), jh("jh"), jy("jy");
-    a.k_panel.compute_at(chunk)
-        .reorder_storage(a.j, a.d)
-        .align_storage(a.j, a.C + 1)
-        .split(a.d, dq, dt, dim_threads, guard)
-        .split(a.j, jh, jy, 16, guard)
-        .reorder(dq, jh, dt, jy)
-        .gpu_threads(dt, jy)
-        .unroll(jh);
-    // Its loads all in flight together where the head dim is known (the generic one's loop over
-    // head-dim groups has no constant extent to unroll).
-    for (int D : {32, 64, 128}) a.k_panel.specialize(a.head_dim == D).unroll(dq);
-    a.v_panel.compute_inline();
-    a.q_tile.compute_inline();
-    // Stored key-fastest, each row padded by one key (storage only), so that the threads of the
-    // row statistics and the probabilities (one per row, at the same key) hit 16 different banks
-    // rather than one.
+
+    // The queries are staged again for each chunk: staged once per block, before the chunk loop,
+    // Halide 14 packed the chunk's probabilities into their shared memory (its liveness analysis of
+    // a block's shared allocations ignores the loop: the queries' last use in the body comes
+    // before the probabilities' first), and every chunk after the first read them overwritten.
+    a.q_tile.compute_at(chunk).reorder_storage(a.qi, a.d).align_storage(a.qi, a.T + 1);
+    map_staging(a.q_tile, a.d, a.qi);
+    a.k_panel.compute_at(chunk).reorder_storage(a.j, a.d).align_storage(a.j, a.C + 1);
+    map_staging(a.k_panel, a.d, a.j);
+
+    // Scores: a thread's 4 x 4 tile (rows ty, keys kt = (kz, kx)), its dot products (qk) in
+    // registers; stored query-fastest, padded a row per key.
+    Var ty("ty"), qr("qr"), kt("kt"), ju("ju"), kz("kz"), kx("kx");
     a.score.compute_at(chunk)
-        .reorder_storage(a.j, a.qi)
-        .align_storage(a.j, a.C + 1)
-        .split(a.qi, qo, qv, score_rows, guard)
-        .split(a.j, jo, jv, score_keys, guard)
-        .reorder(qv, jv, jo, qo)
-        .gpu_threads(jo, qo)
-        .unroll(qv)
-        .unroll(jv);
+        .reorder_storage(a.qi, a.j)
+        .align_storage(a.qi, a.T + 1)
+        .split(a.qi, ty, qr, rows_per_thread)
+        .split(a.j, kt, ju, keys_per_thread)
+        .split(kt, kz, kx, block_threads_x)
+        .reorder(ju, qr, kx, ty, kz)
+        .gpu_threads(kx, ty, kz)
+        .unroll(ju)
+        .unroll(qr);
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
-    // Every loop that loads is unrolled (by 4 to 8), so that several loads are in flight: a GPU
-    // thread waits at a load's first use, one load per step made each loop latency-bound.
-    RVar rdo("rdo"), rdi("rdi"), rjo("rjo"), rji("rji");
-    a.qk.compute_at(a.score, jo).unroll(a.qi).unroll(a.j);
+    RVar rdo("rdo"), rdi("rdi");
+    a.qk.compute_at(a.score, kx).store_in(MemoryType::Register).unroll(a.qi).unroll(a.j);
     a.qk.update()
-        .split(a.rd, rdo, rdi, 4, guard)
+        .split(a.rd, rdo, rdi, 8, guard)
         .reorder(a.qi, a.j, rdi, rdo)
         .unroll(a.qi)
         .unroll(a.j)
         .unroll(rdi);
-    a.chunk_max.compute_at(chunk).gpu_threads(a.qi);
-    a.chunk_max.update().gpu_threads(a.qi).unroll(a.rj, 8);
+
+    // Row statistics: a thread per row; probabilities: rows over (x, y), keys over z.
+    RVar rjo("rjo"), rji("rji");
+    a.chunk_max.compute_at(chunk);
+    map_rows(a.chunk_max, a.qi);
+    map_rows(a.chunk_max.update(), a.qi);
+    a.chunk_max.update().unroll(a.rj, 8);
+    a.chunk_sum.compute_at(chunk);
+    map_rows(a.chunk_sum, a.qi);
+    map_rows(a.chunk_sum.update(), a.qi);
+    a.chunk_sum.update().unroll(a.rj, 8);
+    Var qy("qy"), qx("qx"), jo("jo"), jz("jz");
     a.prob.compute_at(chunk)
-        .split(a.j, jo, jv, score_keys, guard)
-        .reorder(jv, a.qi, jo)
-        .gpu_threads(a.qi, jo)
-        .unroll(jv);
-    a.chunk_sum.compute_at(chunk).gpu_threads(a.qi);
-    a.chunk_sum.update().gpu_threads(a.qi).unroll(a.rj, 8);
+        .reorder_storage(a.qi, a.j)
+        .split(a.qi, qy, qx, block_threads_x)
+        .split(a.j, jo, jz, block_threads_z)
+        .reorder(jo, qx, qy, jz)
+        .gpu_threads(qx, qy, jz)
+        .unroll(jo, 4);
     a.chunk_out.compute_inline();
-    // PV one element at a time, inside the state's update: its sum over the chunk's keys in a
-    // register, each step loading a probability (a broadcast) and a V value (16 threads, 64
-    // contiguous bytes).
-    a.pv.compute_at(a.running, dv).store_in(MemoryType::Register);
-    a.pv.update().split(a.rj, rjo, rji, 8, guard).unroll(rji);
+    a.v_panel.compute_inline();
+
+    // PV: the thread's 4 rows x D/16 dims in registers, summed over the chunk's keys, then added
+    // to the state it updates (same elements).
+    a.pv.compute_at(a.running, Var("dx")).store_in(MemoryType::Register).unroll(a.d).unroll(a.qi);
+    a.pv.update().reorder(a.d, a.qi, a.rj).unroll(a.d).unroll(a.qi).unroll(a.rj, 2);
 }
 
 }  // namespace
 
 // The block tiles' 16 query rows (kernels.cmake also passes it, with the row schedule's 1); the
 // GPU's scores cover whole chunks, so no key step.
-PrefillTile prefill_tile(const Target &) { return {16, 1}; }
+PrefillTile prefill_tile(const Target &) { return {64, 1}; }
 
 // The query tile the GPU variant was generated with picks the schedule: block tiles (T > 1, the
 // default GPU_PARAMS), or the `rows` family's (T = 1): one GPU thread per query row of one head,
