@@ -124,16 +124,16 @@ void schedule_block_tiles(AttentionPrefill &g) {
         .unroll(a.j)
         .unroll(rdi);
 
-    // Row statistics: a thread per row; probabilities: rows over (x, y), keys over z.
-    RVar rjo("rjo"), rji("rji");
-    a.chunk_max.compute_at(chunk);
-    map_rows(a.chunk_max, a.qi);
-    map_rows(a.chunk_max.update(), a.qi);
-    a.chunk_max.update().unroll(a.rj, 8);
-    a.chunk_sum.compute_at(chunk);
-    map_rows(a.chunk_sum, a.qi);
-    map_rows(a.chunk_sum.update(), a.qi);
-    a.chunk_sum.update().unroll(a.rj, 8);
+    // Row statistics: a thread per row, its max or sum in a register (the Func computed inside the
+    // thread's loop), then stored once to shared memory (the wrapper every consumer reads):
+    // computed in shared memory, each step was a load and a store, a chain through memory.
+    for (Func f : {a.chunk_max, a.chunk_sum}) {
+        Func stored = f.in();
+        stored.compute_at(chunk);
+        map_rows(stored, a.qi);
+        f.compute_at(stored, Var("qx")).store_in(MemoryType::Register);
+        f.update().unroll(a.rj, 8);
+    }
     Var qy("qy"), qx("qx"), jo("jo"), jz("jz");
     a.prob.compute_at(chunk)
         .reorder_storage(a.qi, a.j)
@@ -192,7 +192,7 @@ void schedule(AttentionPrefill &g, const Target &) {
 }
 
 // A decode block is one chunk of keys, its scores computed 32 keys at a time (see below).
-int decode_key_chunk(const Target &) { return 64; }
+int decode_key_chunk(const Target &) { return 128; }
 
 // Split-KV: one block per (chunk, KV head, sequence) computes the chunk's partial result for the
 // whole head group. The keys are scored 32 at a time: each such K tile is staged in shared memory
@@ -266,19 +266,45 @@ void schedule(AttentionDecode &g, const Target &) {
     a.chunk_out.compute_at(block).reorder(a.d, a.hg).gpu_threads(a.d);
     a.pv.compute_at(a.chunk_out, a.d);
     a.pv.update().unroll(a.rj, 8);  // eight V loads in flight
-    // A block per (head, KV head, sequence), a thread per head dim: at most 256 threads (the
-    // runtime refuses wider heads), where threads over (head dim, head in group) reached 1024 for
-    // groups of 8.
-    g.out.gpu_blocks(g.out.args()[1], hk, b).gpu_threads(g.out.args()[0]);
-    const LoopLevel head(g.out, g.out.args()[0]);
-    // Each thread walks every chunk three times; eight chunks per step keep eight loads in flight
-    // (one at a time, each waited on the L2's latency, 512 chunks at T = 32768).
-    constexpr int chunks_per_step = 8;
-    for (Func f : {a.merged_max, a.merged_sum, a.merged_out}) {
+    // A block per (head, KV head, sequence), a thread per (head dim, lane): at most 256 x 4
+    // threads (the runtime refuses wider heads). Each lane takes every 4th chunk (rfactor) and
+    // walks them eight at a time, so that eight loads are in flight; the lanes' results then meet
+    // in shared memory. (A thread walking every chunk itself waited on the L2 once per 8 of them,
+    // three times over, with a block per head: 32 blocks at B = 1.)
+    constexpr int merge_lanes = 4, chunks_per_step = 8;
+    const Var head_dim_var = g.out.args()[0], head_var = g.out.args()[1];
+    g.out.gpu_blocks(head_var, hk, b).gpu_threads(head_dim_var);
+    const LoopLevel block_of_head(g.out, head_var);
+    // A Func's sum (or max) over the chunks split into the lanes' (rfactor): each lane's loop
+    // (`step`, serial, inside the thread loops) takes eight chunks a step, unrolled.
+    struct Lanes {
+        Func per_lane;
+        Var u;
+        RVar step, in_step;
+    };
+    auto split_lanes = [&](Func f) {
+        Lanes l{Func(), Var("u"), RVar("step"), RVar("in_step")};
         RVar rco("rco"), rci("rci");
-        f.compute_at(head);
-        f.update().split(a.rc, rco, rci, chunks_per_step, guard).unroll(rci);
+        l.per_lane = f.update().split(a.rc, rco, rci, merge_lanes, guard).rfactor(rci, l.u);
+        l.per_lane.update().split(rco, l.step, l.in_step, chunks_per_step, guard).unroll(l.in_step);
+        f.compute_at(block_of_head);
+        l.per_lane.compute_at(block_of_head);
+        return l;
+    };
+    // The row statistics: a thread per lane, then one thread takes the lanes together.
+    for (Func f : {a.merged_max, a.merged_sum}) {
+        Lanes l = split_lanes(f);
+        l.per_lane.gpu_threads(l.u);
+        l.per_lane.update().reorder(l.in_step, l.step, l.u).gpu_threads(l.u);
+        f.gpu_threads(a.qi);  // extent 1 in the block
+        f.update().gpu_threads(a.qi);
     }
+    // The output's sums: threads over (head dim, lane), then a thread per head dim over the lanes.
+    Lanes l = split_lanes(a.merged_out);
+    l.per_lane.reorder(a.d, l.u).gpu_threads(a.d, l.u);
+    l.per_lane.update().reorder(l.in_step, l.step, a.d, l.u).gpu_threads(a.d, l.u);
+    a.merged_out.gpu_threads(a.d);
+    a.merged_out.update().gpu_threads(a.d);
     a.weight.compute_inline();  // stored, it would need a global array per thread (one per chunk)
 }
 
