@@ -17,17 +17,17 @@ namespace {
 // (A Func stored in registers at the block level gets the whole block's box per thread, in local
 // memory: Halide 14 does not narrow it to the thread's part.)
 //
-// The block's tiles live in shared memory, up to about 200 KB at D = 128 (the runtime raises the
-// kernel's dynamic limit past 48 KB, runtime/src/cuda_driver.cpp): the scaled queries and the
-// keys, both staged per chunk (see q_tile below) and stored head-dim-major and padded to 65 rows or keys, so that
-// the staging threads (consecutive head dims, coalesced global loads) store to distinct banks;
-// the chunk's scores and probabilities (query-fastest, so the row statistics' threads read
-// consecutive words); the running (output, max, sum) tuple, 3 T D floats. V is read from global
-// memory (L1) in PV.
+// The block's tiles live in shared memory, about 190 KB at D = 128 (the runtime raises the
+// kernel's dynamic limit past 48 KB, runtime/src/cuda_driver.cpp): the chunk's queries, keys and
+// values, staged per chunk (see q_tile and v_panel below) by threads on consecutive head dims
+// (coalesced loads), the queries and keys stored head-dim-major and padded to 65 rows or keys so
+// that those stores hit distinct banks; the chunk's scores and probabilities (query-fastest, so
+// the row statistics' threads read consecutive words); the running (output, max, sum) tuple,
+// 3 T D floats.
 //
 // A block's threads are (x 4, y 16, z 4), so that a warp is 4 x 8: in QK its 4 key threads read
 // 4 keys 4 apart and its 8 row threads 8 queries 4 apart (distinct banks, no conflict); in PV its
-// 4 head-dim threads read one 128-byte line of V and its row threads 8 probabilities 4 apart.
+// 4 head-dim threads read 4 values 8 apart and its row threads 8 probabilities 4 apart.
 constexpr int block_threads_x = 4, block_threads_z = 4;
 constexpr int rows_per_thread = 4, keys_per_thread = 4;
 
@@ -143,7 +143,12 @@ void schedule_block_tiles(AttentionPrefill &g) {
         .gpu_threads(qx, qy, jz)
         .unroll(jo, 4);
     a.chunk_out.compute_inline();
-    a.v_panel.compute_inline();
+    // V staged per chunk like K (natural layout: a warp's 4 head-dim threads read 4 words 8
+    // apart, distinct banks). Read through the L1 instead, at D = 128 it measured 16% slower: the
+    // block's ~180 KB of shared memory leaves the L1 about 60 KB, too little for the chunk's V
+    // (32 KB) read twice by each of 8 warps.
+    a.v_panel.compute_at(chunk);
+    map_staging(a.v_panel, a.d, a.j);
 
     // PV: the thread's 4 rows x D/16 dims in registers, summed over the chunk's keys, then added
     // to the state it updates (same elements).
