@@ -266,11 +266,13 @@ void schedule(AttentionDecode &g, const Target &) {
         f.update().gpu_threads(a.hg);
     }
     a.prob.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
-    // PV stored per (head dim, head) in shared memory, each accumulated over the chunk's keys in a
-    // register (pv at the thread) rather than in shared memory.
-    a.chunk_out.compute_at(block).reorder(a.d, a.hg).gpu_threads(a.d);
-    a.pv.compute_at(a.chunk_out, a.d);
-    a.pv.update().unroll(a.rj, 8);  // eight V loads in flight
+    // PV: a thread per head dim accumulates every head of the block at once, in registers (pv at
+    // the thread, 8 heads whatever the group: the unrolled tile needs a constant extent), so that
+    // each V value is loaded once for all of them; stored per (head dim, head) in shared memory.
+    // (A pass per head read the chunk's V once per head, from the L2 once the L1 had lost it.)
+    a.chunk_out.compute_at(block).reorder(a.hg, a.d).gpu_threads(a.d);
+    a.pv.compute_at(a.chunk_out, a.d).bound_extent(a.hg, 8).store_in(MemoryType::Register).unroll(a.hg);
+    a.pv.update().reorder(a.hg, a.rj).unroll(a.hg).unroll(a.rj, 4);  // four V loads in flight
     // A block per (head, KV head, sequence), a thread per (head dim, lane): at most 256 x 4
     // threads (the runtime refuses wider heads). Each lane takes every 4th chunk (rfactor) and
     // walks them eight at a time, so that eight loads are in flight; the lanes' results then meet
