@@ -11,6 +11,7 @@
 #include "hattn/kernel_table.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/rope.h"
+#include "kernel_variants.h"
 #include "reference/attention.h"
 #include "support/compare.h"
 #include "support/device.h"
@@ -514,6 +515,17 @@ TEST_P(AttentionOnGpu, LargeHeadGroupsAndWideHeadsDecode) {
 }
 
 HATTN_INSTANTIATE_ON_EACH_GPU(AttentionOnGpu);
+
+// The prefill's block tiles run where the device allows their shared memory (an H200 227 KB a
+// block, an A100 163 KB, many GPUs 99 KB or less), the rows schedule elsewhere, saying why.
+TEST(AttentionPrefillOnGpus, BlockTilesRunWhereTheirSharedMemoryFits) {
+    EXPECT_EQ(detail::gpu_prefill_rows_needed(128, 227 * 1024), "");
+    EXPECT_EQ(detail::gpu_prefill_rows_needed(128, 0), "");  // unknown: taken as enough
+    EXPECT_EQ(detail::gpu_prefill_rows_needed(64, 163 * 1024), "");
+    EXPECT_EQ(detail::gpu_prefill_rows_needed(128, 163 * 1024),
+              "head dim 128 (its block tiles take up to 225 KB of shared memory a block; the device allows 163 KB)");
+    EXPECT_EQ(detail::gpu_prefill_rows_needed(256, 227 * 1024), "head dim 256 (the block tiles take 16, 32, 64, 80, 96, 128)");
+}
 
 // ---------------------------------------------------------------- forced-variant checks
 

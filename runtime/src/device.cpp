@@ -11,6 +11,7 @@
 #include "HalideRuntime.h"
 #include "cuda_driver.h"
 #include "device_residency.h"
+#include "kernel_variants.h"
 #include "hattn/error.h"
 
 namespace hattn {
@@ -28,6 +29,20 @@ std::string probe_cuda() {
     if (int status = init(0); status != 0) return "cuInit failed with CUDA error " + std::to_string(status);
     int devices = 0;
     if (count(&devices) != 0 || devices == 0) return "the CUDA driver sees no device";
+    // The shared memory a block may take (opting in past 48 KB), the least of the devices' (Halide
+    // picks one): the prefill's block tiles need more than some GPUs allow.
+    using Get = int (*)(int *, int);
+    using Attribute = int (*)(int *, int, int);
+    auto get = reinterpret_cast<Get>(dlsym(lib, "cuDeviceGet"));
+    auto attribute = reinterpret_cast<Attribute>(dlsym(lib, "cuDeviceGetAttribute"));
+    constexpr int max_shared_memory_per_block_optin = 97;  // CU_DEVICE_ATTRIBUTE_..._OPTIN
+    int64_t least = 0;
+    for (int i = 0; get && attribute && i < devices; i++) {
+        int device = 0, bytes = 0;
+        if (get(&device, i) != 0 || attribute(&bytes, max_shared_memory_per_block_optin, device) != 0) continue;
+        least = least == 0 ? bytes : std::min<int64_t>(least, bytes);
+    }
+    detail::cuda_shared_bytes_per_block = least;
     return "";
 }
 
@@ -46,6 +61,8 @@ std::string probe_opencl() {
     if (platforms(16, ids, &n) != 0 || n == 0) return "no OpenCL platform is installed";
     constexpr uint64_t all_device_types = 0xFFFFFFFF;
     constexpr unsigned mem_base_addr_align = 0x1019;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bits
+    constexpr unsigned local_mem_size = 0x1023;       // CL_DEVICE_LOCAL_MEM_SIZE, bytes (cl_ulong)
+    int64_t least_local = 0;
     bool any = false;
     for (unsigned i = 0; i < n && i < 16; i++) {
         void *device_ids[16];
@@ -57,8 +74,13 @@ std::string probe_opencl() {
             if (info && info(device_ids[d], mem_base_addr_align, sizeof(bits), &bits, nullptr) == 0) {
                 detail::opencl_sub_buffer_alignment = std::max<int64_t>(detail::opencl_sub_buffer_alignment, bits / 8);
             }
+            uint64_t local_bytes = 0;
+            if (info && info(device_ids[d], local_mem_size, sizeof(local_bytes), &local_bytes, nullptr) == 0) {
+                least_local = least_local == 0 ? int64_t(local_bytes) : std::min<int64_t>(least_local, local_bytes);
+            }
         }
     }
+    detail::opencl_local_bytes_per_block = least_local;
     return any ? "" : "no OpenCL platform has a device";
 }
 

@@ -139,14 +139,24 @@ ProjectionKernel projection_gemv_kernel() {
 }
 RopeKernel rope_kernel() { return choose("rope", HATTN_VARIANTS(rope)); }
 RopeKernel rope_interleaved_kernel() { return choose("rope_interleaved", HATTN_VARIANTS(rope_interleaved)); }
-// Why a prefill of this head dim cannot run the GPU block tiles, or "".
-static std::string prefill_rows_needed(int64_t head_dim) {
+std::string gpu_prefill_rows_needed(int64_t head_dim, int64_t shared_bytes) {
     std::string dims;
+    bool has_tiles = false;
     for (int d : kernel_contract::gpu_prefill_block_tile_head_dims) {
-        if (d == head_dim) return "";
+        has_tiles = has_tiles || d == head_dim;
         dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     }
-    return "head dim " + std::to_string(head_dim) + " (the block tiles take " + dims + ")";
+    if (!has_tiles) return "head dim " + std::to_string(head_dim) + " (the block tiles take " + dims + ")";
+    const int64_t need = kernel_contract::gpu_prefill_block_tile_shared_bytes(head_dim);
+    if (shared_bytes <= 0 || need <= shared_bytes) return "";
+    return "head dim " + std::to_string(head_dim) + " (its block tiles take up to " + std::to_string(need / 1024) +
+           " KB of shared memory a block; the device allows " + std::to_string(shared_bytes / 1024) + " KB)";
+}
+static std::string prefill_rows_needed(int64_t head_dim) {
+    const Device device = current_device();
+    if (device == Device::CPU) return "";
+    return gpu_prefill_rows_needed(head_dim, device == Device::CUDA ? cuda_shared_bytes_per_block.load()
+                                                                    : opencl_local_bytes_per_block.load());
 }
 AttentionPrefillKernel attention_prefill_kernel(int64_t head_dim) {
     return choose("attention_prefill", HATTN_VARIANTS(attention_prefill), prefill_rows_needed(head_dim));

@@ -1,3 +1,5 @@
+#include <stdexcept>
+
 #include "generators/attention_decode.h"
 #include "generators/attention_prefill.h"
 #include "generators/common/kernel_contract.h"
@@ -66,6 +68,10 @@ void map_rows(Stage s, const Var &qi) {
 
 void schedule_block_tiles(AttentionPrefill &g) {
     ChunkedAttention &a = *g.attention;
+    // The runtime sizes their shared memory from the contract's tiles.
+    if (a.T != kernel_contract::gpu_prefill_query_tile || a.C != kernel_contract::gpu_prefill_key_chunk) {
+        throw std::invalid_argument("GPU prefill block tiles: query_tile and key_chunk must be kernel_contract.h's");
+    }
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var io("io"), ii("ii"), hb("hb");
     // The output: the block's grid; its threads divide the state by the running state's map.
