@@ -1,4 +1,5 @@
 #include <stdexcept>
+#include <string>
 
 #include "generators/attention_decode.h"
 #include "generators/attention_prefill.h"
@@ -86,7 +87,9 @@ void schedule_block_tiles(AttentionPrefill &g) {
             .gpu_blocks(io, a.hg, hb)
             .gpu_threads(dx, ty, dz);
     }
-    g.out.specialize_fail("attention_prefill (GPU block tiles): head dim not one of 16, 32, 64, 80, 96, 128");
+    std::string dims;
+    for (int D : kernel_contract::gpu_prefill_block_tile_head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(D);
+    g.out.specialize_fail("attention_prefill (GPU block tiles): head dim not one of " + dims);
 
     a.running.compute_at(g.out, io);
     for (int D : kernel_contract::gpu_prefill_block_tile_head_dims) {
@@ -149,7 +152,7 @@ void schedule_block_tiles(AttentionPrefill &g) {
         .gpu_threads(qx, qy, jz)
         .unroll(jo, 4);
     a.chunk_out.compute_inline();
-    // V staged per chunk like K (natural layout: a warp's 4 head-dim threads read 4 words 8
+    // V staged per chunk like K (natural layout: a warp's 4 head-dim threads read 4 words D/16
     // apart, distinct banks). Read through the L1 instead, at D = 128 it measured 16% slower: the
     // block's ~180 KB of shared memory leaves the L1 about 60 KB, too little for the chunk's V
     // (32 KB) read twice by each of 8 warps.
@@ -164,7 +167,7 @@ void schedule_block_tiles(AttentionPrefill &g) {
 
 }  // namespace
 
-// The block tiles' 16 query rows (kernels.cmake also passes it, with the row schedule's 1); the
+// The block tiles' 64 query rows (kernels.cmake also passes it, with the row schedule's 1); the
 // GPU's scores cover whole chunks, so no key step.
 PrefillTile prefill_tile(const Target &) { return {64, 1}; }
 
@@ -211,9 +214,10 @@ int decode_key_chunk(const Target &) { return 128; }
 // together), stored key-fastest and padded by one key per head dim, so that both those stores and
 // the score threads' reads (a thread per key) hit distinct banks; 33 KB at D = 256. (A thread per
 // key read its own K row from global memory before, 32 lines per warp load and once per head.)
-// Thread loops over the keys (QK, softmax) and over the head dim (PV, V read from global memory,
-// consecutive threads reading consecutive floats); the queries and scores stay in shared memory.
-// Then one block per (head, KV head, sequence), a thread per head dim, merges the chunks.
+// Thread loops over the keys (QK, softmax) and over the head dim (PV for every head of the block
+// at once, V read from global memory, consecutive threads reading consecutive floats); the
+// queries and scores stay in shared memory. Then one block per (head, KV head, sequence), threads
+// over (head dim, lane), merges the chunks.
 void schedule(AttentionDecode &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     const Var hk = g.out.args()[2], b = g.out.args()[3];
@@ -221,8 +225,8 @@ void schedule(AttentionDecode &g, const Target &) {
     const int tile_keys = 32;
     Var hb("hb"), jo("jo"), ji("ji"), hgo("hgo"), hgi("hgi");
     // A block takes up to 8 heads of the group (4 past D = 128), so that a large group (MQA's
-    // dozens of heads) stays within 48 KB of shared memory and 1024 threads: about 31 KB and 256
-    // threads at D = 128, 44 KB at D = 256. A larger group's blocks stage the same K tile, mostly from L2.
+    // dozens of heads) stays within 48 KB of shared memory and 1024 threads. A larger group's
+    // blocks stage the same K tile, mostly from L2.
     a.part.compute_root();
     auto map_chunks = [&](Stage s, int heads_per_block) {
         s.split(a.hg, hgo, hgi, heads_per_block, guard)
