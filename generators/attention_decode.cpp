@@ -18,8 +18,8 @@ void AttentionDecode::generate() {
     ChunkedAttention &a = *attention;
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;
-    // The head clamped to the group: a schedule may compute a whole block of heads past its last
-    // (the GPU's PV takes 8 heads a thread, whatever the group), which must read in bounds.
+    // The head clamped to the group: a schedule may compute whole blocks of heads, past the group's
+    // last, which must still read in bounds.
     in.q(d, hg, h, i, b) = q(d, min(hg, q.dim(1).extent() - 1), h, b);
     // The attention sees each sequence's keys from first_key on, as keys 0 .. kv_len - first_key - 1;
     // the clamp keeps Halide's bounds inference (which cannot see first_key's values) in the cache.

@@ -3,6 +3,8 @@
 // include this one file instead of each keeping a copy.
 #pragma once
 
+#include <string>
+
 namespace hattn::kernel_contract {
 
 // The projection_gemv variant is chosen for calls with at most this many rows: on a CPU each W
@@ -16,6 +18,12 @@ constexpr int bitlinear_k_multiple = 256;
 // The head dims the GPU prefill's block tiles are generated for (a thread's PV tile takes D / 16
 // of them, unrolled, so one kernel each); the runtime runs the rows schedule for any other.
 constexpr int gpu_prefill_block_tile_head_dims[] = {16, 32, 64, 80, 96, 128};
+// Those head dims as messages name them: "16, 32, ...".
+inline std::string gpu_prefill_block_tile_head_dims_text() {
+    std::string dims;
+    for (int d : gpu_prefill_block_tile_head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    return dims;
+}
 // Their tiles: 64 queries walking chunks of 64 keys (kernels.cmake's GPU_PARAMS; the schedule
 // checks it).
 constexpr int gpu_prefill_query_tile = 64, gpu_prefill_key_chunk = 64;

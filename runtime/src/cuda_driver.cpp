@@ -5,8 +5,8 @@
 // first (cuFuncSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), which that runtime
 // never does. The runtime finds every driver entry point through halide_cuda_get_symbol, a weak
 // function: the definition here hands out the driver's own, except that cuLaunchKernel first
-// raises the kernel's maximum where a launch asks for more than 48 KB. The prefill schedules
-// stage their tiles in up to about 200 KB a block (the H200 allows 227 KB).
+// raises the kernel's maximum where a launch asks for more than 48 KB. The prefill's block tiles
+// take up to about 190 KB a block (the H200 allows 227 KB).
 #include "cuda_driver.h"
 
 #include <dlfcn.h>

@@ -1,5 +1,6 @@
 #include "kernel_variants.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -140,13 +141,11 @@ ProjectionKernel projection_gemv_kernel() {
 RopeKernel rope_kernel() { return choose("rope", HATTN_VARIANTS(rope)); }
 RopeKernel rope_interleaved_kernel() { return choose("rope_interleaved", HATTN_VARIANTS(rope_interleaved)); }
 std::string gpu_prefill_rows_needed(int64_t head_dim, int64_t shared_bytes) {
-    std::string dims;
-    bool has_tiles = false;
-    for (int d : kernel_contract::gpu_prefill_block_tile_head_dims) {
-        has_tiles = has_tiles || d == head_dim;
-        dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    const auto &dims = kernel_contract::gpu_prefill_block_tile_head_dims;
+    if (std::find(std::begin(dims), std::end(dims), head_dim) == std::end(dims)) {
+        return "head dim " + std::to_string(head_dim) + " (the block tiles take " +
+               kernel_contract::gpu_prefill_block_tile_head_dims_text() + ")";
     }
-    if (!has_tiles) return "head dim " + std::to_string(head_dim) + " (the block tiles take " + dims + ")";
     const int64_t need = kernel_contract::gpu_prefill_block_tile_shared_bytes(head_dim);
     if (shared_bytes <= 0 || need <= shared_bytes) return "";
     return "head dim " + std::to_string(head_dim) + " (its block tiles take up to " + std::to_string(need / 1024) +

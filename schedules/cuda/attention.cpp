@@ -34,14 +34,15 @@ namespace {
 constexpr int block_threads_x = 4, block_threads_z = 4;
 constexpr int rows_per_thread = 4, keys_per_thread = 4;
 
-// A thread's state and PV elements: rows (ty, qr), 4 rows per thread; head dims (dz, dx, dr),
-// dims_per_thread each. `inner` goes inside the thread loops (the chunk loop, for the update).
-void map_state(Stage s, ChunkedAttention &a, int dims_per_thread, std::vector<VarOrRVar> inner = {}) {
+// A thread's state and PV elements, or the output's: rows (ty, qr), 4 rows per thread; head dims
+// (dz, dx, dr), dims_per_thread each. `outer` goes outside the thread loops (the chunk loop, for
+// the state's update; the block loops, for the output).
+void map_state(Stage s, const Var &rows, const Var &d, int dims_per_thread, std::vector<VarOrRVar> outer = {}) {
     Var ty("ty"), qr("qr"), dt("dt"), dr("dr"), dz("dz"), dx("dx");
     std::vector<VarOrRVar> order = {dr, qr, dx, ty, dz};
-    order.insert(order.end(), inner.begin(), inner.end());
-    s.split(a.qi, ty, qr, rows_per_thread)
-        .split(a.d, dt, dr, dims_per_thread)
+    order.insert(order.end(), outer.begin(), outer.end());
+    s.split(rows, ty, qr, rows_per_thread)
+        .split(d, dt, dr, dims_per_thread)
         .split(dt, dz, dx, block_threads_x)
         .reorder(order)
         .gpu_threads(dx, ty, dz)
@@ -79,26 +80,20 @@ void schedule_block_tiles(AttentionPrefill &g) {
     for (int D : kernel_contract::gpu_prefill_block_tile_head_dims) {
         Stage s = g.out.specialize(a.head_dim == D);
         s.split(a.i, io, ii, a.T, guard).fuse(a.hk, a.b, hb);
-        Var ty("ty"), qr("qr"), dt("dt"), dr("dr"), dz("dz"), dx("dx");
-        s.split(ii, ty, qr, rows_per_thread)
-            .split(a.d, dt, dr, D / 16)
-            .split(dt, dz, dx, block_threads_x)
-            .reorder(dr, qr, dx, ty, dz, io, a.hg, hb)
-            .gpu_blocks(io, a.hg, hb)
-            .gpu_threads(dx, ty, dz);
+        map_state(s, ii, a.d, D / 16, {io, a.hg, hb});
+        s.gpu_blocks(io, a.hg, hb);
     }
-    std::string dims;
-    for (int D : kernel_contract::gpu_prefill_block_tile_head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(D);
-    g.out.specialize_fail("attention_prefill (GPU block tiles): head dim not one of " + dims);
+    g.out.specialize_fail("attention_prefill (GPU block tiles): head dim not one of " +
+                          kernel_contract::gpu_prefill_block_tile_head_dims_text());
 
     a.running.compute_at(g.out, io);
     for (int D : kernel_contract::gpu_prefill_block_tile_head_dims) {
-        map_state(a.running.specialize(a.head_dim == D), a, D / 16);
-        map_state(a.running.update().specialize(a.head_dim == D), a, D / 16, {a.rc});
+        map_state(a.running.specialize(a.head_dim == D), a.qi, a.d, D / 16);
+        map_state(a.running.update().specialize(a.head_dim == D), a.qi, a.d, D / 16, {a.rc});
     }
     // Never run (the output's specialize_fail), but every branch needs the loops pv is computed at.
-    map_state(a.running, a, 8);
-    map_state(a.running.update(), a, 8, {a.rc});
+    map_state(a.running, a.qi, a.d, 8);
+    map_state(a.running.update(), a.qi, a.d, 8, {a.rc});
     const LoopLevel chunk(a.running, RVar(a.rc));
 
     // The queries are staged again for each chunk: staged once per block, before the chunk loop,
@@ -235,8 +230,9 @@ void schedule(AttentionDecode &g, const Target &) {
             .gpu_blocks(a.c, hgo, hb)
             .gpu_threads(a.x);
     };
-    map_chunks(a.part.specialize(a.head_dim <= 128), 8);
-    map_chunks(a.part, 4);
+    constexpr int max_heads_per_block = 8;
+    map_chunks(a.part.specialize(a.head_dim <= 128), max_heads_per_block);
+    map_chunks(a.part, max_heads_per_block / 2);
     const LoopLevel block(a.part, a.c);
     // The group's scaled queries once per block in shared memory: inlined, every key's dot product
     // loaded them from global memory and scaled them again.
@@ -277,11 +273,12 @@ void schedule(AttentionDecode &g, const Target &) {
     }
     a.prob.compute_at(block).reorder(a.j, a.hg).gpu_threads(a.j);
     // PV: a thread per head dim accumulates every head of the block at once, in registers (pv at
-    // the thread, 8 heads whatever the group: the unrolled tile needs a constant extent), so that
-    // each V value is loaded once for all of them; stored per (head dim, head) in shared memory.
+    // the thread, a block's most heads whatever the group: the unrolled tile needs a constant
+    // extent), so that each V value is loaded once for all of them; stored per (head dim, head)
+    // in shared memory.
     // (A pass per head read the chunk's V once per head, from the L2 once the L1 had lost it.)
     a.chunk_out.compute_at(block).reorder(a.hg, a.d).gpu_threads(a.d);
-    a.pv.compute_at(a.chunk_out, a.d).bound_extent(a.hg, 8).store_in(MemoryType::Register).unroll(a.hg);
+    a.pv.compute_at(a.chunk_out, a.d).bound_extent(a.hg, max_heads_per_block).store_in(MemoryType::Register).unroll(a.hg);
     a.pv.update().reorder(a.hg, a.rj).unroll(a.hg).unroll(a.rj, 4);  // four V loads in flight
     // A block per (head, KV head, sequence), a thread per (head dim, lane): at most 256 x 4
     // threads (the runtime refuses wider heads). Each lane takes every 4th chunk (rfactor) and
