@@ -33,6 +33,7 @@ void AttentionDecode::generate() {
     in.longest_kv_len = longest_visible;
     in.scale = scale;
     set_score_options(in, sinks, has_sinks, softcap, has_softcap);
+    in.fast_exp = [target = get_target()](const Expr &x) { return schedules::fast_exp(x, target); };
     in.causal = Halide::Internal::const_false();
     a.define(in, ChunkedAttention::Merge::Partials, attended);
     out(d, hg, h, b) = attended(d, hg, h, 0, b);

@@ -27,6 +27,7 @@ void AttentionPrefill::generate() {
     in.longest_kv_len = longest_visible;
     in.scale = scale;
     set_score_options(in, sinks, has_sinks, softcap, has_softcap);
+    in.fast_exp = [target = get_target()](const Expr &x) { return schedules::fast_exp(x, target); };
     in.causal = causal;
     if (mask) in.masked(j, i, b) = (*mask)(min(j, mask->dim(0).extent() - 1), i, 0, b) != 0;
     // One state per query row (one exp per row and chunk) needs its channels updated in order, as

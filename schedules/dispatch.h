@@ -39,13 +39,14 @@ struct PrefillTile {
 };
 
 // Besides the schedules, each family chooses the tiles that an algorithm takes as parameters
-// (where a generator leaves one to the family).
+// (where a generator leaves one to the family), and the attention's exp.
 #define HATTN_DECLARE_SCHEDULE(G) void schedule(G &g, const Halide::Target &t);
-#define HATTN_DECLARE_FAMILY                           \
-    HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE) \
-    PrefillTile prefill_tile(const Halide::Target &t); \
-    int decode_key_chunk(const Halide::Target &t);     \
-    ProjectionTile projection_tile(const Halide::Target &t);
+#define HATTN_DECLARE_FAMILY                                  \
+    HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE)        \
+    PrefillTile prefill_tile(const Halide::Target &t);        \
+    int decode_key_chunk(const Halide::Target &t);            \
+    ProjectionTile projection_tile(const Halide::Target &t);  \
+    Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t);
 namespace x86 {
 HATTN_DECLARE_FAMILY
 }
@@ -81,6 +82,14 @@ inline int decode_key_chunk(const Halide::Target &t) {
     if (t.has_gpu_feature()) return cuda::decode_key_chunk(t);
     if (t.arch == Halide::Target::ARM) return arm::decode_key_chunk(t);
     return x86::decode_key_chunk(t);
+}
+
+// The attention's exp (probabilities, running rescale) for the target's family: Halide's
+// fast_exp, or an approximation the target does in hardware.
+inline Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t) {
+    if (t.has_gpu_feature()) return cuda::fast_exp(x, t);
+    if (t.arch == Halide::Target::ARM) return arm::fast_exp(x, t);
+    return x86::fast_exp(x, t);
 }
 
 // The projection's register tile for the target's family.

@@ -90,11 +90,11 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     chunk_max(qi, hg, c, qt, hk, b) =
         max(chunk_max(qi, hg, c, qt, hk, b), substitute(j, rj, s));
 
-    // Halide's polynomial fast_exp (about 2^-18 relative error; the golden cases stay under 1e-6)
-    // took prefill at D = 32 from 257 to 264 GFLOP/s. Below -87 it would underflow into nonsense,
-    // and exp there is 0 to float precision anyway.
+    // in.fast_exp: Halide's polynomial (about 2^-18 relative error; the golden cases stay under
+    // 1e-6; it took x86 prefill at D = 32 from 257 to 264 GFLOP/s), or the target's own. Below -87
+    // it would underflow into nonsense, and exp there is 0 to float precision anyway.
     const Expr shifted = max(s - chunk_max(qi, hg, c, qt, hk, b), -87.0f);
-    prob(qi, hg, j, c, qt, hk, b) = select(visible, fast_exp(shifted), 0.0f);
+    prob(qi, hg, j, c, qt, hk, b) = select(visible, in.fast_exp(shifted), 0.0f);
     chunk_sum(qi, hg, c, qt, hk, b) = 0.0f;
     chunk_sum(qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b);
     pv(d, qi, hg, c, qt, hk, b) = 0.0f;
@@ -148,7 +148,8 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         const Expr has_keys = l_c > 0.0f;
         const Expr grows = has_keys && m_c > r[1];
         const Expr m_new = select(grows, m_c, r[1]);
-        const Expr e = exp(min(r[1], m_c) - max(r[1], m_c));
+        // (Clamped where exp underflows: a fast exp is only defined over float's range.)
+        const Expr e = in.fast_exp(max(min(r[1], m_c) - max(r[1], m_c), -87.0f));
         const Expr rescale = select(grows, e, 1.0f);  // without a sink, 0 the first time a key shows up
         const Expr w = select(has_keys, select(grows, 1.0f, e), 0.0f);
         running(d, qi, hg, qt, hk, b) = Tuple(r[0] * rescale + w * o_c, m_new, r[2] * rescale + w * l_c);

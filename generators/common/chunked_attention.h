@@ -61,6 +61,11 @@ struct ChunkedAttentionInputs {
     // Soft-capping (Gemma 2): softcap > 0, read where has_softcap (a bool scalar input, which a
     // specialisation on it folds away in each branch).
     Halide::Expr softcap, has_softcap;
+    // The exp of the probabilities and of the running merge's rescale: Halide's fast_exp, or the
+    // target's own approximation where its schedule family has one (schedules::fast_exp).
+    std::function<Halide::Expr(const Halide::Expr &)> fast_exp = [](const Halide::Expr &x) {
+        return Halide::fast_exp(x);
+    };
 };
 
 // Sets in's sinks and soft-capping from the inputs both attention generators declare: sinks a

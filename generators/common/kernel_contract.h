@@ -28,12 +28,13 @@ inline std::string gpu_prefill_block_tile_head_dims_text() {
 // checks it).
 constexpr int gpu_prefill_query_tile = 64, gpu_prefill_key_chunk = 64;
 // An upper bound of the shared memory a block of them takes, in bytes: the running (output, max,
-// sum) state, the chunk's queries and keys (each padded a row), values, scores and probabilities,
-// and the row statistics (Halide packs some into others' space; at D = 128 a block takes 193 KB of
-// this bound's 226). The runtime runs the rows schedule on devices that allow a block less.
+// sum) state, the chunk's queries, keys (each key's row padded by 4 floats), values, scores and
+// probabilities, and the row statistics (Halide packs some into others' space; at D = 128 a block
+// takes 194 KB of this bound's 226). The runtime runs the rows schedule on devices that allow a
+// block less.
 constexpr long long gpu_prefill_block_tile_shared_bytes(long long head_dim) {
     const long long T = gpu_prefill_query_tile, C = gpu_prefill_key_chunk, D = head_dim;
-    return 4 * (3 * T * D + D * (T + 1) + D * (C + 1) + C * D + C * (T + 1) + C * T + 2 * T);
+    return 4 * (3 * T * D + D * T + D * (C + 4) + C * D + C * T + C * T + 2 * T);
 }
 
 // The GPU decode stages a K tile of 32 keys in shared memory: up to this head dim.

@@ -14,19 +14,24 @@ namespace {
 
 // Block tiles (a query tile of T > 1): a block owns T = 64 query rows of one head and walks the
 // key chunks (C = 64 keys) in step, 256 threads. Both products run in register tiles: a thread
-// computes 4 rows x 4 keys of the chunk's scores (per head dim, 8 loads for 16 FMAs) and 4 rows x
-// D/16 head dims of its PV (per key, 4 + D/16 loads for 4 D/16 FMAs), each tile a Func computed
-// inside the thread's loop (qk, pv) with every index unrolled, so that it lives in registers.
-// (A Func stored in registers at the block level gets the whole block's box per thread, in local
-// memory: Halide 14 does not narrow it to the thread's part.)
+// computes 4 rows x 4 keys of the chunk's scores (per head dim, two 128-bit loads for 16 FMAs) and
+// 4 rows x D/16 head dims of its PV (per key, 1 + D/64 such loads for 4 D/16 FMAs), each tile a
+// Func computed inside the thread's loop (qk, pv) with every index unrolled, so that it lives in
+// registers. (A Func stored in registers at the block level gets the whole block's box per
+// thread, in local memory: Halide 14 does not narrow it to the thread's part.)
 //
-// The block's tiles live in shared memory, about 190 KB at D = 128 (the runtime raises the
+// The block's tiles live in shared memory, about 194 KB at D = 128 (the runtime raises the
 // kernel's dynamic limit past 48 KB, runtime/src/cuda_driver.cpp): the chunk's queries, keys and
-// values, staged per chunk (see q_tile and v_panel below) by threads on consecutive head dims
-// (coalesced loads), the queries and keys stored head-dim-major and padded to 65 rows or keys so
-// that those stores hit distinct banks; the chunk's scores and probabilities (query-fastest, so
-// the row statistics' threads read consecutive words); the running (output, max, sum) tuple,
-// 3 T D floats.
+// values, staged per chunk (see q_tile and v_panel below); the chunk's scores and probabilities
+// (query-fastest, so the row statistics' threads read consecutive words); the running (output,
+// max, sum) tuple, 3 T D floats. The queries and keys are stored head-dim-major, so that a
+// thread's 4 rows or keys of one head dim are one aligned 128-bit load (LLVM merges the unrolled
+// loads where it can prove the alignment: rows a multiple of 4 floats apart).
+//
+// The 128-bit accesses are what moved D = 128 from 106 to 78 ms (run 10, docs/perf/cuda.md): the
+// products' loads, the staging's stores and the state update's loads and stores (vectorized over
+// a thread's head dims), each a quarter of the instructions and, where scalar accesses had
+// conflicted, of the bank cycles.
 //
 // A block's threads are (x 4, y 16, z 4), so that a warp is 4 x 8: in QK its 4 key threads read
 // 4 keys 4 apart and its 8 row threads 8 queries 4 apart (distinct banks, no conflict); in PV its
@@ -46,20 +51,32 @@ void map_state(Stage s, const Var &rows, const Var &d, int dims_per_thread, std:
         .split(dt, dz, dx, block_threads_x)
         .reorder(order)
         .gpu_threads(dx, ty, dz)
-        .unroll(dr)
         .unroll(qr);
+    // The thread's head dims of a row are contiguous: one vector of 2, 4 or 8 (two 128-bit
+    // accesses), each tuple element's loads and stores merged. OpenCL C has no vector of 5 or 6
+    // floats (D = 80, 96), which unroll.
+    const bool has_vector_type = dims_per_thread == 2 || dims_per_thread == 4 || dims_per_thread == 8;
+    if (has_vector_type) {
+        s.vectorize(dr);
+    } else {
+        s.unroll(dr);
+    }
 }
 
-// A tile staged in shared memory, (d, rows) with consecutive threads on consecutive head dims
-// (64 a step: x and y) and the rows over z; each thread's loads unrolled, in flight together.
-void map_staging(Func f, const Var &d, const Var &rows) {
+// A tile of `rows` rows staged in shared memory, (d, rows): consecutive threads on consecutive
+// head dims (64 a step: x and y), so that the global loads coalesce, and the rows over z, each
+// thread's loads unrolled, in flight together. Stored head-dim-major (`transposed`), a thread
+// takes rows / 4 contiguous rows, whose stores merge into 128-bit ones; else every 4th row
+// (consecutive threads storing consecutive words).
+void map_staging(Func f, const Var &d, const Var &rows, int extent, bool transposed) {
     Var dg("dg"), dl("dl"), dy("dy"), dx("dx"), ro("ro"), rz("rz");
-    f.split(d, dg, dl, 64, TailStrategy::GuardWithIf)
-        .split(dl, dy, dx, block_threads_x)
-        .split(rows, ro, rz, block_threads_z)
-        .reorder(ro, dg, dx, dy, rz)
-        .gpu_threads(dx, dy, rz)
-        .unroll(ro);
+    f.split(d, dg, dl, 64, TailStrategy::GuardWithIf).split(dl, dy, dx, block_threads_x);
+    if (transposed) {
+        f.split(rows, rz, ro, extent / block_threads_z);
+    } else {
+        f.split(rows, ro, rz, block_threads_z);
+    }
+    f.reorder(ro, dg, dx, dy, rz).gpu_threads(dx, dy, rz).unroll(ro);
 }
 
 // One thread per query row (x, y: consecutive rows, consecutive words).
@@ -100,17 +117,21 @@ void schedule_block_tiles(AttentionPrefill &g) {
     // Halide 14 packed the chunk's probabilities into their shared memory (its liveness analysis of
     // a block's shared allocations ignores the loop: the queries' last use in the body comes
     // before the probabilities' first), and every chunk after the first read them overwritten.
-    a.q_tile.compute_at(chunk).reorder_storage(a.qi, a.d).align_storage(a.qi, a.T + 1);
-    map_staging(a.q_tile, a.d, a.qi);
-    a.k_panel.compute_at(chunk).reorder_storage(a.j, a.d).align_storage(a.j, a.C + 1);
-    map_staging(a.k_panel, a.d, a.j);
+    //
+    // The keys' rows are padded to C + 4 floats, 4 banks apart, so that a quarter warp's 128-bit
+    // stores (8 consecutive head dims) hit distinct banks. The queries' are not: the block's
+    // shared memory bound (kernel_contract.h) would then pass the 227 KB a block may have at
+    // D = 128, and those stores conflict 8 ways instead.
+    a.q_tile.compute_at(chunk).reorder_storage(a.qi, a.d);
+    map_staging(a.q_tile, a.d, a.qi, a.T, true);
+    a.k_panel.compute_at(chunk).reorder_storage(a.j, a.d).align_storage(a.j, a.C + 4);
+    map_staging(a.k_panel, a.d, a.j, a.C, true);
 
     // Scores: a thread's 4 x 4 tile (rows ty, keys kt = (kz, kx)), its dot products (qk) in
-    // registers; stored query-fastest, padded a row per key.
+    // registers; stored query-fastest, unpadded so that a key's 4 rows are one 128-bit store.
     Var ty("ty"), qr("qr"), kt("kt"), ju("ju"), kz("kz"), kx("kx");
     a.score.compute_at(chunk)
         .reorder_storage(a.qi, a.j)
-        .align_storage(a.qi, a.T + 1)
         .split(a.qi, ty, qr, rows_per_thread)
         .split(a.j, kt, ju, keys_per_thread)
         .split(kt, kz, kx, block_threads_x)
@@ -147,12 +168,12 @@ void schedule_block_tiles(AttentionPrefill &g) {
         .gpu_threads(qx, qy, jz)
         .unroll(jo, 4);
     a.chunk_out.compute_inline();
-    // V staged per chunk like K (natural layout: a warp's 4 head-dim threads read 4 words D/16
-    // apart, distinct banks). Read through the L1 instead, at D = 128 it measured 16% slower: the
+    // V staged per chunk like K (natural layout: in PV a thread's D/16 head dims are 128-bit
+    // loads, a warp's 4 head-dim threads D/16 words apart, distinct banks). Read through the L1 instead, at D = 128 it measured 16% slower: the
     // block's ~180 KB of shared memory leaves the L1 about 60 KB, too little for the chunk's V
     // (32 KB) read twice by each of 8 warps.
     a.v_panel.compute_at(chunk);
-    map_staging(a.v_panel, a.d, a.j);
+    map_staging(a.v_panel, a.d, a.j, a.C, false);
 
     // PV: the thread's 4 rows x D/16 dims in registers, summed over the chunk's keys, then added
     // to the state it updates (same elements).
@@ -198,6 +219,15 @@ void schedule(AttentionPrefill &g, const Target &) {
         f.compute_at(chunk);
     }
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
+}
+
+// CUDA: the hardware's exp2 approximation (libdevice's __nv_fast_expf, ex2.approx of x log2(e):
+// about 2 ulp, subnormal results flushed to 0), a few instructions where Halide 14's fast_exp is a
+// 20-instruction polynomial; prefill pays one per score and one per state element and chunk
+// (1.3% at D = 128, run 10). OpenCL keeps Halide's.
+Expr fast_exp(const Expr &x, const Target &t) {
+    if (!t.has_feature(Target::CUDA)) return Halide::fast_exp(x);
+    return Internal::Call::make(Float(32), "__nv_fast_expf", {x}, Internal::Call::PureExtern);
 }
 
 // A decode block is one chunk of keys, its scores computed 32 keys at a time (see below).
@@ -279,7 +309,9 @@ void schedule(AttentionDecode &g, const Target &) {
     // (A pass per head read the chunk's V once per head, from the L2 once the L1 had lost it.)
     a.chunk_out.compute_at(block).reorder(a.hg, a.d).gpu_threads(a.d);
     a.pv.compute_at(a.chunk_out, a.d).bound_extent(a.hg, max_heads_per_block).store_in(MemoryType::Register).unroll(a.hg);
-    a.pv.update().reorder(a.hg, a.rj).unroll(a.hg).unroll(a.rj, 4);  // four V loads in flight
+    // Sixteen V loads in flight per thread: four took B = 8 at T = 32768 1.00 ms, eight 0.98,
+    // sixteen 0.92 (run 10).
+    a.pv.update().reorder(a.hg, a.rj).unroll(a.hg).unroll(a.rj, 16);
     // A block per (head, KV head, sequence), a thread per (head dim, lane): at most 256 x 4
     // threads (the runtime refuses wider heads). Each lane takes every 4th chunk (rfactor) and
     // walks them eight at a time, so that eight loads are in flight; the lanes' results then meet
