@@ -249,9 +249,11 @@ void schedule(AttentionDecode &g, const Target &) {
     const TailStrategy guard = TailStrategy::GuardWithIf;
     const int tile_keys = 32;
     Var hb("hb"), jo("jo"), ji("ji"), hgo("hgo"), hgi("hgi");
-    // A block takes up to 8 heads of the group (4 past D = 128), so that a large group (MQA's
-    // dozens of heads) stays within 48 KB of shared memory and 1024 threads. A larger group's
-    // blocks stage the same K tile, mostly from L2.
+    // A block takes up to 4 heads of the group (2 past D = 128), a large group (MQA's dozens of
+    // heads) several blocks per chunk, which stage the same K tile, mostly from L2. Up to 8 heads
+    // took GQA (a group of 4) 17% longer at B = 8 (0.97 against 0.82 ms, medians of run 12's
+    // three rounds): PV's register tile has a block's most heads whatever the group (below), so
+    // half its accumulators and its probability loads were for heads past the group's.
     a.part.compute_root();
     auto map_chunks = [&](Stage s, int heads_per_block) {
         s.split(a.hg, hgo, hgi, heads_per_block, guard)
@@ -260,7 +262,7 @@ void schedule(AttentionDecode &g, const Target &) {
             .gpu_blocks(a.c, hgo, hb)
             .gpu_threads(a.x);
     };
-    constexpr int max_heads_per_block = 8;
+    constexpr int max_heads_per_block = 4;
     map_chunks(a.part.specialize(a.head_dim <= 128), max_heads_per_block);
     map_chunks(a.part, max_heads_per_block / 2);
     const LoopLevel block(a.part, a.c);
