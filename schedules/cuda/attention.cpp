@@ -28,7 +28,7 @@ namespace {
 // thread's 4 rows or keys of one head dim are one aligned 128-bit load (LLVM merges the unrolled
 // loads where it can prove the alignment: rows a multiple of 4 floats apart).
 //
-// The 128-bit accesses are what moved D = 128 from 106 to 78 ms (run 10, docs/perf/cuda.md): the
+// The 128-bit accesses are what moved D = 128 from 106 to 79 ms (run 10, docs/perf/cuda.md): the
 // products' loads, the staging's stores and the state update's loads and stores (vectorized over
 // a thread's head dims), each a quarter of the instructions and, where scalar accesses had
 // conflicted, of the bank cycles.
@@ -63,10 +63,10 @@ void map_state(Stage s, const Var &rows, const Var &d, int dims_per_thread, std:
     }
 }
 
-// A tile of `rows` rows staged in shared memory, (d, rows): consecutive threads on consecutive
+// A tile of `extent` rows staged in shared memory, (d, rows): consecutive threads on consecutive
 // head dims (64 a step: x and y), so that the global loads coalesce, and the rows over z, each
 // thread's loads unrolled, in flight together. Stored head-dim-major (`transposed`), a thread
-// takes rows / 4 contiguous rows, whose stores merge into 128-bit ones; else every 4th row
+// takes extent / 4 contiguous rows, whose stores merge into 128-bit ones; else every 4th row
 // (consecutive threads storing consecutive words).
 void map_staging(Func f, const Var &d, const Var &rows, int extent, bool transposed) {
     Var dg("dg"), dl("dl"), dy("dy"), dx("dx"), ro("ro"), rz("rz");
@@ -169,9 +169,10 @@ void schedule_block_tiles(AttentionPrefill &g) {
         .unroll(jo, 4);
     a.chunk_out.compute_inline();
     // V staged per chunk like K (natural layout: in PV a thread's D/16 head dims are 128-bit
-    // loads, a warp's 4 head-dim threads D/16 words apart, distinct banks). Read through the L1 instead, at D = 128 it measured 16% slower: the
-    // block's ~180 KB of shared memory leaves the L1 about 60 KB, too little for the chunk's V
-    // (32 KB) read twice by each of 8 warps.
+    // loads, a warp's 4 head-dim threads D/16 words apart, distinct banks). Read through the L1
+    // instead, at D = 128 it measured 16% slower (dccf19f): the block's ~180 KB of shared memory
+    // then left the L1 about 60 KB, too little for the chunk's V (32 KB) read twice by each of 8
+    // warps.
     a.v_panel.compute_at(chunk);
     map_staging(a.v_panel, a.d, a.j, a.C, false);
 
