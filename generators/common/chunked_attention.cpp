@@ -150,7 +150,7 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         const Expr m_new = select(grows, m_c, r[1]);
         // (Clamped where exp underflows: a fast exp is only defined over float's range.)
         const Expr e = in.fast_exp(max(min(r[1], m_c) - max(r[1], m_c), -87.0f));
-        const Expr rescale = select(grows, e, 1.0f);  // without a sink, 0 the first time a key shows up
+        const Expr rescale = select(grows, e, 1.0f);  // without a sink, ~0 the first time a key shows up
         const Expr w = select(has_keys, select(grows, 1.0f, e), 0.0f);
         running(d, qi, hg, qt, hk, b) = Tuple(r[0] * rescale + w * o_c, m_new, r[2] * rescale + w * l_c);
         const Expr total = running(d, i % T, hg, i / T, hk, b)[2];

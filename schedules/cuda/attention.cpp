@@ -118,10 +118,10 @@ void schedule_block_tiles(AttentionPrefill &g) {
     // a block's shared allocations ignores the loop: the queries' last use in the body comes
     // before the probabilities' first), and every chunk after the first read them overwritten.
     //
-    // The keys' rows are padded to C + 4 floats, 4 banks apart, so that a quarter warp's 128-bit
-    // stores (8 consecutive head dims) hit distinct banks. The queries' are not: the block's
-    // shared memory bound (kernel_contract.h) would then pass the 227 KB a block may have at
-    // D = 128, and those stores conflict 8 ways instead.
+    // Each head dim's row of keys is padded to C + 4 floats, 4 banks apart, so that a quarter
+    // warp's 128-bit stores (8 consecutive head dims) hit distinct banks. The queries' are not: the
+    // block's shared memory bound (kernel_contract.h) would then pass the 227 KB a block may have
+    // at D = 128, and those stores conflict 8 ways instead.
     a.q_tile.compute_at(chunk).reorder_storage(a.qi, a.d);
     map_staging(a.q_tile, a.d, a.qi, a.T, true);
     a.k_panel.compute_at(chunk).reorder_storage(a.j, a.d).align_storage(a.j, a.C + 4);
@@ -223,11 +223,13 @@ void schedule(AttentionPrefill &g, const Target &) {
 }
 
 // CUDA: the hardware's exp2 approximation (libdevice's __nv_fast_expf, ex2.approx of x log2(e):
-// about 2 ulp, subnormal results flushed to 0), a few instructions where Halide 14's fast_exp is a
-// 20-instruction polynomial; prefill pays one per score and one per state element and chunk
-// (1.3% at D = 128, run 10). OpenCL keeps Halide's.
+// an error of 2 + 1.2 |x| ulp, about 1e-5 relative at the -87 the callers clamp to, where the
+// terms are 1e-38 of a row's largest; subnormal results flushed to 0), a few instructions where
+// Halide 14's fast_exp is a 20-instruction polynomial; prefill pays one per score and one per
+// state element and chunk (1.3% at D = 128, run 10). OpenCL keeps Halide's (a target with both
+// runs its kernels as OpenCL).
 Expr fast_exp(const Expr &x, const Target &t) {
-    if (!t.has_feature(Target::CUDA)) return Halide::fast_exp(x);
+    if (!t.has_feature(Target::CUDA) || t.has_feature(Target::OpenCL)) return Halide::fast_exp(x);
     return Internal::Call::make(Float(32), "__nv_fast_expf", {x}, Internal::Call::PureExtern);
 }
 
