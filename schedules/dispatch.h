@@ -39,14 +39,13 @@ struct PrefillTile {
 };
 
 // Besides the schedules, each family chooses the tiles that an algorithm takes as parameters
-// (where a generator leaves one to the family), and the attention's exp.
+// (where a generator leaves one to the family).
 #define HATTN_DECLARE_SCHEDULE(G) void schedule(G &g, const Halide::Target &t);
-#define HATTN_DECLARE_FAMILY                                  \
-    HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE)        \
-    PrefillTile prefill_tile(const Halide::Target &t);        \
-    int decode_key_chunk(const Halide::Target &t);            \
-    ProjectionTile projection_tile(const Halide::Target &t);  \
-    Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t);
+#define HATTN_DECLARE_FAMILY                           \
+    HATTN_SCHEDULED_GENERATORS(HATTN_DECLARE_SCHEDULE) \
+    PrefillTile prefill_tile(const Halide::Target &t); \
+    int decode_key_chunk(const Halide::Target &t);     \
+    ProjectionTile projection_tile(const Halide::Target &t);
 namespace x86 {
 HATTN_DECLARE_FAMILY
 }
@@ -55,6 +54,8 @@ HATTN_DECLARE_FAMILY
 }
 namespace cuda {
 HATTN_DECLARE_FAMILY
+// The attention's exp as the GPU does it in hardware (the CPU families take Halide's fast_exp).
+Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t);
 }
 #undef HATTN_DECLARE_FAMILY
 #undef HATTN_DECLARE_SCHEDULE
@@ -84,12 +85,11 @@ inline int decode_key_chunk(const Halide::Target &t) {
     return x86::decode_key_chunk(t);
 }
 
-// The attention's exp (probabilities, running rescale) for the target's family: Halide's
-// fast_exp, or an approximation the target does in hardware.
+// The attention's exp (probabilities, running rescale) for the target: Halide's polynomial
+// fast_exp (exact enough, and vectorised on CPUs), or an approximation the GPU does in hardware.
 inline Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t) {
     if (t.has_gpu_feature()) return cuda::fast_exp(x, t);
-    if (t.arch == Halide::Target::ARM) return arm::fast_exp(x, t);
-    return x86::fast_exp(x, t);
+    return Halide::fast_exp(x);
 }
 
 // The projection's register tile for the target's family.

@@ -19,9 +19,6 @@ void schedule(AttentionPrefill &g, const Halide::Target &t) {
 // Not measured on an ARM machine yet: the chunk x86 used before it measured 1024.
 int decode_key_chunk(const Halide::Target &) { return 512; }
 
-// Halide's polynomial: exact enough, and vectorised where the exp's Funcs are.
-Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &) { return Halide::fast_exp(x); }
-
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     cpu::DecodeCpuTiles tiles;
     tiles.keys_per_step = 1;

@@ -236,8 +236,8 @@ Expr fast_exp(const Expr &x, const Target &t) {
 // A decode block is one chunk of keys, its scores computed 32 keys at a time (see below).
 int decode_key_chunk(const Target &) { return 128; }
 
-// Split-KV: one block per (chunk, KV head, sequence) computes the chunk's partial result for the
-// whole head group. The keys are scored 32 at a time: each such K tile is staged in shared memory
+// Split-KV: one block per (chunk, KV head, sequence, up to 4 heads of the group) computes the
+// chunk's partial result for those heads. The keys are scored 32 at a time: each such K tile is staged in shared memory
 // by a thread per head dim (coalesced reads, its 32 loads unrolled so that they are in flight
 // together), stored key-fastest and padded by one key per head dim, so that both those stores and
 // the score threads' reads (a thread per key) hit distinct banks; 33 KB at D = 256. (A thread per

@@ -32,9 +32,6 @@ void schedule(AttentionPrefill &g, const Halide::Target &t) {
 // either way; longer runs per task seem to keep the hardware prefetchers ahead (not settled).
 int decode_key_chunk(const Halide::Target &) { return 1024; }
 
-// Halide's polynomial: exact enough, and vectorised where the exp's Funcs are.
-Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &) { return Halide::fast_exp(x); }
-
 // Decode QK reads 2 key rows side by side below D = 64 (AVX-512) or 128 (AVX2, SSE) and one row
 // per step from there: on the Zen 5 EPYC one row read the cache 20-40% faster at D = 128 on both
 // sub-targets (MHA and GQA, T = 32K) and 10-50% faster at D = 64 on AVX-512, where AVX2 at D = 64
