@@ -115,12 +115,14 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
     return testing::relative_l2(y_rows, reference::projection(x_rows, w, &b, clip));
 }
 
-// The projection's entry in the forced-variant tests: rows and widths off every tile size, and the
-// generator's estimate sizes for the autoscheduled variant.
+// The projection's entry in the forced-variant tests: rows and widths off every tile size (the
+// last shape past the GPU's 64 x 64 blocks in both directions and its slices of 32 inputs, with
+// tails in each), and the generator's estimate sizes for the autoscheduled variant.
 const bool projection_check_registered =
     testing::register_kernel_check("projection", {[] {
-                                                      return std::max(projection_error(39, 71, 45, 39, 11),
-                                                                      projection_error(39, 71, 45, 39, 15, 2.0f));
+                                                      return std::max({projection_error(39, 71, 45, 39, 11),
+                                                                       projection_error(39, 71, 45, 39, 15, 2.0f),
+                                                                       projection_error(130, 100, 150, 130, 17)});
                                                   },
                                                   1e-5, [] { return projection_error(512, 2048, 2048, 9, 12); }}) &&
     testing::register_kernel_check("projection_gemv", {[] {
