@@ -128,10 +128,13 @@ macro(_hattn_x86_autoscheduled FAMILY SCHEDULER)
 endmacro()
 
 # hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [GPU_PARAMS k=v ...] [GPU_ROWS_PARAMS k=v ...]
-#              [X86_TARGETS t ...] [ARM_VARIANTS v ...] [ASM_CHECKS where regex ...] [NO_MULLAPUDI])
+#              [GPU_SMALL_TILES_PARAMS k=v ...] [X86_TARGETS t ...] [ARM_VARIANTS v ...]
+#              [ASM_CHECKS where regex ...] [NO_MULLAPUDI])
 #   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
 #   GPU_ROWS_PARAMS  params of a second GPU schedule per API (family <api>_rows), which
-#                 `--schedule rows` runs instead: kept while the two are compared on a GPU
+#                 `--schedule rows` runs instead, and the runtime where no block tiles fit
+#   GPU_SMALL_TILES_PARAMS  params of smaller block tiles per API (family <api>_small_tiles), for
+#                 devices that allow a block too little shared memory for GPU_PARAMS' tiles
 #   X86_TARGETS   the multi-target list (default HATTN_X86_TARGETS), most specific first
 #   ARM_VARIANTS  AArch64 variants to build (default HATTN_ARM_VARIANTS; `none` for none); the
 #                 runtime chooses among them
@@ -140,7 +143,8 @@ endmacro()
 #                 Default: `fmla v*.4s` in arm_plain. The CUDA PTX is always checked for sm_80.
 #   NO_MULLAPUDI  no x86_mullapudi variant, for a generator Mullapudi2016 fails on
 function(hattn_kernel NAME)
-    cmake_parse_arguments(ARG "NO_MULLAPUDI" "GENERATOR" "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS"
+    cmake_parse_arguments(ARG "NO_MULLAPUDI" "GENERATOR"
+                          "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;GPU_SMALL_TILES_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS"
                           ${ARGN})
     if (NOT ARG_GENERATOR)
         set(ARG_GENERATOR ${NAME})
@@ -217,13 +221,16 @@ function(hattn_kernel NAME)
                            USE_RUNTIME hattn_halide_runtime_x86)
             _hattn_record_variant(${NAME} ${lib} ${api} "${HATTN_GPU_TARGET_${api}}")
             list(APPEND libs ${lib})
-            if (ARG_GPU_ROWS_PARAMS)
-                set(lib hattn_${NAME}_${api}_rows)
-                _hattn_library(${lib} ${common} ${ARG_GPU_ROWS_PARAMS} TARGETS ${HATTN_GPU_TARGET_${api}}
-                               USE_RUNTIME hattn_halide_runtime_x86)
-                _hattn_record_variant(${NAME} ${lib} ${api}_rows "${HATTN_GPU_TARGET_${api}}")
-                list(APPEND libs ${lib})
-            endif ()
+            foreach (second IN ITEMS rows small_tiles)
+                string(TOUPPER "GPU_${second}_PARAMS" params)
+                if (ARG_${params})
+                    set(lib hattn_${NAME}_${api}_${second})
+                    _hattn_library(${lib} ${common} ${ARG_${params}} TARGETS ${HATTN_GPU_TARGET_${api}}
+                                   USE_RUNTIME hattn_halide_runtime_x86)
+                    _hattn_record_variant(${NAME} ${lib} ${api}_${second} "${HATTN_GPU_TARGET_${api}}")
+                    list(APPEND libs ${lib})
+                endif ()
+            endforeach ()
         endforeach ()
     endif ()
 

@@ -4,16 +4,20 @@ hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true)
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # On a GPU a block is a tile of 64 query rows walking chunks of 64 keys through shared memory,
-# for the head dims in kernel_contract.h; the `rows` schedule (a thread per query row, its chunk
-# of scores in local memory) stays beside it, for other head dims (the runtime picks it) and
+# for the head dims in kernel_contract.h; the small tiles (32 query rows) run on devices that
+# allow a block too little shared memory for those (an A100 at D = 128). The `rows` schedule (a
+# thread per query row, its chunk of scores in local memory) stays beside them, for other head
+# dims and devices with too little shared memory for either (the runtime picks it) and
 # `--schedule rows`: on the H200 it measured 34 to 173 times slower than the block tiles of
 # d7ba98f (docs/perf/cuda.md). Halide 14's Mullapudi2016 stops with an
 # internal error (a missing map entry) once the attention kernels read the sinks input in a
 # softmax state's first definition.
 hattn_kernel(attention_prefill GPU_PARAMS query_tile=64 key_chunk=64
+             GPU_SMALL_TILES_PARAMS query_tile=32 key_chunk=64
              GPU_ROWS_PARAMS query_tile=1 key_chunk=32 NO_MULLAPUDI)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true
-             GPU_PARAMS query_tile=64 key_chunk=64 GPU_ROWS_PARAMS query_tile=1 key_chunk=32 NO_MULLAPUDI)
+             GPU_PARAMS query_tile=64 key_chunk=64 GPU_SMALL_TILES_PARAMS query_tile=32 key_chunk=64
+             GPU_ROWS_PARAMS query_tile=1 key_chunk=32 NO_MULLAPUDI)
 hattn_kernel(attention_decode NO_MULLAPUDI)
 hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -499,6 +500,28 @@ TEST_P(AttentionOnGpu, WideHeadsRunTheRowsSchedule) {
     EXPECT_LE(prefill_error({"block tiles", 1, 21, 4, 2, 128, {40}, true, false}, 62), 1e-5);
     EXPECT_EQ(last_variant_run("attention_prefill"), api);
 }
+// A device that allows a block less shared memory (pretended here: the probe's figure replaced)
+// runs the small tiles, or at 99 KB and D = 128 the rows schedule.
+TEST_P(AttentionOnGpu, LessSharedMemoryRunsTheSmallTilesOrRows) {
+    const testing::OnDevice on(GetParam());
+    const std::string api = device_name(GetParam());
+    std::atomic<int64_t> &allowed =
+        GetParam() == Device::CUDA ? detail::cuda_shared_bytes_per_block : detail::opencl_local_bytes_per_block;
+    struct Restore {
+        std::atomic<int64_t> &allowed;
+        const int64_t probed;
+        ~Restore() { allowed = probed; }
+    } restore{allowed, allowed.exchange(163 * 1024)};  // an A100's
+    EXPECT_LE(prefill_error({"small tiles", 1, 70, 4, 2, 128, {70}, true, false}, 69), 1e-5);
+    EXPECT_EQ(last_variant_run("attention_prefill"), api + "_small_tiles");
+    EXPECT_LE(prefill_error({"small tiles masked", 1, 40, 2, 1, 96, {75}, false, true}, 70), 1e-5);
+    EXPECT_EQ(last_variant_run("attention_prefill_masked"), api + "_small_tiles");
+    allowed = 99 * 1024;
+    EXPECT_LE(prefill_error({"too little for either", 1, 21, 2, 1, 128, {21}, true, false}, 71), 1e-5);
+    EXPECT_EQ(last_variant_run("attention_prefill"), api + "_rows");
+    EXPECT_LE(prefill_error({"small tiles at 99 KB", 1, 21, 2, 1, 64, {21}, true, false}, 72), 1e-5);
+    EXPECT_EQ(last_variant_run("attention_prefill"), api + "_small_tiles");
+}
 TEST_P(AttentionOnGpu, LargeHeadGroupsAndWideHeadsDecode) {
     const testing::OnDevice on(GetParam());
     EXPECT_LE(decode_error({71, 1, 64, {300, 1030}}, 63), 1e-5);    // Falcon 7B's MQA
@@ -517,14 +540,29 @@ TEST_P(AttentionOnGpu, LargeHeadGroupsAndWideHeadsDecode) {
 HATTN_INSTANTIATE_ON_EACH_GPU(AttentionOnGpu);
 
 // The prefill's block tiles run where the device allows their shared memory (an H200 227 KB a
-// block, an A100 163 KB, many GPUs 99 KB or less), the rows schedule elsewhere, saying why.
+// block), the small tiles where it allows theirs (an A100's 163 KB at D = 128; many GPUs allow
+// 99 KB), the rows schedule elsewhere, each saying why.
 TEST(AttentionPrefillOnGpus, BlockTilesRunWhereTheirSharedMemoryFits) {
-    EXPECT_EQ(detail::gpu_prefill_rows_needed(128, 227 * 1024), "");
-    EXPECT_EQ(detail::gpu_prefill_rows_needed(128, 0), "");  // unknown: taken as enough
-    EXPECT_EQ(detail::gpu_prefill_rows_needed(64, 163 * 1024), "");
-    EXPECT_EQ(detail::gpu_prefill_rows_needed(128, 163 * 1024),
+    using detail::gpu_prefill_fit;
+    auto fits = [](const detail::GpuPrefillFit &f) { return f.tiles_refused.empty() && f.small_tiles_refused.empty(); };
+    EXPECT_TRUE(fits(gpu_prefill_fit(128, 227 * 1024)));
+    EXPECT_TRUE(fits(gpu_prefill_fit(128, 0)));  // unknown: taken as enough
+    EXPECT_TRUE(fits(gpu_prefill_fit(64, 163 * 1024)));
+
+    const detail::GpuPrefillFit a100 = gpu_prefill_fit(128, 163 * 1024);
+    EXPECT_EQ(a100.tiles_refused,
               "head dim 128 (its block tiles take up to 226 KB of shared memory a block; the device allows 163 KB)");
-    EXPECT_EQ(detail::gpu_prefill_rows_needed(256, 227 * 1024), "head dim 256 (the block tiles take 16, 32, 64, 80, 96, 128)");
+    EXPECT_EQ(a100.small_tiles_refused, "");
+
+    const detail::GpuPrefillFit small = gpu_prefill_fit(128, 99 * 1024);
+    EXPECT_NE(small.tiles_refused, "");
+    EXPECT_EQ(small.small_tiles_refused,
+              "head dim 128 (its small block tiles take up to 146 KB of shared memory a block; the device allows 99 KB)");
+    EXPECT_EQ(gpu_prefill_fit(80, 99 * 1024).small_tiles_refused, "");
+
+    const detail::GpuPrefillFit wide = gpu_prefill_fit(256, 227 * 1024);
+    EXPECT_EQ(wide.tiles_refused, "head dim 256 (the block tiles take 16, 32, 64, 80, 96, 128)");
+    EXPECT_EQ(wide.small_tiles_refused, wide.tiles_refused);
 }
 
 // ---------------------------------------------------------------- forced-variant checks
@@ -542,6 +580,7 @@ const bool checks_registered =
         "attention_prefill",
         {[] {
              return std::max({prefill_error({"check", 2, 19, 4, 2, 32, {19, 30}, true, false}, 22),
+                              prefill_error({"query tiles", 1, 70, 2, 1, 128, {70}, true, false}, 73),
                               prefill_error({"sinks", 2, 19, 4, 2, 32, {19, 30}, true, false, 64, true}, 36),
                               prefill_error({"softcap", 2, 19, 4, 2, 64, {19, 30}, true, false, 64, false, 0.5f}, 53)});
          },

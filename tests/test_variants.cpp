@@ -54,6 +54,7 @@ ScheduleChoice choice_for(const std::string &family) {
     if (family == "x86_mullapudi") return ScheduleChoice::Mullapudi2016;
     if (family == "x86_tuned") return ScheduleChoice::Tuned;
     if (family == "cuda_rows" || family == "opencl_rows") return ScheduleChoice::GpuRows;
+    if (family == "cuda_small_tiles" || family == "opencl_small_tiles") return ScheduleChoice::GpuSmallTiles;
     return ScheduleChoice::Manual;
 }
 
@@ -69,7 +70,8 @@ Device device_of(const std::string &family) {
 std::string run_forced(const KernelVariant &v, size_t index, const testing::KernelCheck &check) {
     const KernelTarget &target = v.targets[index];
     const ScheduleChoice choice = choice_for(v.family);
-    const bool autoscheduled = choice != ScheduleChoice::Manual && choice != ScheduleChoice::GpuRows;
+    const bool autoscheduled = choice == ScheduleChoice::Autoscheduled || choice == ScheduleChoice::Mullapudi2016 ||
+                               choice == ScheduleChoice::Tuned;
     set_schedule_choice(choice);
     set_device(device_of(v.family));
     // AArch64 chooses in C++: the plain variant runs where dotprod is disabled.

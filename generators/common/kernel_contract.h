@@ -24,21 +24,29 @@ inline std::string gpu_prefill_block_tile_head_dims_text() {
     for (int d : gpu_prefill_block_tile_head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     return dims;
 }
-// Their tiles: 64 queries walking chunks of 64 keys (kernels.cmake's GPU_PARAMS; the schedule
-// checks it).
-constexpr int gpu_prefill_query_tile = 64, gpu_prefill_key_chunk = 64;
+// Their tiles: a block of 64 queries walking chunks of 64 keys (kernels.cmake's GPU_PARAMS), and
+// the small tiles of 32 queries (GPU_SMALL_TILES_PARAMS, half the running state and the block's
+// threads) for devices that allow a block too little shared memory for the first. The schedule
+// accepts only these.
+struct GpuPrefillTiles {
+    int query_tile, key_chunk;
+};
+constexpr GpuPrefillTiles gpu_prefill_tiles{64, 64}, gpu_prefill_small_tiles{32, 64};
 // An upper bound of the shared memory a block of them takes, in bytes: the running (output, max,
 // sum) state, the chunk's queries, keys (head-dim-major, each head dim's row of C keys padded by 4
 // floats), values, scores and probabilities, and the row statistics (Halide packs some into
-// others' space; at D = 128 a block takes 194 KB of this bound's 226.5, 0.5 KB under what an
-// H100 or H200 allows a block: any tile or padding added must keep it there). The runtime runs the
-// rows schedule on devices that allow a block less.
-constexpr long long gpu_prefill_block_tile_shared_bytes(long long head_dim) {
-    const long long T = gpu_prefill_query_tile, C = gpu_prefill_key_chunk, D = head_dim;
+// others' space; at D = 128 a block of the 64-query tiles takes 194 KB of this bound's 226.5, 0.5
+// KB under what an H100 or H200 allows a block: any tile or padding added must keep it there).
+// The runtime runs the small tiles on devices that allow a block less (the small tiles' bound at
+// D = 128 is 146 KB: an A100 allows 163), the rows schedule where those do not fit either.
+constexpr long long gpu_prefill_block_tile_shared_bytes(long long head_dim, GpuPrefillTiles tiles) {
+    const long long T = tiles.query_tile, C = tiles.key_chunk, D = head_dim;
     return 4 * (3 * T * D + D * T + D * (C + 4) + C * D + C * T + C * T + 2 * T);
 }
-static_assert(gpu_prefill_block_tile_shared_bytes(128) <= 227 * 1024,
+static_assert(gpu_prefill_block_tile_shared_bytes(128, gpu_prefill_tiles) <= 227 * 1024,
               "the GPU prefill block tiles must fit an H100's or H200's 227 KB a block at D = 128");
+static_assert(gpu_prefill_block_tile_shared_bytes(128, gpu_prefill_small_tiles) <= 163 * 1024,
+              "the GPU prefill small tiles must fit an A100's 163 KB a block at D = 128");
 
 // The GPU decode stages a K tile of 32 keys in shared memory: up to this head dim.
 constexpr int gpu_decode_max_head_dim = 256;

@@ -33,33 +33,43 @@ const KernelVariant *find_variant(const std::string &kernel, const std::string &
     return nullptr;
 }
 
-// A kernel's GPU variants, one per API (none on AArch64 builds), and its second GPU schedule
-// (null where it has none).
+// A kernel's GPU variants, one per API (none on AArch64 builds), and its other GPU schedules: the
+// rows schedule and the small block tiles (null where it has none).
 template <typename Fn>
 struct GpuVariants {
     Fn cuda = nullptr, opencl = nullptr;
     Fn cuda_rows = nullptr, opencl_rows = nullptr;
+    Fn cuda_small_tiles = nullptr, opencl_small_tiles = nullptr;
 };
 
-// Picks among a kernel's variants for the current device and records the pick. On a GPU the rows
-// schedule runs where asked for, or where the block tiles cannot (rows_needed, saying why).
+// Picks among a kernel's variants for the current device and records the pick. On a GPU the small
+// block tiles or the rows schedule run where asked for, or where the block tiles (or both kinds
+// of tiles) cannot (`fit`, saying why).
 template <typename Fn>
 Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autoscheduled,
-          const char *auto_family, GpuVariants<Fn> gpu = {}, const std::string &rows_needed = "") {
-    const char *family = manual_family;
+          const char *auto_family, GpuVariants<Fn> gpu = {}, const detail::GpuPrefillFit &fit = {}) {
+    std::string family = manual_family;
     Fn fn = manual;
     const Device device = current_device();
     if (device != Device::CPU) {
+        const bool cuda = device == Device::CUDA;
         family = device_name(device);
-        fn = device == Device::CUDA ? gpu.cuda : gpu.opencl;
+        fn = cuda ? gpu.cuda : gpu.opencl;
         require(fn != nullptr, std::string(kernel) + " has no " + family + " variant in this build");
-        const Fn rows = device == Device::CUDA ? gpu.cuda_rows : gpu.opencl_rows;
-        require(rows || rows_needed.empty(),
-                std::string(kernel) + ": " + rows_needed + " needs the " + family +
+        const Fn small_tiles = cuda ? gpu.cuda_small_tiles : gpu.opencl_small_tiles;
+        const Fn rows = cuda ? gpu.cuda_rows : gpu.opencl_rows;
+        const bool tiles_fit = fit.tiles_refused.empty();
+        const bool small_tiles_fit = small_tiles && fit.small_tiles_refused.empty();
+        require(rows || tiles_fit || small_tiles_fit,
+                std::string(kernel) + ": " + fit.tiles_refused + " needs the " + family +
                     " rows schedule, which this build lacks");
-        if (rows && (schedule_choice() == ScheduleChoice::GpuRows || !rows_needed.empty())) {
-            family = device == Device::CUDA ? "cuda_rows" : "opencl_rows";
+        const ScheduleChoice asked = schedule_choice();
+        if (rows && (asked == ScheduleChoice::GpuRows || (!tiles_fit && !small_tiles_fit))) {
+            family += "_rows";
             fn = rows;
+        } else if (small_tiles_fit && (asked == ScheduleChoice::GpuSmallTiles || !tiles_fit)) {
+            family += "_small_tiles";
+            fn = small_tiles;
         }
     } else if (autoscheduled && schedule_choice() != ScheduleChoice::Manual) {
         const KernelVariant *v = find_variant(kernel, auto_family);
@@ -99,8 +109,9 @@ std::string family_chosen_on_this_thread(const std::string &kernel) {
 // arm_dotprod_allowed() (getauxval), because Halide 14's AArch64 runtime detects no CPU features.
 #if defined(__x86_64__)
 #if HATTN_GPU_VARIANTS
-#define HATTN_GPU(kernel) \
-    {hattn_##kernel##_cuda, hattn_##kernel##_opencl, HATTN_CUDA_ROWS_##kernel, HATTN_OPENCL_ROWS_##kernel}
+#define HATTN_GPU(kernel)                                                          \
+    {hattn_##kernel##_cuda, hattn_##kernel##_opencl, HATTN_CUDA_ROWS_##kernel,     \
+     HATTN_OPENCL_ROWS_##kernel, HATTN_CUDA_SMALL_TILES_##kernel, HATTN_OPENCL_SMALL_TILES_##kernel}
 #else
 #define HATTN_GPU(kernel) {}
 #endif
@@ -140,29 +151,34 @@ ProjectionKernel projection_gemv_kernel() {
 }
 RopeKernel rope_kernel() { return choose("rope", HATTN_VARIANTS(rope)); }
 RopeKernel rope_interleaved_kernel() { return choose("rope_interleaved", HATTN_VARIANTS(rope_interleaved)); }
-std::string gpu_prefill_rows_needed(int64_t head_dim, int64_t shared_bytes) {
+GpuPrefillFit gpu_prefill_fit(int64_t head_dim, int64_t shared_bytes) {
     const auto &dims = kernel_contract::gpu_prefill_block_tile_head_dims;
     if (std::find(std::begin(dims), std::end(dims), head_dim) == std::end(dims)) {
-        return "head dim " + std::to_string(head_dim) + " (the block tiles take " +
-               kernel_contract::gpu_prefill_block_tile_head_dims_text() + ")";
+        const std::string why = "head dim " + std::to_string(head_dim) + " (the block tiles take " +
+                                kernel_contract::gpu_prefill_block_tile_head_dims_text() + ")";
+        return {why, why};
     }
-    const int64_t need = kernel_contract::gpu_prefill_block_tile_shared_bytes(head_dim);
-    if (shared_bytes <= 0 || need <= shared_bytes) return "";
-    return "head dim " + std::to_string(head_dim) + " (its block tiles take up to " + std::to_string(need / 1024) +
-           " KB of shared memory a block; the device allows " + std::to_string(shared_bytes / 1024) + " KB)";
+    auto refused = [&](kernel_contract::GpuPrefillTiles tiles, const char *which) -> std::string {
+        const int64_t need = kernel_contract::gpu_prefill_block_tile_shared_bytes(head_dim, tiles);
+        if (shared_bytes <= 0 || need <= shared_bytes) return "";
+        return "head dim " + std::to_string(head_dim) + " (its " + which + " take up to " +
+               std::to_string(need / 1024) + " KB of shared memory a block; the device allows " +
+               std::to_string(shared_bytes / 1024) + " KB)";
+    };
+    return {refused(kernel_contract::gpu_prefill_tiles, "block tiles"),
+            refused(kernel_contract::gpu_prefill_small_tiles, "small block tiles")};
 }
-static std::string prefill_rows_needed(int64_t head_dim) {
+static GpuPrefillFit prefill_fit(int64_t head_dim) {
     const Device device = current_device();
-    if (device == Device::CPU) return "";
-    return gpu_prefill_rows_needed(head_dim, device == Device::CUDA ? cuda_shared_bytes_per_block.load()
-                                                                    : opencl_local_bytes_per_block.load());
+    if (device == Device::CPU) return {};
+    return gpu_prefill_fit(head_dim, device == Device::CUDA ? cuda_shared_bytes_per_block.load()
+                                                            : opencl_local_bytes_per_block.load());
 }
 AttentionPrefillKernel attention_prefill_kernel(int64_t head_dim) {
-    return choose("attention_prefill", HATTN_VARIANTS(attention_prefill), prefill_rows_needed(head_dim));
+    return choose("attention_prefill", HATTN_VARIANTS(attention_prefill), prefill_fit(head_dim));
 }
 AttentionPrefillMaskedKernel attention_prefill_masked_kernel(int64_t head_dim) {
-    return choose("attention_prefill_masked", HATTN_VARIANTS(attention_prefill_masked),
-                  prefill_rows_needed(head_dim));
+    return choose("attention_prefill_masked", HATTN_VARIANTS(attention_prefill_masked), prefill_fit(head_dim));
 }
 AttentionDecodeKernel attention_decode_kernel(int64_t head_dim) {
     require(current_device() == Device::CPU || head_dim <= kernel_contract::gpu_decode_max_head_dim, [&] {

@@ -26,15 +26,19 @@ RopeKernel rope_interleaved_kernel();
 using AttentionPrefillKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                        halide_buffer_t *, int32_t, float, bool, halide_buffer_t *, bool,
                                        float, bool, halide_buffer_t *);
-// On a GPU, head dims without block tiles (kernel_contract.h) run the rows schedule, as do those
-// whose block tiles need more shared memory a block than the device allows.
+// On a GPU, head dims whose block tiles need more shared memory a block than the device allows run
+// the small block tiles; head dims without block tiles (kernel_contract.h), or whose small tiles
+// do not fit either, run the rows schedule.
 AttentionPrefillKernel attention_prefill_kernel(int64_t head_dim);
 // The shared (CUDA) or local (OpenCL) memory a block may take on the device kernels run on, in
 // bytes, set when each API is probed (OpenCL: the least of its devices'); 0 where unknown.
 inline std::atomic<int64_t> cuda_shared_bytes_per_block{0}, opencl_local_bytes_per_block{0};
-// Why the GPU prefill's block tiles cannot run this head dim on a device allowing a block
-// shared_bytes (0: unknown, taken as enough), or "".
-std::string gpu_prefill_rows_needed(int64_t head_dim, int64_t shared_bytes);
+// Why the GPU prefill's block tiles, and its small block tiles, cannot run this head dim on a
+// device allowing a block shared_bytes (0: unknown, taken as enough); "" where they can.
+struct GpuPrefillFit {
+    std::string tiles_refused, small_tiles_refused;
+};
+GpuPrefillFit gpu_prefill_fit(int64_t head_dim, int64_t shared_bytes);
 // (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, softcap,
 //  has_softcap, mask, out)
 using AttentionPrefillMaskedKernel = int (*)(halide_buffer_t *, halide_buffer_t *,

@@ -13,7 +13,8 @@ using namespace Halide;
 namespace {
 
 // Block tiles (a query tile of T > 1): a block owns T = 64 query rows of one head and walks the
-// key chunks (C = 64 keys) in step, 256 threads. Both products run in register tiles: a thread
+// key chunks (C = 64 keys) in step, 256 threads; the small tiles, T = 32 with 128 threads, are the
+// same schedule for devices that allow a block less shared memory (kernel_contract.h). Both products run in register tiles: a thread
 // computes 4 rows x 4 keys of the chunk's scores (per head dim, two 128-bit loads for 16 FMAs) and
 // 4 rows x D/16 head dims of its PV (per key, 1 + D/64 such loads for 4 D/16 FMAs), each tile a
 // Func computed inside the thread's loop (qk, pv) with every index unrolled, so that it lives in
@@ -33,7 +34,7 @@ namespace {
 // a thread's head dims), each a quarter of the instructions and, where scalar accesses had
 // conflicted, of the bank cycles.
 //
-// A block's threads are (x 4, y 16, z 4), so that a warp is 4 x 8: in QK its 4 key threads read
+// A block's threads are (x 4, y T / 4, z 4), so that a warp is 4 x 8: in QK its 4 key threads read
 // 4 keys 4 apart and its 8 row threads 8 queries 4 apart (distinct banks, no conflict); in PV its
 // 4 head-dim threads read 4 values 8 apart and its row threads 8 probabilities 4 apart.
 constexpr int block_threads_x = 4, block_threads_z = 4;
@@ -64,13 +65,13 @@ void map_state(Stage s, const Var &rows, const Var &d, int dims_per_thread, std:
 }
 
 // A tile of `extent` rows staged in shared memory, (d, rows): consecutive threads on consecutive
-// head dims (64 a step: x and y), so that the global loads coalesce, and the rows over z, each
-// thread's loads unrolled, in flight together. Stored head-dim-major (`transposed`), a thread
+// head dims (`dims_per_step` a step, the x and y threads: 4 T / 4), so that the global loads
+// coalesce, and the rows over z, each thread's loads unrolled, in flight together. Stored head-dim-major (`transposed`), a thread
 // takes extent / 4 contiguous rows, whose stores merge into 128-bit ones; else every 4th row
 // (consecutive threads storing consecutive words).
-void map_staging(Func f, const Var &d, const Var &rows, int extent, bool transposed) {
+void map_staging(Func f, const Var &d, const Var &rows, int extent, int dims_per_step, bool transposed) {
     Var dg("dg"), dl("dl"), dy("dy"), dx("dx"), ro("ro"), rz("rz");
-    f.split(d, dg, dl, 64, TailStrategy::GuardWithIf).split(dl, dy, dx, block_threads_x);
+    f.split(d, dg, dl, dims_per_step, TailStrategy::GuardWithIf).split(dl, dy, dx, block_threads_x);
     if (transposed) {
         f.split(rows, rz, ro, extent / block_threads_z);
     } else {
@@ -88,9 +89,13 @@ void map_rows(Stage s, const Var &qi) {
 void schedule_block_tiles(AttentionPrefill &g) {
     ChunkedAttention &a = *g.attention;
     // The runtime sizes their shared memory from the contract's tiles.
-    if (a.T != kernel_contract::gpu_prefill_query_tile || a.C != kernel_contract::gpu_prefill_key_chunk) {
+    auto is = [&](kernel_contract::GpuPrefillTiles t) { return a.T == t.query_tile && a.C == t.key_chunk; };
+    if (!is(kernel_contract::gpu_prefill_tiles) && !is(kernel_contract::gpu_prefill_small_tiles)) {
         throw std::invalid_argument("GPU prefill block tiles: query_tile and key_chunk must be kernel_contract.h's");
     }
+    // The staging's x and y threads: as many as the products' (the block's threads are the most
+    // any stage asks for).
+    const int staging_dims = block_threads_x * a.T / rows_per_thread;
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var io("io"), ii("ii"), hb("hb");
     // The output: the block's grid; its threads divide the state by the running state's map.
@@ -123,9 +128,9 @@ void schedule_block_tiles(AttentionPrefill &g) {
     // block's shared memory bound (kernel_contract.h) would then pass the 227 KB a block may have
     // at D = 128, and those stores conflict 8 ways instead.
     a.q_tile.compute_at(chunk).reorder_storage(a.qi, a.d);
-    map_staging(a.q_tile, a.d, a.qi, a.T, true);
+    map_staging(a.q_tile, a.d, a.qi, a.T, staging_dims, true);
     a.k_panel.compute_at(chunk).reorder_storage(a.j, a.d).align_storage(a.j, a.C + 4);
-    map_staging(a.k_panel, a.d, a.j, a.C, true);
+    map_staging(a.k_panel, a.d, a.j, a.C, staging_dims, true);
 
     // Scores: a thread's 4 x 4 tile (rows ty, keys kt = (kz, kx)), its dot products (qk) in
     // registers; stored query-fastest, unpadded so that a key's 4 rows are one 128-bit store.
@@ -174,7 +179,7 @@ void schedule_block_tiles(AttentionPrefill &g) {
     // then left the L1 about 60 KB, too little for the chunk's V (32 KB) read twice by each of 8
     // warps.
     a.v_panel.compute_at(chunk);
-    map_staging(a.v_panel, a.d, a.j, a.C, false);
+    map_staging(a.v_panel, a.d, a.j, a.C, staging_dims, false);
 
     // PV: the thread's 4 rows x D/16 dims in registers, summed over the chunk's keys, then added
     // to the state it updates (same elements).
@@ -184,9 +189,9 @@ void schedule_block_tiles(AttentionPrefill &g) {
 
 }  // namespace
 
-// The block tiles' 64 query rows (kernels.cmake also passes it, with the row schedule's 1); the
-// GPU's scores cover whole chunks, so no key step.
-PrefillTile prefill_tile(const Target &) { return {64, 1}; }
+// The block tiles' 64 query rows (kernels.cmake passes it too, or the small tiles' 32, or the row
+// schedule's 1); the GPU's scores cover whole chunks, so no key step.
+PrefillTile prefill_tile(const Target &) { return {kernel_contract::gpu_prefill_tiles.query_tile, 1}; }
 
 // The query tile the GPU variant was generated with picks the schedule: block tiles (T > 1, the
 // default GPU_PARAMS), or the `rows` family's (T = 1): one GPU thread per query row of one head,

@@ -47,7 +47,7 @@ bench::AttentionShape attention_shape(const Args &args, bool decode) {
 }
 
 // --schedule: which schedule family runs (for side-by-side runs of the autoschedulers' x86
-// variants, or of the GPU prefill's two schedules; a kernel without the chosen variant runs its
+// variants, or of the GPU prefill's three schedules; a kernel without the chosen variant runs its
 // hand-written one).
 ScheduleChoice schedule_from(const Args &args) {
     const std::string name = args.value("--schedule").value_or("hand");
@@ -56,7 +56,8 @@ ScheduleChoice schedule_from(const Args &args) {
     if (name == "mullapudi2016") return ScheduleChoice::Mullapudi2016;
     if (name == "tuned") return ScheduleChoice::Tuned;
     if (name == "rows") return ScheduleChoice::GpuRows;
-    throw Error("--schedule must be hand, adams2019, mullapudi2016, tuned or rows, got '" + name + "'");
+    if (name == "small-tiles") return ScheduleChoice::GpuSmallTiles;
+    throw Error("--schedule must be hand, adams2019, mullapudi2016, tuned, rows or small-tiles, got '" + name + "'");
 }
 
 // The flags of each benchmark: any other is refused, so that a flag meant for another one (--seq for

@@ -38,11 +38,12 @@ namespace hattn {
 
 // Which schedule family runs where several were built: the hand-written schedules (the default),
 // Adams2019's (x86_auto), Mullapudi2016's (x86_mullapudi) or the ones scripts/tune found
-// (x86_tuned, for the kernels that have one); on a GPU, GpuRows runs the second GPU schedule of
-// the kernels that have one (<api>_rows: a thread per query row instead of block tiles).
+// (x86_tuned, for the kernels that have one); on a GPU, GpuRows runs the rows schedule of the
+// kernels that have one (<api>_rows: a thread per query row instead of block tiles), and
+// GpuSmallTiles their small block tiles (<api>_small_tiles: 32 query rows a block, not 64).
 // Process-wide; for benchmarks and tests. A variant the device cannot run, or that this kernel
 // lacks, is never chosen: the hand-written one runs instead.
-enum class ScheduleChoice { Manual, Autoscheduled, Mullapudi2016, Tuned, GpuRows };
+enum class ScheduleChoice { Manual, Autoscheduled, Mullapudi2016, Tuned, GpuRows, GpuSmallTiles };
 void set_schedule_choice(ScheduleChoice choice);
 ScheduleChoice schedule_choice();
 
