@@ -226,7 +226,7 @@ function(hattn_kernel NAME)
                 if (ARG_${params})
                     set(lib hattn_${NAME}_${api}_${second})
                     _hattn_library(${lib} ${common} ${ARG_${params}} TARGETS ${HATTN_GPU_TARGET_${api}}
-                                   USE_RUNTIME hattn_halide_runtime_x86)
+                                   ${outputs} USE_RUNTIME hattn_halide_runtime_x86)
                     _hattn_record_variant(${NAME} ${lib} ${api}_${second} "${HATTN_GPU_TARGET_${api}}")
                     list(APPEND libs ${lib})
                 endif ()
