@@ -9,6 +9,8 @@
 #   hattn_<NAME>_arm_<v>   one library per AArch64 variant, with assembly beside it
 #   hattn_<NAME>_<api>     one GPU library per HATTN_GPU_APIS entry (cuda, opencl), linked on x86
 #                          hosts; CUDA also leaves its assembly (the PTX is embedded) and stmt beside it
+#   hattn_<NAME>_<api>_rows, hattn_<NAME>_<api>_small_tiles  the GPU prefill's other schedules
+#                          (GPU_ROWS_PARAMS, GPU_SMALL_TILES_PARAMS below)
 # Each library's function has the library's name. Variants share one runtime per family
 # (hattn_halide_runtime_<family>, see hattn_add_runtimes).
 #
@@ -131,7 +133,7 @@ endmacro()
 #              [GPU_SMALL_TILES_PARAMS k=v ...] [X86_TARGETS t ...] [ARM_VARIANTS v ...]
 #              [ASM_CHECKS where regex ...] [NO_MULLAPUDI])
 #   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
-#   GPU_ROWS_PARAMS  params of a second GPU schedule per API (family <api>_rows), which
+#   GPU_ROWS_PARAMS  params of the thread-per-row GPU schedule per API (family <api>_rows), which
 #                 `--schedule rows` runs instead, and the runtime where no block tiles fit
 #   GPU_SMALL_TILES_PARAMS  params of smaller block tiles per API (family <api>_small_tiles), for
 #                 devices that allow a block too little shared memory for GPU_PARAMS' tiles

@@ -1,8 +1,9 @@
-# The variant families that a kernel may or may not have (Mullapudi2016 is skippable per kernel,
-# a tuned schedule exists only where scripts/tune committed one, the GPU's rows schedule and small
-# block tiles only where hattn_kernel names GPU_ROWS_PARAMS or GPU_SMALL_TILES_PARAMS) are named to the runtime by a generated header,
-# hattn_optional_variants.h: for every kernel with an x86 variant and every family below,
-# HATTN_<FAMILY>_<kernel> is the generated function, or a null pointer of its type.
+# The variant families that a kernel may or may not have (Mullapudi2016 is skippable per kernel, a
+# tuned schedule exists only where scripts/tune committed one, the GPU's rows schedule and small
+# block tiles only where hattn_kernel names GPU_ROWS_PARAMS or GPU_SMALL_TILES_PARAMS) are named to
+# the runtime by a generated header, hattn_optional_variants.h: for every kernel with an x86 variant
+# and every family below, HATTN_<FAMILY>_<kernel> is the generated function, or a null pointer of
+# its type.
 include_guard(GLOBAL)
 
 set(HATTN_OPTIONAL_FAMILIES x86_mullapudi x86_tuned cuda_rows opencl_rows cuda_small_tiles opencl_small_tiles)

@@ -5,7 +5,7 @@ hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # On a GPU a block is a tile of 64 query rows walking chunks of 64 keys through shared memory,
 # for the head dims in kernel_contract.h; the small tiles (32 query rows) run on devices that
-# allow a block too little shared memory for those (an A100 at D = 128). The `rows` schedule (a
+# allow a block too little shared memory for those (an A100 at D >= 96). The `rows` schedule (a
 # thread per query row, its chunk of scores in local memory) stays beside them, for other head
 # dims and devices with too little shared memory for either (the runtime picks it) and
 # `--schedule rows`: on the H200 it measured 34 to 173 times slower than the block tiles of

@@ -556,8 +556,8 @@ TEST(AttentionPrefillOnGpus, BlockTilesRunWhereTheirSharedMemoryFits) {
 
     const detail::GpuPrefillFit small = gpu_prefill_fit(128, 99 * 1024);
     EXPECT_NE(small.tiles_refused, "");
-    EXPECT_EQ(small.small_tiles_refused,
-              "head dim 128 (its small block tiles take up to 146 KB of shared memory a block; the device allows 99 KB)");
+    EXPECT_EQ(small.small_tiles_refused, "head dim 128 (its small block tiles take up to 146 KB of shared memory a "
+                                         "block; the device allows 99 KB)");
     EXPECT_EQ(gpu_prefill_fit(80, 99 * 1024).small_tiles_refused, "");
 
     const detail::GpuPrefillFit wide = gpu_prefill_fit(256, 227 * 1024);

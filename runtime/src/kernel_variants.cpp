@@ -60,8 +60,10 @@ Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autosched
         const Fn rows = cuda ? gpu.cuda_rows : gpu.opencl_rows;
         const bool tiles_fit = fit.tiles_refused.empty();
         const bool small_tiles_fit = small_tiles && fit.small_tiles_refused.empty();
+        // The small tiles' reason where they were refused too (they need less than the others).
+        const std::string &refused = small_tiles ? fit.small_tiles_refused : fit.tiles_refused;
         require(rows || tiles_fit || small_tiles_fit,
-                std::string(kernel) + ": " + fit.tiles_refused + " needs the " + family +
+                std::string(kernel) + ": " + refused + " needs the " + family +
                     " rows schedule, which this build lacks");
         const ScheduleChoice asked = schedule_choice();
         if (rows && (asked == ScheduleChoice::GpuRows || (!tiles_fit && !small_tiles_fit))) {

@@ -12,20 +12,21 @@ using namespace Halide;
 
 namespace {
 
-// Block tiles (a query tile of T > 1): a block owns T = 64 query rows of one head and walks the
-// key chunks (C = 64 keys) in step, 256 threads; the small tiles, T = 32 with 128 threads, are the
-// same schedule for devices that allow a block less shared memory (kernel_contract.h). Both products run in register tiles: a thread
-// computes 4 rows x 4 keys of the chunk's scores (per head dim, two 128-bit loads for 16 FMAs) and
-// 4 rows x D/16 head dims of its PV (per key, 1 + D/64 such loads for 4 D/16 FMAs), each tile a
-// Func computed inside the thread's loop (qk, pv) with every index unrolled, so that it lives in
-// registers. (A Func stored in registers at the block level gets the whole block's box per
-// thread, in local memory: Halide 14 does not narrow it to the thread's part.)
+// Block tiles (a query tile of T > 1): a block owns T = 64 query rows of one head and walks the key
+// chunks (C = 64 keys) in step, 256 threads; the small tiles, T = 32 with 128 threads, are the same
+// schedule for devices that allow a block less shared memory (kernel_contract.h). Both products run
+// in register tiles: a thread computes 4 rows x 4 keys of the chunk's scores (per head dim, two
+// 128-bit loads for 16 FMAs) and 4 rows x D/16 head dims of its PV (per key, 1 + D/64 such loads
+// for 4 D/16 FMAs), each tile a Func computed inside the thread's loop (qk, pv) with every index
+// unrolled, so that it lives in registers. (A Func stored in registers at the block level gets the
+// whole block's box per thread, in local memory: Halide 14 does not narrow it to the thread's
+// part.)
 //
-// The block's tiles live in shared memory, about 194 KB at D = 128 (the runtime raises the
-// kernel's dynamic limit past 48 KB, runtime/src/cuda_driver.cpp): the chunk's queries, keys and
-// values, staged per chunk (see q_tile and v_panel below); the chunk's scores and probabilities
-// (query-fastest, so the row statistics' threads read consecutive words); the running (output,
-// max, sum) tuple, 3 T D floats. The queries and keys are stored head-dim-major, so that a
+// The block's tiles live in shared memory, about 194 KB at D = 128 (130 KB in the small tiles; the
+// runtime raises the kernel's dynamic limit past 48 KB, runtime/src/cuda_driver.cpp): the chunk's
+// queries, keys and values, staged per chunk (see q_tile and v_panel below); the chunk's scores and
+// probabilities (query-fastest, so the row statistics' threads read consecutive words); the running
+// (output, max, sum) tuple, 3 T D floats. The queries and keys are stored head-dim-major, so that a
 // thread's 4 rows or keys of one head dim are one aligned 128-bit load (LLVM merges the unrolled
 // loads where it can prove the alignment: rows a multiple of 4 floats apart).
 //
@@ -65,10 +66,10 @@ void map_state(Stage s, const Var &rows, const Var &d, int dims_per_thread, std:
 }
 
 // A tile of `extent` rows staged in shared memory, (d, rows): consecutive threads on consecutive
-// head dims (`dims_per_step` a step, the x and y threads: 4 T / 4), so that the global loads
-// coalesce, and the rows over z, each thread's loads unrolled, in flight together. Stored head-dim-major (`transposed`), a thread
-// takes extent / 4 contiguous rows, whose stores merge into 128-bit ones; else every 4th row
-// (consecutive threads storing consecutive words).
+// head dims (`dims_per_step` a step, the x and y threads: T), so that the global loads coalesce,
+// and the rows over z, each thread's loads unrolled, in flight together. Stored head-dim-major
+// (`transposed`), a thread takes extent / 4 contiguous rows, whose stores merge into 128-bit ones;
+// else every 4th row (consecutive threads storing consecutive words).
 void map_staging(Func f, const Var &d, const Var &rows, int extent, int dims_per_step, bool transposed) {
     Var dg("dg"), dl("dl"), dy("dy"), dx("dx"), ro("ro"), rz("rz");
     f.split(d, dg, dl, dims_per_step, TailStrategy::GuardWithIf).split(dl, dy, dx, block_threads_x);
@@ -193,13 +194,13 @@ void schedule_block_tiles(AttentionPrefill &g) {
 // schedule's 1); the GPU's scores cover whole chunks, so no key step.
 PrefillTile prefill_tile(const Target &) { return {kernel_contract::gpu_prefill_tiles.query_tile, 1}; }
 
-// The query tile the GPU variant was generated with picks the schedule: block tiles (T > 1, the
-// default GPU_PARAMS), or the `rows` family's (T = 1): one GPU thread per query row of one head,
-// which runs the chunk loop for its row with the chunk's scores in its own memory; blocks are
-// (rows, head in group, KV head x sequence). (With T > 1 that mapping would compute the whole tile
-// per thread: Halide's bounds of running(d, i % T, ...) cover it.) The head dims with a fast path
-// get their own specialisation, where every per-thread array has a constant size and lives in the
-// thread's local memory rather than a global scratch buffer.
+// The query tile the GPU variant was generated with picks the schedule: block tiles (T > 1: the
+// default GPU_PARAMS' 64 rows, or the small tiles' 32), or the `rows` family's (T = 1): one GPU
+// thread per query row of one head, which runs the chunk loop for its row with the chunk's scores
+// in its own memory; blocks are (rows, head in group, KV head x sequence). (With T > 1 that mapping
+// would compute the whole tile per thread: Halide's bounds of running(d, i % T, ...) cover it.) The
+// head dims with a fast path get their own specialisation, where every per-thread array has a
+// constant size and lives in the thread's local memory rather than a global scratch buffer.
 void schedule(AttentionPrefill &g, const Target &) {
     ChunkedAttention &a = *g.attention;
     if (a.T > 1) {

@@ -15,9 +15,9 @@ namespace {
 // access. (Those sums stored in registers at the block level were the block's whole 64 x 64 box
 // per thread, a 16 KB stack frame in local memory: Halide 14 does not narrow it to the thread's
 // part.) Both slices are stored k-major, so that a thread's 4 outputs of W and 8 rows of x at one
-// k are contiguous (128-bit loads; a warp's 2 row threads read the same x, its 16 output threads
-// consecutive W), and padded by 4 floats a k, so that the staging's stores (consecutive threads
-// on consecutive k) spread over the banks.
+// k are contiguous (128-bit loads: a warp's 16 output threads read consecutive W, and the 16
+// threads of each of its 2 row threads the same x, a broadcast), and padded by 4 floats a k, so
+// that the staging's stores (consecutive threads on consecutive k) conflict 2 ways, not 16.
 void schedule_tiles(Projection &g) {
     constexpr int tile_o = 64, tile_r = 64, reg_o = 4, reg_r = 8, slice_k = 32;
     Var ob("ob"), rb("rb"), ot("ot"), rt("rt"), oi("oi"), ri("ri"), ks("ks");
@@ -29,7 +29,8 @@ void schedule_tiles(Projection &g) {
     auto map_thread_tile = [&](Stage s, std::vector<VarOrRVar> outer) {
         std::vector<VarOrRVar> order = {oi, ri, ot, rt};
         order.insert(order.end(), outer.begin(), outer.end());
-        s.split(g.o, ot, oi, reg_o, guard).split(g.r, rt, ri, reg_r, guard).reorder(order).gpu_threads(ot, rt).unroll(ri);
+        s.split(g.o, ot, oi, reg_o, guard).split(g.r, rt, ri, reg_r, guard).reorder(order);
+        s.gpu_threads(ot, rt).unroll(ri);
         return s;
     };
     g.y.tile(g.o, g.r, ob, rb, g.o, g.r, tile_o, tile_r, guard).gpu_blocks(ob, rb);
