@@ -551,12 +551,12 @@ TEST(AttentionPrefillOnGpus, BlockTilesRunWhereTheirSharedMemoryFits) {
 
     const detail::GpuPrefillFit a100 = gpu_prefill_fit(128, 163 * 1024);
     EXPECT_EQ(a100.tiles_refused,
-              "head dim 128 (its block tiles take up to 226 KB of shared memory a block; the device allows 163 KB)");
+              "head dim 128 (its block tiles take up to 212 KB of shared memory a block; the device allows 163 KB)");
     EXPECT_EQ(a100.small_tiles_refused, "");
 
     const detail::GpuPrefillFit small = gpu_prefill_fit(128, 99 * 1024);
     EXPECT_NE(small.tiles_refused, "");
-    EXPECT_EQ(small.small_tiles_refused, "head dim 128 (its small block tiles take up to 146 KB of shared memory a "
+    EXPECT_EQ(small.small_tiles_refused, "head dim 128 (its small block tiles take up to 140 KB of shared memory a "
                                          "block; the device allows 99 KB)");
     EXPECT_EQ(gpu_prefill_fit(80, 99 * 1024).small_tiles_refused, "");
 

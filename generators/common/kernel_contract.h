@@ -33,15 +33,21 @@ struct GpuPrefillTiles {
 };
 constexpr GpuPrefillTiles gpu_prefill_tiles{64, 64}, gpu_prefill_small_tiles{32, 64};
 // An upper bound of the shared memory a block of them takes, in bytes: the running (output, max,
-// sum) state, the chunk's queries, keys (head-dim-major, each head dim's row of C keys padded by 4
-// floats), values, scores and probabilities, and the row statistics (Halide packs some into
-// others' space; at D = 128 a block of the 64-query tiles takes 194 KB of this bound's 226.5, 0.5
-// KB under what an H100 or H200 allows a block: any tile or padding added must keep it there).
-// The runtime runs the small tiles on devices that allow a block less (the small tiles' bound at
-// D = 128 is 146 KB: an A100 allows 163), the rows schedule where those do not fit either.
+// sum) state, the chunk's queries and keys (head-dim-major, each head dim's row padded by 4
+// floats), values, scores and probabilities, and the row statistics, each counted whole, except
+// that the queries and the probabilities share their space: within a chunk the queries' last use
+// (the scores) comes before the probabilities' first, and Halide packs the one into the other.
+// Halide packs more than that (at D = 128 a block of the 64-query tiles takes 196 KB of this
+// bound's 212.5); tests/test_gpu_prefill_shared_memory.cpp checks the bound against the launch
+// sizes in the generated kernels. The runtime runs the small tiles on devices that allow a block
+// less (their bound at D = 128 is 140 KB: an A100 allows 163), the rows schedule where those do
+// not fit either.
 constexpr long long gpu_prefill_block_tile_shared_bytes(long long head_dim, GpuPrefillTiles tiles) {
     const long long T = tiles.query_tile, C = tiles.key_chunk, D = head_dim;
-    return 4 * (3 * T * D + D * T + D * (C + 4) + C * D + C * T + C * T + 2 * T);
+    const long long state = 3 * T * D, queries = (T + 4) * D, keys = D * (C + 4), values = C * D;
+    const long long scores = C * T, probabilities = C * T, row_statistics = 2 * T;
+    const long long queries_or_probabilities = queries > probabilities ? queries : probabilities;
+    return 4 * (state + queries_or_probabilities + keys + values + scores + row_statistics);
 }
 static_assert(gpu_prefill_block_tile_shared_bytes(128, gpu_prefill_tiles) <= 227 * 1024,
               "the GPU prefill block tiles must fit an H100's or H200's 227 KB a block at D = 128");

@@ -6,7 +6,7 @@
 // never does. The runtime finds every driver entry point through halide_cuda_get_symbol, a weak
 // function: the definition here hands out the driver's own, except that cuLaunchKernel first
 // raises the kernel's maximum where a launch asks for more than 48 KB. The prefill's block tiles
-// take up to about 194 KB a block (the H200 allows 227 KB).
+// take up to about 196 KB a block (the H200 allows 227 KB).
 #include "cuda_driver.h"
 
 #include <dlfcn.h>
