@@ -10,16 +10,10 @@
 #include <sstream>
 
 #include "generators/common/kernel_contract.h"
-#include "hattn/kernel_table.h"
+#include "support/variants.h"
 
 namespace hattn {
 namespace {
-
-bool built(const std::string &kernel, const std::string &family) {
-    const auto &all = kernel_variants();
-    return std::any_of(all.begin(), all.end(),
-                       [&](const KernelVariant &v) { return v.kernel == kernel && v.family == family; });
-}
 
 // Each launch's shared memory in bytes, in the order of the .stmt: "halide_cuda_run(cuda[0],
 // "<kernel>", blocks, threads, 0 + ((t + W)*4), ...)", t being a count of extra query tiles that
@@ -48,7 +42,7 @@ class GpuPrefillSharedMemory : public ::testing::TestWithParam<TileFamily> {};
 // the i-th smallest launch against the bound of the i-th smallest head dim.
 TEST_P(GpuPrefillSharedMemory, TheContractsBoundCoversEveryLaunch) {
     const TileFamily f = GetParam();
-    if (!built("attention_prefill", f.family)) GTEST_SKIP() << "this build has no " << f.family << " prefill";
+    if (!testing::has_variant("attention_prefill", f.family)) GTEST_SKIP() << "this build has no " << f.family << " prefill";
     const std::string path = std::string(HATTN_KERNEL_DIR) + "/hattn_attention_prefill_" + f.family + ".stmt";
     ASSERT_TRUE(std::ifstream(path).good()) << path << " is missing (the default build writes it)";
     const std::vector<long long> launches = launch_shared_bytes(path);

@@ -12,6 +12,7 @@
 #include "support/device.h"
 #include "support/forced_target.h"
 #include "support/kernel_checks.h"
+#include "support/variants.h"
 
 namespace hattn {
 namespace {
@@ -123,11 +124,7 @@ TEST(KernelVariantsSetup, EveryKernelHasACheck) {
 TEST(KernelVariantsSetup, AChoiceTheKernelLacksRunsTheHandWrittenVariant) {
     for (const KernelVariant &v : kernel_variants()) {
         if (v.family != "x86") continue;
-        const bool tuned = std::any_of(kernel_variants().begin(), kernel_variants().end(),
-                                       [&](const KernelVariant &o) {
-                                           return o.kernel == v.kernel && o.family == "x86_tuned";
-                                       });
-        if (tuned) continue;
+        if (testing::has_variant(v.kernel, "x86_tuned")) continue;
         set_schedule_choice(ScheduleChoice::Tuned);
         const double error = testing::kernel_checks().at(v.kernel).relative_error();
         set_schedule_choice(ScheduleChoice::Manual);

@@ -45,11 +45,11 @@ void schedule_tiles(Projection &g) {
 
     // The block's 16 x 8 threads stage each slice: 16 consecutive threads read 16 consecutive k
     // of a row (the slice's two halves unrolled), and each thread every 8th row of x or of W, 16
-    // loads in flight. The last slice is staged whole too (k is
-    // clamped in the algorithm; the product's guard skips the copies): its thread-masked stores
-    // to local memory came out wrong on PoCL for AVX2 hosts with 64-bit indices (large_buffers).
-    // The tiles here are one row of x and one output of W (projection_tile), so a tile's index
-    // is its row or output.
+    // loads in flight. The last slice is staged whole too (k is clamped in the algorithm; the
+    // product's guard skips the copies): its thread-masked stores to local memory came out wrong
+    // on PoCL for AVX2 hosts with 64-bit indices (large_buffers). The tiles here are one row of x
+    // and one output of W (projection_tile), so a tile's index is its row or output.
+    constexpr int threads_x = tile_o / reg_o, threads_y = tile_r / reg_r;
     const Var kv = g.x_tiles.args()[1], row = g.x_tiles.args()[2];
     const Var w_kv = g.weight_panels.args()[1], output = g.weight_panels.args()[2];
     Var serial("serial"), kt("kt"), thread("thread");
@@ -59,8 +59,8 @@ void schedule_tiles(Projection &g) {
             .bound_extent(k, slice_k)
             .reorder_storage(tile, k, f.args()[0])
             .align_storage(tile, tile_r + 4)
-            .split(k, serial, kt, 16)
-            .split(tile, tile, thread, tile_r / reg_r)
+            .split(k, serial, kt, threads_x)
+            .split(tile, tile, thread, threads_y)
             .reorder(serial, tile, kt, thread)
             .gpu_threads(kt, thread)
             .unroll(serial)
