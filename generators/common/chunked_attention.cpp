@@ -5,8 +5,7 @@ namespace hattn {
 using namespace Halide;
 
 namespace {
-// Stands in for -inf: far below any real score, yet exp(sentinel - sentinel) = 1 stays finite.
-const float masked_score = -1e30f;
+constexpr float masked_score = ChunkedAttention::masked_score;
 // softcap * tanh(s / softcap), with tanh(y) = sign(y) (1 - e) / (1 + e), e = exp(-2|y|): its
 // absolute error is about float's epsilon, so the capped score's is about softcap times that.
 // |y| is clamped where tanh is 1 to float precision, which keeps exp far from underflow.
