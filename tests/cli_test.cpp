@@ -9,6 +9,8 @@
 #include <limits>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "hattn/npy.h"
 #include "support/compare.h"
 #include "support/random.h"
@@ -168,6 +170,19 @@ TEST_F(Cli, BenchPrintsOneJsonLine) {
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("\"tokens_per_s\""), std::string::npos) << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// --kernel-times adds the run broken down by kernel: one decode call is one attention_decode call.
+TEST_F(Cli, BenchBreaksARunDownByKernel) {
+    const CliResult r = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 2 --kernel-times");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const nlohmann::json &times = j.at("kernel_times");
+    EXPECT_EQ(times.at("runs"), 2);
+    ASSERT_EQ(times.at("kernels").size(), 1u) << r.out;
+    EXPECT_EQ(times.at("kernels")[0].at("kernel"), "attention_decode");
+    EXPECT_EQ(times.at("kernels")[0].at("calls"), 1);
+    EXPECT_GE(times.at("ms").get<double>(), times.at("kernels")[0].at("ms").get<double>());
 }
 
 TEST_F(Cli, RunsACachedAttentionCase) {

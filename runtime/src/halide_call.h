@@ -4,6 +4,7 @@
 
 #include "device_residency.h"
 #include "halide_view.h"
+#include "kernel_clock.h"
 
 namespace hattn::detail {
 
@@ -21,12 +22,15 @@ halide_buffer_t *buffer_argument(Scalar) { return nullptr; }
 
 // Calls a generated kernel with the handler installed and its status checked. On a GPU the call's
 // buffers go through a DeviceCall: resident memory is bound, outputs come back to the host.
+// While a KernelTimes records, the call is timed (hattn/kernel_times.h).
 template <typename Kernel, typename... Args>
 void call_kernel(const char *name, Kernel kernel, Args... args) {
     prepare_halide_runtime();
+    KernelClock clock(name);  // times the call only while a KernelTimes records
     DeviceCall call(current_device(), {buffer_argument(args)...});
     check_halide_status(kernel(args...), name);
     call.finish();
+    clock.stop();
 }
 
 }  // namespace hattn::detail

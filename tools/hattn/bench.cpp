@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
+#include "bench/support/kernel_breakdown.h"
 #include "bench/support/workloads.h"
 #include "commands.h"
 #include "device.h"
@@ -64,7 +65,7 @@ ScheduleChoice schedule_from(const Args &args) {
 // a decode) is never silently ignored.
 Args benchmark_args(const std::vector<std::string> &argv, const std::string &what) {
     const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-    std::set<std::string> valued{"--threads", "--device", "--reps", "--schedule"}, switches;
+    std::set<std::string> valued{"--threads", "--device", "--reps", "--schedule"}, switches{"--kernel-times"};
     if (what == "projection") {
         valued.insert({"--in", "--out", "--rows"});
         switches.insert("--bitnet");
@@ -94,6 +95,15 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
     return args;
 }
 
+// --kernel-times: the same runs again, each call waited for and timed (hattn/kernel_times.h).
+nlohmann::json breakdown_json(const bench::KernelBreakdown &b) {
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const KernelTime &k : b.per_run) {
+        kernels.push_back({{"kernel", k.kernel}, {"calls", k.calls}, {"host_ms", k.host_ms}, {"ms", k.ms}});
+    }
+    return {{"runs", b.runs}, {"ms", b.ms}, {"outside_kernels_ms", b.outside_kernels_ms}, {"kernels", kernels}};
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string> &argv) {
@@ -111,17 +121,20 @@ int bench_command(const std::vector<std::string> &argv) {
     nlohmann::json r{{"what", what}, {"device", device_name(device)},
                      {"schedule", args.value("--schedule").value_or("hand")},
                      {"threads", num_threads()}};
+    bench::Workload w;
+    int runs = reps;  // how many runs the median took
     if (what == "projection") {
         const int64_t in = positive(args, "--in", 2048), out = positive(args, "--out", 2048);
         const int64_t rows = positive(args, "--rows", 1);
         const bool bitnet = args.has("--bitnet");
-        const bench::Workload w = bitnet ? bench::bitlinear_workload(rows, in, out) : bench::projection_workload(rows, in, out);
-        const double ms = bench::median_ms(w.run, std::max(reps, 20));
+        w = bitnet ? bench::bitlinear_workload(rows, in, out) : bench::projection_workload(rows, in, out);
+        runs = std::max(reps, 20);
+        const double ms = bench::median_ms(w.run, runs);
         r.update({{"ms", ms}, {"rows", rows}, {"in", in}, {"out", out}, {"bitnet", bitnet},
                   {"gflops", 2.0 * rows * in * out / ms / 1e6}, {"weight_bytes", w.bytes}});
     } else if (what == "prefill" || what == "decode") {
         const bench::AttentionShape s = attention_shape(args, what == "decode");
-        const bench::Workload w = what == "prefill" ? bench::prefill_workload(s) : bench::decode_workload(s);
+        w = what == "prefill" ? bench::prefill_workload(s) : bench::decode_workload(s);
         const double ms = bench::median_ms(w.run, reps);
         // The family that ran: --schedule names one that a kernel may lack (then its hand-written
         // schedule runs; Mullapudi2016 has no attention variant).
@@ -146,7 +159,7 @@ int bench_command(const std::vector<std::string> &argv) {
         } else {
             s.seq = positive(args, "--seq", s.seq);
         }
-        const bench::Workload w = bench::layer_workload(s);
+        w = bench::layer_workload(s);
         const double ms = bench::median_ms(w.run, reps);
         r.update({{"layer", s.layer}, {"hidden", s.hidden}, {"heads", s.heads}, {"batch", s.batch}, {"ms", ms}});
         if (s.window) r["window"] = s.window;
@@ -157,6 +170,7 @@ int bench_command(const std::vector<std::string> &argv) {
             r.update({{"seq", s.seq}, {"tokens_per_s", w.tokens / ms * 1e3}});
         }
     }
+    if (args.has("--kernel-times")) r["kernel_times"] = breakdown_json(bench::kernel_breakdown(w.run, runs));
     std::cout << r.dump() << "\n";
     return 0;
 }
