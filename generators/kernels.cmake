@@ -25,6 +25,9 @@ hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+
 hattn_kernel(layer_norm GENERATOR row_norm PARAMS layer_norm=true ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 hattn_kernel(dsa_index_scores)
 hattn_kernel(dsa_sparse_attention)
+# copy_into's device copies of strided views (runtime/src/strided_copy.cpp). A copy: 128-bit
+# stores on AArch64, no FMAs to look for.
+hattn_kernel(strided_copy ASM_CHECKS arm_plain "str[ \t]+q[0-9]+")
 # BitLinear's activation quantisation, ahead of either product form.
 hattn_kernel(bitlinear_quantize ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 # BitLinear's integer products: s8 x s8 (vpmaddwd; sdot on AArch64 dotprod) and u8 x s8 (VNNI).

@@ -17,7 +17,8 @@
     X(BitLinearQuantize)              \
     X(DsaIndexScores)                 \
     X(DsaSparseAttention)             \
-    X(RowNorm)
+    X(RowNorm)                        \
+    X(StridedCopy)
 
 namespace hattn {
 #define HATTN_DECLARE_GENERATOR(G) class G;

@@ -10,6 +10,8 @@
 #include "HalideRuntimeOpenCL.h"
 #include "halide_call.h"
 #include "hattn/error.h"
+#include "kernel_variants.h"
+#include "strided_copy.h"
 
 namespace hattn::detail {
 
@@ -357,10 +359,19 @@ DeviceCopy copy_on_device(const ConstTensorView &src, const TensorView &dst) {
         mirror_from_host = source->residency() == Residency::DeviceOutput && target &&
                            target->residency() != Residency::DeviceOutput;
     }
+    // Strided views go through the strided_copy kernel, one launch; Halide's buffer copy would
+    // issue a memcpy per contiguous run (S x H of them for a [S, H, D] slice of a wider tensor).
+    auto kernel_buffers = copy_kernel_buffers(src, dst);
+    if (kernel_buffers) std::tie(from, to) = std::move(*kernel_buffers);
     DeviceCall call(device, {from.raw_buffer(), to.raw_buffer()});
     const bool dst_bound = !to.raw_buffer()->host_dirty();  // bound to the region's device copy
-    check_halide_status(halide_buffer_copy(nullptr, from.raw_buffer(), device_interface(device), to.raw_buffer()),
-                        "copy on device");
+    if (kernel_buffers) {
+        prepare_halide_runtime();
+        check_halide_status(strided_copy_kernel()(from.raw_buffer(), to.raw_buffer()), "strided_copy");
+    } else {
+        check_halide_status(halide_buffer_copy(nullptr, from.raw_buffer(), device_interface(device), to.raw_buffer()),
+                            "copy on device");
+    }
     if (mirror_from_host && dst_bound) to.raw_buffer()->set_device_dirty(false);
     call.finish();
     return mirror_from_host && dst_bound ? DeviceCopy::DoneMirrorFromHost : DeviceCopy::Done;

@@ -193,6 +193,7 @@ CcaQkLatentKernel cca_qk_latent_kernel() { return choose("cca_qk_latent", HATTN_
 BitLinearQuantizeKernel bitlinear_quantize_kernel() {
     return choose("bitlinear_quantize", HATTN_VARIANTS(bitlinear_quantize));
 }
+StridedCopyKernel strided_copy_kernel() { return choose("strided_copy", HATTN_VARIANTS(strided_copy)); }
 RowNormKernel rms_norm_kernel() { return choose("rms_norm", HATTN_VARIANTS(rms_norm)); }
 RowNormKernel layer_norm_kernel() { return choose("layer_norm", HATTN_VARIANTS(layer_norm)); }
 DsaIndexScoresKernel dsa_index_scores_kernel() {

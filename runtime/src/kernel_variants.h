@@ -77,6 +77,10 @@ using DsaSparseAttentionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, h
                                          halide_buffer_t *, float, halide_buffer_t *);
 DsaSparseAttentionKernel dsa_sparse_attention_kernel();
 
+// (in, out): copy_into's strided device copies (strided_copy.h)
+using StridedCopyKernel = int (*)(halide_buffer_t *, halide_buffer_t *);
+StridedCopyKernel strided_copy_kernel();
+
 // (x, weight, bias, eps, y)
 using RowNormKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *);
 RowNormKernel rms_norm_kernel();
