@@ -8,7 +8,8 @@
 // call the intermediate results stay on the device too: a decode step of the attention and
 // CCA/CCGQA layers (BitLinear included) uploads its input token and downloads its output and the
 // rows it added to the caches, nothing else. The DSA layer also downloads its indexer's scores,
-// because it ranks the top-k keys on the host.
+// because it ranks the top-k keys on the host (none while no query sees more than K keys: it then
+// takes them all, unscored).
 //
 // OpenCL exists so that machines without an NVIDIA GPU run the same GPU code path, residency
 // included: CI runs the GPU tests on PoCL, an OpenCL driver for CPUs.

@@ -212,6 +212,15 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             const int64_t Sb = std::min(block, S - s0);
             std::vector<int32_t> block_len(B);
             for (int64_t b = 0; b < B; b++) block_len[b] = start[b] + static_cast<int32_t>(s0 + Sb);
+            // A query that sees at most K keys selects them all, whatever their scores: a block
+            // of such queries (a prompt's first K tokens) needs no scores at all.
+            if (*std::max_element(block_len.begin(), block_len.end()) <= K) {
+                for (int64_t b = 0; b < B; b++)
+                    for (int64_t s = s0; s < s0 + Sb; s++)
+                        std::iota(chosen.indices.begin() + (b * S + s) * K,
+                                  chosen.indices.begin() + (b * S + s) * K + start[b] + s + 1, 0);
+                continue;
+            }
             Tensor scores({B, Sb, state.capacity()});
             dsa_index_scores(TensorView(iq_rot.data() + s0 * IH * ID, {B, Sb, IH, ID}, {S * IH * ID, IH * ID, ID, 1}),
                              state.index_keys_.view(),
@@ -220,6 +229,11 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             for (int64_t b = 0; b < B; b++)
                 for (int64_t s = s0; s < s0 + Sb; s++) {
                     const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
+                    int32_t *row = chosen.indices.data() + (b * S + s) * K;
+                    if (n == pos + 1) {  // every visible key, as above
+                        std::iota(row, row + n, 0);
+                        continue;
+                    }
                     const float *score = scores.data() + (b * Sb + s - s0) * state.capacity();
                     // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
                     std::vector<int32_t> order(pos + 1);
@@ -229,7 +243,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                     };
                     std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
                     std::sort(order.begin(), order.begin() + n);
-                    std::copy_n(order.begin(), n, chosen.indices.data() + (b * S + s) * K);
+                    std::copy_n(order.begin(), n, row);
                 }
         }
     }
