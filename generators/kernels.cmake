@@ -24,7 +24,8 @@ hattn_kernel(cca_qk_latent)
 hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 hattn_kernel(layer_norm GENERATOR row_norm PARAMS layer_norm=true ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 hattn_kernel(dsa_index_scores)
-hattn_kernel(dsa_sparse_attention)
+# On a GPU, PV gathers 8 selected keys' values at a time (key_step).
+hattn_kernel(dsa_sparse_attention GPU_PARAMS key_step=8)
 # copy_into's device copies of strided views (runtime/src/strided_copy.cpp). A copy: 128-bit
 # stores on AArch64, no FMAs to look for.
 hattn_kernel(strided_copy ASM_CHECKS arm_plain "str[ \t]+q[0-9]+")

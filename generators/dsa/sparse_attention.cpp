@@ -9,23 +9,27 @@ using namespace Halide;
 void DsaSparseAttention::generate() {
     const Expr H = q.dim(1).extent(), kv_heads = keys.dim(1).extent();
     const Expr kh = h * kv_heads / H;
-    const Expr index = indices(n, s, b);
-    const Expr valid = index >= 0;
+    const Expr K = indices.dim(0).extent();
+    const int step = key_step;
+    // Past K (the last step's padding) the last index is read again and the key left out.
+    const auto index_of = [&](const Expr &key) { return indices(step > 1 ? min(key, K - 1) : key, s, b); };
+    const Expr index = index_of(n);
+    const Expr valid = step > 1 ? n < K && index >= 0 : index >= 0;
     const Expr t = clamp(index, 0, keys.dim(2).extent() - 1);
-    const float masked = -1e30f;  // finite: Halide's fast-math codegen assumes no inf
+    const float masked = masked_logit;
 
     rd = RDom(0, q.dim(0).extent(), "rd");
     logit(n, h, s, b) = 0.0f;
     logit(n, h, s, b) += q(rd, h, s, b) * keys(rd, kh, t, b);
     const Expr l = select(valid, logit(n, h, s, b) * scale, masked);
 
-    rn = RDom(0, indices.dim(0).extent(), "rn");
+    rn = RDom(0, (K + step - 1) / step * step, "rn");
     row_max(h, s, b) = masked;
     row_max(h, s, b) = max(row_max(h, s, b), substitute(n, rn.x, l));
     prob(n, h, s, b) = select(valid, exp(l - row_max(h, s, b)), 0.0f);
     row_sum(h, s, b) = 0.0f;
     row_sum(h, s, b) += prob(rn, h, s, b);
-    const Expr t_r = clamp(indices(rn, s, b), 0, keys.dim(2).extent() - 1);
+    const Expr t_r = clamp(index_of(rn), 0, keys.dim(2).extent() - 1);
     acc(d, h, s, b) = 0.0f;
     acc(d, h, s, b) += prob(rn, h, s, b) * values(d, kh, t_r, b);
     // A query with no selected key (none visible) outputs zeros.

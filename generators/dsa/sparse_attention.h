@@ -14,6 +14,13 @@ namespace hattn {
 
 class DsaSparseAttention : public Halide::Generator<DsaSparseAttention> {
 public:
+    // The loops over a query's keys run in whole steps of this many (the GPU's PV unrolls a step,
+    // its gathers in flight together); the keys past K in the last step count as unselected.
+    GeneratorParam<int> key_step{"key_step", 1};
+
+    // A logit no selected key has: finite, as Halide's fast-math codegen assumes no inf.
+    static constexpr float masked_logit = -1e30f;
+
     Input<Buffer<float>> q{"q", 4};                // (Dk, H, S, B)
     Input<Buffer<float>> keys{"keys", 4};          // (Dk, kv_heads, capacity, B)
     Input<Buffer<float>> values{"values", 4};      // (Dv, kv_heads, capacity, B)

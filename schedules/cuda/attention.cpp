@@ -4,6 +4,7 @@
 #include "generators/attention_decode.h"
 #include "generators/attention_prefill.h"
 #include "generators/common/kernel_contract.h"
+#include "schedules/cuda/lanes.h"
 #include "schedules/dispatch.h"
 
 namespace hattn::schedules::cuda {
@@ -85,14 +86,6 @@ void map_staging(Func f, const Var &d, const Var &rows, int extent, int dims_per
 void map_rows(Stage s, const Var &qi) {
     Var qy("qy"), qx("qx");
     s.split(qi, qy, qx, block_threads_x).gpu_threads(qx, qy);
-}
-
-// rfactor starts each lane of a reduction at its operation's identity: 0 for a sum, but -inf for a
-// max, which no kernel may hold (Halide's fast-math codegen assumes no inf or NaN). A maximum's
-// lanes start at the algorithm's masked score instead, which the maximum itself starts from: the
-// same result, and a lane that sees no key (a chunk's tail) holds a finite value.
-void start_lanes_at_masked_score(Func per_lane) {
-    per_lane.function().definition().values() = {Expr(ChunkedAttention::masked_score)};
 }
 
 void schedule_block_tiles(AttentionPrefill &g) {
@@ -315,7 +308,7 @@ void schedule(AttentionDecode &g, const Target &) {
         RVar rjo("rjo"), rji("rji");
         Var u("u");
         Func per_lane = f.update().split(a.rj, rjo, rji, lanes, guard).rfactor(rji, u);
-        if (f.name() == a.chunk_max.name()) start_lanes_at_masked_score(per_lane);
+        if (f.name() == a.chunk_max.name()) start_lanes_at(per_lane, ChunkedAttention::masked_score);
         per_lane.compute_at(block).reorder(u, a.hg).gpu_threads(u);
         per_lane.update().reorder(u, rjo, a.hg).gpu_threads(u);
         f.compute_at(block).gpu_threads(a.hg);
@@ -352,7 +345,7 @@ void schedule(AttentionDecode &g, const Target &) {
         Lanes l{Func(), Var("u"), RVar("step"), RVar("in_step")};
         RVar rco("rco"), rci("rci");
         l.per_lane = f.update().split(a.rc, rco, rci, merge_lanes, guard).rfactor(rci, l.u);
-        if (f.name() == a.merged_max.name()) start_lanes_at_masked_score(l.per_lane);
+        if (f.name() == a.merged_max.name()) start_lanes_at(l.per_lane, ChunkedAttention::masked_score);
         l.per_lane.update().split(rco, l.step, l.in_step, chunks_per_step, guard).unroll(l.in_step);
         f.compute_at(block_of_head);
         l.per_lane.compute_at(block_of_head);
