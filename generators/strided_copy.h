@@ -1,7 +1,7 @@
 // A copy between two views of the same shape, with any strides but a contiguous innermost dim.
 // Runtime plumbing rather than attention: on a GPU, copy_into's device copies run it (one launch)
 // where Halide's own buffer copy issues one memcpy per contiguous run, S x H of them for a [S, H, D]
-// slice of a wider tensor (DSA's expanded keys: about 130,000 for a 2048-token prefill).
+// slice of a wider tensor (DSA's expanded prefill: about 137,000 for 2048 tokens).
 #pragma once
 
 #include "Halide.h"

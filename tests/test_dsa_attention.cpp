@@ -11,6 +11,7 @@
 
 #include "device_residency.h"
 #include "hattn/error.h"
+#include "hattn/kernel_times.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/dsa.h"
 #include "hattn/layers/dsa_attention.h"
@@ -192,6 +193,33 @@ TEST(DsaAttention, TiesGoToTheMostRecentKeys) {
         for (int64_t t = std::max<int64_t>(0, s - 2); t <= s; t++) expected.push_back(static_cast<int32_t>(t));
         expected.resize(3, -1);
         EXPECT_EQ(std::vector<int32_t>(sel.row(0, s), sel.row(0, s) + 3), expected) << "query " << s;
+    }
+}
+
+// The kernels a forward call runs, by name.
+std::vector<std::string> kernels_run(const DsaAttention &layer, const Tensor &x) {
+    const KernelTimes times;
+    layer.forward(x);
+    std::vector<std::string> names;
+    for (const KernelTime &k : times.totals()) names.push_back(k.kernel);
+    return names;
+}
+
+// A query that sees at most K keys takes them all: while none sees more, no indexer scores run;
+// once one does, they run, and the queries before it still take all their keys.
+TEST(DsaAttention, QueriesSeeingAtMostKKeysNeedNoIndexer) {
+    const DsaAttention layer = make_layer(small_config(6));
+    const auto has = [](const std::vector<std::string> &names, const std::string &kernel) {
+        return std::find(names.begin(), names.end(), kernel) != names.end();
+    };
+    EXPECT_FALSE(has(kernels_run(layer, testing::random_tensor({2, 6, 64}, 26)), "dsa_index_scores"));
+    EXPECT_TRUE(has(kernels_run(layer, testing::random_tensor({2, 7, 64}, 27)), "dsa_index_scores"));
+    TopK sel;
+    layer.forward(testing::random_tensor({1, 9, 64}, 28), &sel);
+    for (int64_t s = 0; s < 6; s++) {
+        std::vector<int32_t> expected(6, -1);
+        std::iota(expected.begin(), expected.begin() + s + 1, 0);
+        EXPECT_EQ(std::vector<int32_t>(sel.row(0, s), sel.row(0, s) + 6), expected) << "query " << s;
     }
 }
 

@@ -58,9 +58,9 @@ std::vector<std::array<int64_t, 3>> kernel_dims(const ConstTensorView &src, cons
 TEST(StridedCopy, MergesDimsContiguousInBothViews) {
     // [S, H, N] of a [S, H, N + Rd] tensor into a contiguous one: S and H merge (a pitch of N + Rd).
     Tensor wide({6, 4, 12}), narrow({6, 4, 8});
-    const ConstTensorView nope(wide.data(), {6, 4, 8}, {48, 12, 1});
+    const ConstTensorView no_rope(wide.data(), {6, 4, 8}, {48, 12, 1});
     using D = std::array<int64_t, 3>;
-    EXPECT_EQ(kernel_dims(nope, narrow.view()), (std::vector<D>{{8, 1, 1}, {24, 12, 8}, {1, 0, 0}, {1, 0, 0}}));
+    EXPECT_EQ(kernel_dims(no_rope, narrow.view()), (std::vector<D>{{8, 1, 1}, {24, 12, 8}, {1, 0, 0}, {1, 0, 0}}));
     // Extent-1 dims leave no trace.
     const ConstTensorView one_row(wide.data(), {1, 6, 1, 8}, {0, 48, 0, 1});
     EXPECT_EQ(kernel_dims(one_row, TensorView(narrow.data(), {1, 6, 1, 8})),
@@ -78,6 +78,16 @@ TEST(StridedCopy, LeavesOneRunAndUnfitViewsToHalidesCopy) {
     EXPECT_FALSE(detail::copy_kernel_buffers(five.view(), shuffled)) << "more than 4 dims";
 }
 
+// The kernel's threads would race where the views share memory: such copies go run by run, in
+// order. (Judged by the spans the views cover: two halves of each row count as overlapping.)
+TEST(StridedCopy, LeavesViewsSharingMemoryToHalidesCopy) {
+    Tensor t({4, 16}), other({4, 16});
+    const ConstTensorView left(t.data(), {4, 8}, {16, 1});
+    EXPECT_FALSE(detail::copy_kernel_buffers(left, TensorView(t.data() + 4, {4, 8}, {16, 1})));
+    EXPECT_FALSE(detail::copy_kernel_buffers(left, TensorView(t.data() + 8, {4, 8}, {16, 1})));
+    EXPECT_TRUE(detail::copy_kernel_buffers(left, TensorView(other.data() + 8, {4, 8}, {16, 1})));
+}
+
 TEST(StridedCopy, RefusesViewsItCannotTake) {
     Tensor a({4, 8}), b({4, 8});
     EXPECT_THROW(detail::copy_with_kernel(a.view(), b.view()), Error);
@@ -90,17 +100,21 @@ class StridedCopyOnGpu : public testing::OnEachGpu {};
 TEST_P(StridedCopyOnGpu, DeviceCopiesOfStridedViewsRunTheKernel) {
     const Tensor x = testing::random_tensor({6, 16}, 4), w = testing::random_tensor({4 * 12, 16}, 5);
     Tensor y({6, 4 * 12}), copied({6, 4, 8}), expected({6, 4, 8});
-    const ConstTensorView nope(y.data(), {6, 4, 8}, {48, 12, 1});
+    const ConstTensorView no_rope(y.data(), {6, 4, 8}, {48, 12, 1});
     y.keep_on_device(Residency::DeviceOutput);
     copied.keep_on_device(Residency::DeviceOutput);
+    // The kernel's last run on the CPU, so that the check below sees this copy's.
+    Tensor on_cpu({6, 4, 8});
+    detail::copy_with_kernel(no_rope, on_cpu.view());
+    ASSERT_NE(last_variant_run("strided_copy"), device_name(GetParam()));
     {
         const testing::OnDevice on(GetParam());
         project(x.view(), w.view(), nullptr, y.view());
-        copy_into(nope, copied.view());
+        copy_into(no_rope, copied.view());
         EXPECT_EQ(last_variant_run("strided_copy"), device_name(GetParam()));
     }
     y.fetch_from_device();
-    copy_into(nope, expected.view());  // on the host, from the device's results
+    copy_into(no_rope, expected.view());  // on the host, from the device's results
     copied.fetch_from_device();
     EXPECT_EQ(copied.values(), expected.values());
 }

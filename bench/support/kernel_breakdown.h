@@ -8,16 +8,15 @@
 
 namespace hattn::bench {
 
+// One run of a benchmark, kernel by kernel: of `runs` such runs, the one of median wall time.
 struct KernelBreakdown {
     int runs = 0;
-    // Medians over the runs: each kernel's calls, host and device ms in one run, in the order of
-    // their first call.
-    std::vector<KernelTime> per_run;
-    double ms = 0;                  // a run's wall time with every call waited for
-    double outside_kernels_ms = 0;  // of it, the time outside any kernel call (host code, copies)
+    std::vector<KernelTime> per_run;  // each kernel's calls, host and device ms, in order of first call
+    double ms = 0;                    // the run's wall time, every call waited for
+    double outside_kernels_ms = 0;    // of it, the time outside any kernel call (host code)
 };
 
-// One warm-up run, then `reps` runs recorded with a KernelTimes each.
+// One warm-up run, then `reps` runs recorded with a KernelTimes each (odd reps: a true median).
 KernelBreakdown kernel_breakdown(const std::function<void()> &run, int reps);
 
 }  // namespace hattn::bench

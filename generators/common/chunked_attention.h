@@ -103,7 +103,7 @@ public:
 
     const int T, C, key_step;
     // Stands in for -inf: far below any real score, yet exp(masked_score - masked_score) = 1 stays
-    // finite. Masked scores take it, and every maximum starts from it.
+    // finite. Masked scores take it, and every maximum starts from it (or from a sink's score).
     static constexpr float masked_score = -1e30f;
     Halide::Expr head_dim;  // D, set by define(); schedules specialise on it
     Halide::Expr has_softcap;  // set by define(); schedules specialise `score` on it

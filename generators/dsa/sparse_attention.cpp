@@ -1,5 +1,7 @@
 #include "generators/dsa/sparse_attention.h"
 
+#include <stdexcept>
+
 #include "schedules/dispatch.h"
 
 namespace hattn {
@@ -11,6 +13,7 @@ void DsaSparseAttention::generate() {
     const Expr kh = h * kv_heads / H;
     const Expr K = indices.dim(0).extent();
     const int step = key_step;
+    if (step < 1) throw std::invalid_argument("dsa_sparse_attention: key_step must be at least 1");
     // Past K (the last step's padding) the last index is read again and the key left out.
     const auto index_of = [&](const Expr &key) { return indices(step > 1 ? min(key, K - 1) : key, s, b); };
     const Expr index = index_of(n);

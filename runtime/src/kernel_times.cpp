@@ -65,7 +65,7 @@ void KernelClock::stop() {
     if (!entry) entry = &recorded.emplace_back(KernelTime{kernel_});
     entry->calls++;
     entry->host_ms += ms_between(start_, returned);
-    entry->ms += ms_between(start_, finished);
+    entry->device_ms += ms_between(start_, finished);
 }
 
 }  // namespace detail

@@ -32,6 +32,14 @@ std::optional<std::pair<Halide::Runtime::Buffer<float>, Halide::Runtime::Buffer<
     if (dims.empty()) return std::nullopt;  // one element
     const bool one_run = dims.size() == 1 && dims[0].from_stride == 1 && dims[0].to_stride == 1;
     if (one_run || dims.size() > 4 || dims[0].from_stride != 1 || dims[0].to_stride != 1) return std::nullopt;
+    // Views whose spans overlap are copied run by run, in order, as before: where they share
+    // memory the kernel's threads would race. (No caller copies within one tensor today.)
+    const auto ends = [](const Halide::Runtime::Buffer<float> &b) {
+        return std::make_pair(b.begin(), b.end());
+    };
+    const auto [from_begin, from_end] = ends(from);
+    const auto [to_begin, to_end] = ends(to);
+    if (from_begin < to_end && to_begin < from_end) return std::nullopt;
     halide_dimension_t from_shape[4], to_shape[4];
     for (size_t d = 0; d < 4; d++) {
         const Dim k = d < dims.size() ? dims[d] : Dim{1, 0, 0};

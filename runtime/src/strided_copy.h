@@ -12,8 +12,8 @@ namespace hattn::detail {
 
 // src and dst (same shape) as the strided_copy kernel takes them: 4 dims, innermost first, the
 // views' dims merged where both are contiguous across them, padded with extent-1 dims. None where
-// the copy is one contiguous run in both views (one memcpy does it), more than 4 dims remain, or
-// an innermost stride is not 1.
+// the copy is one contiguous run in both views (one memcpy does it), more than 4 dims remain, an
+// innermost stride is not 1, or the spans of memory the views cover overlap.
 std::optional<std::pair<Halide::Runtime::Buffer<float>, Halide::Runtime::Buffer<float>>> copy_kernel_buffers(
     const ConstTensorView &src, const TensorView &dst);
 

@@ -99,7 +99,7 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
 nlohmann::json breakdown_json(const bench::KernelBreakdown &b) {
     nlohmann::json kernels = nlohmann::json::array();
     for (const KernelTime &k : b.per_run) {
-        kernels.push_back({{"kernel", k.kernel}, {"calls", k.calls}, {"host_ms", k.host_ms}, {"ms", k.ms}});
+        kernels.push_back({{"kernel", k.kernel}, {"calls", k.calls}, {"host_ms", k.host_ms}, {"device_ms", k.device_ms}});
     }
     return {{"runs", b.runs}, {"ms", b.ms}, {"outside_kernels_ms", b.outside_kernels_ms}, {"kernels", kernels}};
 }

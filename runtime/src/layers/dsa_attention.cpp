@@ -165,17 +165,31 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), *rope, start, k_rot.view(), RopeLayout::Interleaved);
 
+    std::vector<int32_t> lengths = start;
+    for (int32_t &len : lengths) len += static_cast<int32_t>(S);
+    // No query sees more keys than the state holds: past that, top-k columns would only be -1
+    // (and a config's index_topk of millions would allocate them).
+    const int64_t K = shared ? shared->k : std::min(c.index_topk, state.capacity());
+    // A query that sees at most K keys takes them all, whatever their scores: while no query sees
+    // more (a prompt's first K tokens), the indexer's queries and scores are not needed.
+    const bool scored = !shared && *std::max_element(lengths.begin(), lengths.end()) > K;
+
     // Indexer: iq = q_resid W_iq^T, ik = LayerNorm(x W_ik^T), both rotated on their first Rd dims;
-    // head weights w = x W_w^T / sqrt(IH).
-    Tensor iq = detail::scratch_tensor({B, S, IH, ID}), iq_rot = detail::scratch_tensor({B, S, IH, ID});
-    index_q_.apply(q_resid.view(), TensorView(iq.data(), {B, S, IH * ID}));
-    apply_rope(iq.view(), *rope, start, iq_rot.view(), RopeLayout::Interleaved);
+    // head weights w = x W_w^T / sqrt(IH). The keys join the state whatever this call selects.
+    Tensor iq_rot, head_w;
+    if (scored) {
+        Tensor iq = detail::scratch_tensor({B, S, IH, ID});
+        iq_rot = detail::scratch_tensor({B, S, IH, ID});
+        head_w = detail::scratch_tensor({B, S, IH});
+        index_q_.apply(q_resid.view(), TensorView(iq.data(), {B, S, IH * ID}));
+        apply_rope(iq.view(), *rope, start, iq_rot.view(), RopeLayout::Interleaved);
+        index_w_.apply(x.view(), head_w.view());
+    }
     Tensor ik_raw = detail::scratch_tensor({B, S, ID}), ik = detail::scratch_tensor({B, S, 1, ID});
     index_k_.apply(x.view(), ik_raw.view());
     layer_norm(matrix(ik_raw, B * S, ID), index_norm_w_, index_norm_b_, 1e-6f, matrix(ik, B * S, ID));
-    Tensor ik_rot = detail::scratch_tensor({B, S, 1, ID}), head_w = detail::scratch_tensor({B, S, IH});
+    Tensor ik_rot = detail::scratch_tensor({B, S, 1, ID});
     apply_rope(ik.view(), *rope, start, ik_rot.view(), RopeLayout::Interleaved);
-    index_w_.apply(x.view(), head_w.view());
 
     // Stage the new tokens past each sequence's end; they join it only at the end.
     for (int64_t b = 0; b < B; b++) {
@@ -186,12 +200,11 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
         copy_into(TensorView(ik_rot.data() + b * S * ID, {S, ID}), TensorView(state.index_keys_.data() + first * ID, {S, ID}));
     }
 
-    std::vector<int32_t> lengths = start;
-    for (int32_t &len : lengths) len += static_cast<int32_t>(S);
-    // No query sees more keys than the state holds: past that, top-k columns would only be -1
-    // (and a config's index_topk of millions would allocate them).
-    const int64_t K = shared ? shared->k : std::min(c.index_topk, state.capacity());
     TopK chosen{B, S, K, std::vector<int32_t>(B * S * K, -1)};
+    const auto take_all = [&](int64_t b, int64_t s) {  // the query's every visible key, in order
+        int32_t *row = chosen.indices.data() + (b * S + s) * K;
+        std::iota(row, row + start[b] + s + 1, 0);
+    };
     if (shared) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++)
@@ -202,6 +215,9 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                                                      " is outside its visible keys 0.." + str(pos));
                     chosen.indices[(b * S + s) * K + n] = t;
                 }
+    } else if (!scored) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t s = 0; s < S; s++) take_all(b, s);
     } else {
         // One kernel scores every key for forward and decode alike, so both select the same keys.
         // Queries go in blocks so the scores held at once stay [block, capacity], not [S, S].
@@ -212,13 +228,9 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             const int64_t Sb = std::min(block, S - s0);
             std::vector<int32_t> block_len(B);
             for (int64_t b = 0; b < B; b++) block_len[b] = start[b] + static_cast<int32_t>(s0 + Sb);
-            // A query that sees at most K keys selects them all, whatever their scores: a block
-            // of such queries (a prompt's first K tokens) needs no scores at all.
-            if (*std::max_element(block_len.begin(), block_len.end()) <= K) {
+            if (*std::max_element(block_len.begin(), block_len.end()) <= K) {  // a block that needs no scores
                 for (int64_t b = 0; b < B; b++)
-                    for (int64_t s = s0; s < s0 + Sb; s++)
-                        std::iota(chosen.indices.begin() + (b * S + s) * K,
-                                  chosen.indices.begin() + (b * S + s) * K + start[b] + s + 1, 0);
+                    for (int64_t s = s0; s < s0 + Sb; s++) take_all(b, s);
                 continue;
             }
             Tensor scores({B, Sb, state.capacity()});
@@ -229,9 +241,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             for (int64_t b = 0; b < B; b++)
                 for (int64_t s = s0; s < s0 + Sb; s++) {
                     const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
-                    int32_t *row = chosen.indices.data() + (b * S + s) * K;
-                    if (n == pos + 1) {  // every visible key, as above
-                        std::iota(row, row + n, 0);
+                    if (n == pos + 1) {
+                        take_all(b, s);
                         continue;
                     }
                     const float *score = scores.data() + (b * Sb + s - s0) * state.capacity();
@@ -243,7 +254,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                     };
                     std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
                     std::sort(order.begin(), order.begin() + n);
-                    std::copy_n(order.begin(), n, row);
+                    std::copy_n(order.begin(), n, chosen.indices.data() + (b * S + s) * K);
                 }
         }
     }
@@ -262,10 +273,9 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             Tensor keys = detail::scratch_tensor({1, len, H, N + Rd}), q_b = detail::scratch_tensor({1, S, H, N + Rd});
             copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),
                       TensorView(keys.data(), {len, H, N}, {H * (N + Rd), N + Rd, 1}));
-            for (int64_t h = 0; h < H; h++) {  // every head shares the token's rotated key
-                copy_into(ConstTensorView(rows + R, {len, Rd}, {L, 1}),
-                          TensorView(keys.data() + h * (N + Rd) + N, {len, Rd}, {H * (N + Rd), 1}));
-            }
+            // Every head shares the token's rotated key (the source's head stride is 0).
+            copy_into(ConstTensorView(rows + R, {len, H, Rd}, {L, 0, 1}),
+                      TensorView(keys.data() + N, {len, H, Rd}, {H * (N + Rd), N + Rd, 1}));
             copy_into(TensorView(q.data() + b * S * H * (N + Rd), {S, H, N}, {H * (N + Rd), N + Rd, 1}),
                       TensorView(q_b.data(), {S, H, N}, {H * (N + Rd), N + Rd, 1}));
             copy_into(TensorView(q_rot.data() + b * S * H * Rd, {S, H, Rd}),
