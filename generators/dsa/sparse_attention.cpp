@@ -19,15 +19,14 @@ void DsaSparseAttention::generate() {
     const Expr index = index_of(n);
     const Expr valid = step > 1 ? n < K && index >= 0 : index >= 0;
     const Expr t = clamp(index, 0, keys.dim(2).extent() - 1);
-    const float masked = masked_logit;
 
     rd = RDom(0, q.dim(0).extent(), "rd");
     logit(n, h, s, b) = 0.0f;
     logit(n, h, s, b) += q(rd, h, s, b) * keys(rd, kh, t, b);
-    const Expr l = select(valid, logit(n, h, s, b) * scale, masked);
+    const Expr l = select(valid, logit(n, h, s, b) * scale, masked_logit);
 
     rn = RDom(0, (K + step - 1) / step * step, "rn");
-    row_max(h, s, b) = masked;
+    row_max(h, s, b) = masked_logit;
     row_max(h, s, b) = max(row_max(h, s, b), substitute(n, rn.x, l));
     prob(n, h, s, b) = select(valid, exp(l - row_max(h, s, b)), 0.0f);
     row_sum(h, s, b) = 0.0f;

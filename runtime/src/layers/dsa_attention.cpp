@@ -215,9 +215,6 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                                                      " is outside its visible keys 0.." + str(pos));
                     chosen.indices[(b * S + s) * K + n] = t;
                 }
-    } else if (!scored) {
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t s = 0; s < S; s++) take_all(b, s);
     } else {
         // One kernel scores every key for forward and decode alike, so both select the same keys.
         // Queries go in blocks so the scores held at once stay [block, capacity], not [S, S].
@@ -228,7 +225,9 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
             const int64_t Sb = std::min(block, S - s0);
             std::vector<int32_t> block_len(B);
             for (int64_t b = 0; b < B; b++) block_len[b] = start[b] + static_cast<int32_t>(s0 + Sb);
-            if (*std::max_element(block_len.begin(), block_len.end()) <= K) {  // a block that needs no scores
+            // A block that needs no scores: every block, where the call is not `scored` (its
+            // indexer queries were not computed).
+            if (*std::max_element(block_len.begin(), block_len.end()) <= K) {
                 for (int64_t b = 0; b < B; b++)
                     for (int64_t s = s0; s < s0 + Sb; s++) take_all(b, s);
                 continue;
