@@ -5,24 +5,18 @@
 #include <thread>
 #include <vector>
 
-#include "halide_call.h"
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/tensor.h"
-#include "kernel_variants.h"
+#include "support/failing_kernel_call.h"
 
 namespace hattn {
 namespace {
 
 TEST(HalideErrors, BecomeOneHattnError) {
-    // A bias shorter than the weight's output count: the kernel's bounds check fails inside Halide.
-    Tensor x({2, 4}), w({3, 4}), b({2}), y({2, 3});
-    auto xb = detail::halide_buffer(x.view()), wb = detail::halide_buffer(w.view());
-    auto bb = detail::halide_buffer(b.view()), yb = detail::halide_buffer(y.view());
     try {
-        detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(),
-                            wb.raw_buffer(), bb.raw_buffer(), 0.0f, yb.raw_buffer());
+        testing::call_projection_with_bias_of(2);
         FAIL() << "expected an error";
     } catch (const Error &e) {
         EXPECT_EQ(e.kind(), Error::Kind::Internal);
@@ -59,12 +53,8 @@ TEST(HalideErrors, AnAutoscheduleGivenASmallerShapeRefusesIt) {
 
 // The message of a projection whose bias holds `bias_size` of the weight's 3 outputs.
 std::string projection_error(int64_t bias_size) {
-    Tensor x({2, 4}), w({3, 4}), b({bias_size}), y({2, 3});
-    auto xb = detail::halide_buffer(x.view()), wb = detail::halide_buffer(w.view());
-    auto bb = detail::halide_buffer(b.view()), yb = detail::halide_buffer(y.view());
     try {
-        detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(), wb.raw_buffer(),
-                            bb.raw_buffer(), 0.0f, yb.raw_buffer());
+        testing::call_projection_with_bias_of(bias_size);
     } catch (const Error &e) {
         return e.what();
     }

@@ -1,23 +1,18 @@
 #include "bench/support/kernel_breakdown.h"
 
 #include <algorithm>
-#include <chrono>
 
-#include "hattn/device.h"
+#include "bench/support/workloads.h"
 
 namespace hattn::bench {
 
 KernelBreakdown kernel_breakdown(const std::function<void()> &run, int reps) {
-    run();  // warm-up, as median_ms's
-    device_sync();
+    warm_up(run);
     std::vector<KernelBreakdown> runs;
     for (int i = 0; i < std::max(reps, 1); i++) {
         const KernelTimes times;
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        device_sync();
         KernelBreakdown r;
-        r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        r.ms = wall_ms(run);
         r.per_run = times.totals();
         r.outside_kernels_ms = r.ms;
         for (const KernelTime &k : r.per_run) r.outside_kernels_ms -= k.device_ms;

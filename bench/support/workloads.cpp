@@ -84,18 +84,22 @@ std::unique_ptr<CachedAttention> random_cached_attention(const LayerShape &s) {
 
 }  // namespace
 
-double median_ms(const std::function<void()> &run, int reps) {
-    // Warm-up: first touch of buffers, the thread pool's start; on a GPU the kernels' JIT
-    // compilation and the first upload of resident inputs.
+void warm_up(const std::function<void()> &run) {
     run();
     device_sync();
+}
+
+double wall_ms(const std::function<void()> &run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    device_sync();  // a GPU runs asynchronously: the clock stops when its work has finished
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median_ms(const std::function<void()> &run, int reps) {
+    warm_up(run);
     std::vector<double> times;
-    for (int i = 0; i < std::max(reps, 1); i++) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        device_sync();  // a GPU runs asynchronously: the clock stops when its work has finished
-        times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
+    for (int i = 0; i < std::max(reps, 1); i++) times.push_back(wall_ms(run));
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
 }

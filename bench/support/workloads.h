@@ -57,7 +57,14 @@ struct LayerShape {
 Workload layer_workload(const LayerShape &shape);
 double kv_bytes_per_token(const LayerShape &shape);
 
-// Milliseconds per run: one warm-up run, then the median of `reps` runs.
+// One untimed run: first touch of buffers, the thread pool's start; on a GPU the kernels' JIT
+// compilation and the first upload of resident inputs.
+void warm_up(const std::function<void()> &run);
+
+// One run's wall time in milliseconds, until the device has finished its work.
+double wall_ms(const std::function<void()> &run);
+
+// Milliseconds per run: warm_up, then the median wall_ms of `reps` runs.
 double median_ms(const std::function<void()> &run, int reps);
 
 }  // namespace hattn::bench

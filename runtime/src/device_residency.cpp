@@ -363,20 +363,19 @@ DeviceCopy copy_on_device(const ConstTensorView &src, const TensorView &dst) {
     // issue a memcpy per contiguous run (S x H of them for a [S, H, D] slice of a wider tensor).
     auto kernel_buffers = copy_kernel_buffers(src, dst);
     if (kernel_buffers) std::tie(from, to) = std::move(*kernel_buffers);
-    prepare_halide_runtime();
     // A KernelTimes lists both kinds of device copy (the buffer copy by its memcpys' name).
-    KernelClock clock(kernel_buffers ? "strided_copy" : "buffer_copy");
-    DeviceCall call(device, {from.raw_buffer(), to.raw_buffer()});
-    const bool dst_bound = !to.raw_buffer()->host_dirty();  // bound to the region's device copy
-    if (kernel_buffers) {
-        check_halide_status(strided_copy_kernel()(from.raw_buffer(), to.raw_buffer()), "strided_copy");
-    } else {
-        check_halide_status(halide_buffer_copy(nullptr, from.raw_buffer(), device_interface(device), to.raw_buffer()),
-                            "copy on device");
-    }
-    if (mirror_from_host && dst_bound) to.raw_buffer()->set_device_dirty(false);
-    call.finish();
-    clock.stop();
+    const char *name = kernel_buffers ? "strided_copy" : "buffer_copy";
+    bool dst_bound = false;  // bound to the region's device copy (once the DeviceCall has bound it)
+    launch_on_device(name, device, {from.raw_buffer(), to.raw_buffer()}, [&] {
+        dst_bound = !to.raw_buffer()->host_dirty();
+        if (kernel_buffers) {
+            check_halide_status(strided_copy_kernel()(from.raw_buffer(), to.raw_buffer()), "strided_copy");
+        } else {
+            check_halide_status(halide_buffer_copy(nullptr, from.raw_buffer(), device_interface(device), to.raw_buffer()),
+                                "copy on device");
+        }
+        if (mirror_from_host && dst_bound) to.raw_buffer()->set_device_dirty(false);
+    });
     return mirror_from_host && dst_bound ? DeviceCopy::DoneMirrorFromHost : DeviceCopy::Done;
 }
 

@@ -20,17 +20,26 @@ inline halide_buffer_t *buffer_argument(halide_buffer_t *b) { return b; }
 template <typename Scalar>
 halide_buffer_t *buffer_argument(Scalar) { return nullptr; }
 
-// Calls a generated kernel with the handler installed and its status checked. On a GPU the call's
-// buffers go through a DeviceCall: resident memory is bound, outputs come back to the host.
-// While a KernelTimes records, the call is timed (hattn/kernel_times.h).
-template <typename Kernel, typename... Args>
-void call_kernel(const char *name, Kernel kernel, Args... args) {
+// Runs `launch` (a kernel call or a device copy, checking its own status) with the handler
+// installed. On a GPU the buffers go through a DeviceCall: resident memory is bound before, outputs
+// come back to the host after. While a KernelTimes records, it is timed as `name`
+// (hattn/kernel_times.h).
+template <typename Launch>
+void launch_on_device(const char *name, Device device, std::initializer_list<halide_buffer_t *> buffers,
+                      Launch launch) {
     prepare_halide_runtime();
     KernelClock clock(name);  // times the call only while a KernelTimes records
-    DeviceCall call(current_device(), {buffer_argument(args)...});
-    check_halide_status(kernel(args...), name);
+    DeviceCall call(device, buffers);
+    launch();
     call.finish();
     clock.stop();
+}
+
+// Calls a generated kernel on the current device (launch_on_device), its status checked.
+template <typename Kernel, typename... Args>
+void call_kernel(const char *name, Kernel kernel, Args... args) {
+    launch_on_device(name, current_device(), {buffer_argument(args)...},
+                     [&] { check_halide_status(kernel(args...), name); });
 }
 
 }  // namespace hattn::detail
