@@ -128,7 +128,7 @@ bool ResidentRegion::bind(halide_buffer_t *buf, Device device, Halide::Runtime::
         // The mirror (a Halide buffer, 32-bit extents) is made at the first binding, so that the
         // CPU never meets its limit.
         require(count_ <= std::numeric_limits<int32_t>::max(),
-                "a tensor kept on a GPU holds at most 2^31 - 1 floats, got " + std::to_string(count_));
+                [&] { return "a tensor kept on a GPU holds at most 2^31 - 1 floats, got " + std::to_string(count_); });
         if (!moving) mirror_ = Halide::Runtime::Buffer<float>(static_cast<float *>(host_), static_cast<int>(count_));
         mirror_.set_device_dirty(false);
         mirror_.device_free();

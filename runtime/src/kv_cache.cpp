@@ -13,8 +13,10 @@ KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capa
 
 KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t rows, std::string name)
     : lengths_(std::move(name), batch, capacity), first_position_(batch, 0) {
-    require(kv_heads > 0 && head_dim > 0, lengths_.owner() + ": heads and head dim must be positive, got " +
-                                              shape_to_string({batch, kv_heads, capacity, head_dim}));
+    require(kv_heads > 0 && head_dim > 0, [&] {
+        return lengths_.owner() + ": heads and head dim must be positive, got " +
+               shape_to_string({batch, kv_heads, capacity, head_dim});
+    });
     k_ = Tensor({batch, kv_heads, rows, head_dim});
     v_ = Tensor({batch, kv_heads, rows, head_dim});
     // On a GPU the attention kernels read the cache where it stays: only new rows are uploaded.
@@ -24,15 +26,17 @@ KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capa
 
 KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, Sliding s,
                          std::string name) {
-    require(s.window > 0 && s.rollback >= 0, name + ": a sliding cache's window must be positive and its rollback "
-                                                    "not negative, got " + std::to_string(s.window) + " and " +
-                                                    std::to_string(s.rollback));
+    require(s.window > 0 && s.rollback >= 0, [&] {
+        return name + ": a sliding cache's window must be positive and its rollback not negative, got " +
+               std::to_string(s.window) + " and " + std::to_string(s.rollback);
+    });
     // Rows past the capacity would never be used: such a cache never forgets.
     s.rows = std::min(s.rows, capacity);
-    require(s.kept() < s.rows || s.rows == capacity,
-            name + ": a sliding cache must keep fewer tokens than its rows, got " + std::to_string(s.kept()) + " kept (window " +
-                std::to_string(s.window) + " - 1 + rollback " + std::to_string(s.rollback) + ") in " +
-                std::to_string(s.rows) + " rows");
+    require(s.kept() < s.rows || s.rows == capacity, [&] {
+        return name + ": a sliding cache must keep fewer tokens than its rows, got " + std::to_string(s.kept()) +
+               " kept (window " + std::to_string(s.window) + " - 1 + rollback " + std::to_string(s.rollback) + ") in " +
+               std::to_string(s.rows) + " rows";
+    });
     KVCache cache(batch, kv_heads, head_dim, capacity, s.rows, std::move(name));
     cache.sliding_ = s;
     return cache;
@@ -120,11 +124,13 @@ void KVCache::write_in_place(int64_t b, const ConstTensorView &keys, const Const
 
 void KVCache::check_tokens(const ConstTensorView &keys, const ConstTensorView &values) const {
     const Shape expected{batch(), keys.rank() == 4 ? keys.dim(1) : -1, kv_heads(), head_dim()};
-    require(keys.rank() == 4 && keys.shape == expected && values.shape == keys.shape,
-            lengths_.owner() + " append: keys " + shape_to_string(keys.shape) + " and values " +
-                shape_to_string(values.shape) + " must both be [" + std::to_string(batch()) +
-                ", S, " + std::to_string(kv_heads()) + ", " + std::to_string(head_dim()) + "]");
-    require(keys.is_contiguous() && values.is_contiguous(), lengths_.owner() + " append: keys and values must be contiguous");
+    require(keys.rank() == 4 && keys.shape == expected && values.shape == keys.shape, [&] {
+        return lengths_.owner() + " append: keys " + shape_to_string(keys.shape) + " and values " +
+               shape_to_string(values.shape) + " must both be [" + std::to_string(batch()) + ", S, " +
+               std::to_string(kv_heads()) + ", " + std::to_string(head_dim()) + "]";
+    });
+    require(keys.is_contiguous() && values.is_contiguous(),
+            [&] { return lengths_.owner() + " append: keys and values must be contiguous"; });
 }
 
 void KVCache::write_past_end(const ConstTensorView &keys, const ConstTensorView &values) {
@@ -161,10 +167,11 @@ void KVCache::check_truncate(int64_t length, int64_t b) const {
     lengths_.require_sequence(b);
     // (A length outside the capacity is refused by the lengths, in their words.)
     if (!sliding_ || length <= 0 || length >= lengths_[b] || first_position_[b] == 0) return;
-    require(length - (sliding_->window - 1) >= first_position_[b],
-            lengths_.owner() + ": cannot truncate sequence " + std::to_string(b) + " to " + std::to_string(length) +
-                " tokens: it holds them from position " + std::to_string(first_position_[b]) + " on, and its window "
-                "needs the " + std::to_string(sliding_->window - 1) + " before the end");
+    require(length - (sliding_->window - 1) >= first_position_[b], [&] {
+        return lengths_.owner() + ": cannot truncate sequence " + std::to_string(b) + " to " + std::to_string(length) +
+               " tokens: it holds them from position " + std::to_string(first_position_[b]) +
+               " on, and its window needs the " + std::to_string(sliding_->window - 1) + " before the end";
+    });
 }
 
 void KVCache::restart_if_empty(int64_t b) {
@@ -174,10 +181,11 @@ void KVCache::restart_if_empty(int64_t b) {
 void KVCache::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
 
 void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t source) {
-    require(from.kv_heads() == kv_heads() && from.head_dim() == head_dim(),
-            lengths_.owner() + ": cannot take a sequence from a cache of " + std::to_string(from.kv_heads()) + " heads x " +
-                std::to_string(from.head_dim()) + " into one of " + std::to_string(kv_heads()) + " x " +
-                std::to_string(head_dim()));
+    require(from.kv_heads() == kv_heads() && from.head_dim() == head_dim(), [&] {
+        return lengths_.owner() + ": cannot take a sequence from a cache of " + std::to_string(from.kv_heads()) +
+               " heads x " + std::to_string(from.head_dim()) + " into one of " + std::to_string(kv_heads()) + " x " +
+               std::to_string(head_dim());
+    });
     const int64_t len = lengths_.check_assign(target, from.lengths_, source);
     if (&from == this && source == target) return;
     // This cache takes the most of its tokens that the source holds and the rows take; it needs
@@ -185,9 +193,11 @@ void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t sourc
     const int64_t held_from = from.first_position_[source];
     const int64_t first = std::max({int64_t{0}, len - rows(), int64_t{held_from}});
     const int64_t needed_from = sliding_ ? std::max<int64_t>(0, len - (sliding_->window - 1)) : 0;
-    require(first <= needed_from, lengths_.owner() + ": source sequence " + std::to_string(source) + " holds its " +
-                                      std::to_string(len) + " tokens from position " + std::to_string(held_from) +
-                                      " on; this cache needs them from " + std::to_string(needed_from) + " on");
+    require(first <= needed_from, [&] {
+        return lengths_.owner() + ": source sequence " + std::to_string(source) + " holds its " + std::to_string(len) +
+               " tokens from position " + std::to_string(held_from) + " on; this cache needs them from " +
+               std::to_string(needed_from) + " on";
+    });
     for (auto [to, rows_of] : {std::pair<Tensor *, const Tensor *>{&k_, &from.k_}, {&v_, &from.v_}}) {
         const ConstTensorView source_rows =
             rows_of->view().crop(0, source, source + 1).crop(2, first - held_from, len - held_from);
@@ -198,8 +208,9 @@ void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t sourc
 }
 
 ConstTensorView tokens_as_cache(const ConstTensorView &tokens) {
-    require(tokens.rank() == 4 && tokens.is_contiguous(),
-            "tokens_as_cache: tokens " + shape_to_string(tokens.shape) + " must be contiguous [B, S, Hkv, D]");
+    require(tokens.rank() == 4 && tokens.is_contiguous(), [&] {
+        return "tokens_as_cache: tokens " + shape_to_string(tokens.shape) + " must be contiguous [B, S, Hkv, D]";
+    });
     const int64_t B = tokens.dim(0), S = tokens.dim(1), Hkv = tokens.dim(2), D = tokens.dim(3);
     return ConstTensorView(tokens.data, {B, Hkv, S, D}, {S * Hkv * D, D, Hkv * D, 1});
 }

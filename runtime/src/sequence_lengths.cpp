@@ -13,10 +13,13 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 SequenceLengths::SequenceLengths(std::string owner, int64_t batch, int64_t capacity)
     : owner_(std::move(owner)), capacity_(capacity) {
-    require(batch > 0 && capacity > 0,
-            owner_ + ": batch and capacity must be positive, got batch " + str(batch) + ", capacity " + str(capacity));
+    require(batch > 0 && capacity > 0, [&] {
+        return owner_ + ": batch and capacity must be positive, got batch " + str(batch) + ", capacity " +
+               str(capacity);
+    });
     // Lengths are int32 because the kernels take them so.
-    require(capacity <= std::numeric_limits<int32_t>::max(), owner_ + ": capacity " + str(capacity) + " too large");
+    require(capacity <= std::numeric_limits<int32_t>::max(),
+            [&] { return owner_ + ": capacity " + str(capacity) + " too large"; });
     lengths_.assign(batch, 0);
 }
 
@@ -52,8 +55,9 @@ void SequenceLengths::truncate_to(int64_t length) {
 }
 
 void SequenceLengths::truncate_to(int64_t length, int64_t sequence) {
-    require(length >= 0 && length <= capacity_,
-            owner_ + ": cannot truncate to " + str(length) + " tokens (capacity " + str(capacity_) + ")");
+    require(length >= 0 && length <= capacity_, [&] {
+        return owner_ + ": cannot truncate to " + str(length) + " tokens (capacity " + str(capacity_) + ")";
+    });
     require_sequence(sequence);
     lengths_[sequence] = std::min<int32_t>(lengths_[sequence], static_cast<int32_t>(length));
 }
@@ -61,17 +65,20 @@ void SequenceLengths::truncate_to(int64_t length, int64_t sequence) {
 int64_t SequenceLengths::check_assign(int64_t target, const SequenceLengths &from, int64_t source) const {
     // Named by this state: the caller asked it, not the source, to take the sequence.
     require(source >= 0 && source < from.batch(),
-            owner_ + ": source sequence " + str(source) + " outside batch " + str(from.batch()));
+            [&] { return owner_ + ": source sequence " + str(source) + " outside batch " + str(from.batch()); });
     require_sequence(target);
     const int64_t length = from.lengths_[source];
-    require(length <= capacity_, owner_ + ": source sequence " + str(source) + " holds " + str(length) +
-                                     " tokens, more than the capacity " + str(capacity_));
+    require(length <= capacity_, [&] {
+        return owner_ + ": source sequence " + str(source) + " holds " + str(length) +
+               " tokens, more than the capacity " + str(capacity_);
+    });
     return length;
 }
 
 void SequenceLengths::assign(int64_t target, int64_t length) {
     require_sequence(target);
-    require(length >= 0 && length <= capacity_, owner_ + ": cannot hold " + str(length) + " tokens (capacity " + str(capacity_) + ")");
+    require(length >= 0 && length <= capacity_,
+            [&] { return owner_ + ": cannot hold " + str(length) + " tokens (capacity " + str(capacity_) + ")"; });
     lengths_[target] = static_cast<int32_t>(length);
 }
 

@@ -25,9 +25,9 @@ std::string shape_to_string(const Shape &shape) {
 int64_t element_count(const Shape &shape) {
     int64_t count = 1;
     for (int64_t extent : shape) {
-        require(extent >= 0, "shape " + shape_to_string(shape) + " has a negative dimension");
+        require(extent >= 0, [&] { return "shape " + shape_to_string(shape) + " has a negative dimension"; });
         require(!__builtin_mul_overflow(count, extent, &count),
-                "element count of shape " + shape_to_string(shape) + " overflows int64");
+                [&] { return "element count of shape " + shape_to_string(shape) + " overflows int64"; });
     }
     return count;
 }
@@ -42,9 +42,9 @@ BasicTensorView<T>::BasicTensorView(T *data_, Shape shape_) : data(data_), shape
 template <typename T>
 BasicTensorView<T>::BasicTensorView(T *data_, Shape shape_, Shape strides_)
     : data(data_), shape(std::move(shape_)), strides(std::move(strides_)) {
-    require(strides.empty() || strides.size() == shape.size(),
-            "tensor of shape " + shape_to_string(shape) + " has " + std::to_string(strides.size()) +
-                " strides");
+    require(strides.empty() || strides.size() == shape.size(), [&] {
+        return "tensor of shape " + shape_to_string(shape) + " has " + std::to_string(strides.size()) + " strides";
+    });
 }
 
 // Row-major strides of `shape`, in elements. Checked even for zero-sized shapes, whose element
@@ -53,10 +53,10 @@ static Shape contiguous_strides(const Shape &shape) {
     Shape strides(shape.size());
     int64_t stride = 1;
     for (size_t i = shape.size(); i-- > 0;) {
-        require(shape[i] >= 0, "shape " + shape_to_string(shape) + " has a negative dimension");
+        require(shape[i] >= 0, [&] { return "shape " + shape_to_string(shape) + " has a negative dimension"; });
         strides[i] = stride;
         require(!__builtin_mul_overflow(stride, shape[i], &stride),
-                "strides of shape " + shape_to_string(shape) + " overflow int64");
+                [&] { return "strides of shape " + shape_to_string(shape) + " overflow int64"; });
     }
     return strides;
 }
@@ -74,9 +74,10 @@ bool BasicTensorView<T>::is_contiguous() const {
 
 template <typename T>
 BasicTensorView<T> BasicTensorView<T>::crop(int dim, int64_t begin, int64_t end) const {
-    require(dim >= 0 && dim < rank() && begin >= 0 && begin <= end && end <= shape[dim],
-            "crop [" + std::to_string(begin) + ", " + std::to_string(end) + ") of dimension " + std::to_string(dim) +
-                " is outside shape " + shape_to_string(shape));
+    require(dim >= 0 && dim < rank() && begin >= 0 && begin <= end && end <= shape[dim], [&] {
+        return "crop [" + std::to_string(begin) + ", " + std::to_string(end) + ") of dimension " + std::to_string(dim) +
+               " is outside shape " + shape_to_string(shape);
+    });
     Shape steps = strides.empty() ? contiguous_strides(shape) : strides;
     Shape cropped = shape;
     cropped[dim] = end - begin;
@@ -97,19 +98,22 @@ Halide::Runtime::Buffer<float> detail::halide_buffer(const ConstTensorView &view
         const int torch_dim = r - 1 - i;
         const int64_t extent = view.shape[torch_dim];
         const int64_t stride = steps[torch_dim];
-        const std::string where =
-            " in dimension " + std::to_string(torch_dim) + " of shape " + shape_to_string(view.shape);
-        require(extent >= 0, "negative extent " + std::to_string(extent) + where);
-        require(extent <= int32_max, "extent " + std::to_string(extent) + where +
-                                         " exceeds INT32_MAX (Halide buffers are 32-bit)");
-        require(stride >= int32_min && stride <= int32_max,
-                "stride " + std::to_string(stride) + where +
-                    " does not fit in int32 (Halide buffers are 32-bit)");
+        auto where = [&] {
+            return " in dimension " + std::to_string(torch_dim) + " of shape " + shape_to_string(view.shape);
+        };
+        require(extent >= 0, [&] { return "negative extent " + std::to_string(extent) + where(); });
+        require(extent <= int32_max, [&] {
+            return "extent " + std::to_string(extent) + where() + " exceeds INT32_MAX (Halide buffers are 32-bit)";
+        });
+        require(stride >= int32_min && stride <= int32_max, [&] {
+            return "stride " + std::to_string(stride) + where() + " does not fit in int32 (Halide buffers are 32-bit)";
+        });
         dims[i] = halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
     }
     // A null host pointer would make Halide take the call for a bounds query: it would compute
     // nothing and report success.
-    require(view.data != nullptr || view.size() == 0, "a tensor view of " + shape_to_string(view.shape) + " has no data");
+    require(view.data != nullptr || view.size() == 0,
+            [&] { return "a tensor view of " + shape_to_string(view.shape) + " has no data"; });
     // Halide's buffers have no read-only form; a kernel writes only the buffers of its outputs,
     // which callers pass as writable views.
     return Halide::Runtime::Buffer<float>(const_cast<float *>(view.data), dims);
@@ -168,17 +172,18 @@ Tensor::Tensor(Shape shape, Unset)
 Tensor::Tensor(Shape shape, std::vector<float> values)
     : shape_(std::move(shape)), values_(std::move(values)) {
     const int64_t expected = element_count(shape_);
-    require(static_cast<int64_t>(values_.size()) == expected,
-            "tensor of shape " + shape_to_string(shape_) + " needs " + std::to_string(expected) +
-                " values, got " + std::to_string(values_.size()));
+    require(static_cast<int64_t>(values_.size()) == expected, [&] {
+        return "tensor of shape " + shape_to_string(shape_) + " needs " + std::to_string(expected) + " values, got " +
+               std::to_string(values_.size());
+    });
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
     const int64_t count = element_count(shape);
-    require(count == size(), "cannot reshape " + shape_to_string(shape_) + " (" +
-                                 std::to_string(size()) + " elements) to " +
-                                 shape_to_string(shape) + " (" + std::to_string(count) +
-                                 " elements)");
+    require(count == size(), [&] {
+        return "cannot reshape " + shape_to_string(shape_) + " (" + std::to_string(size()) + " elements) to " +
+               shape_to_string(shape) + " (" + std::to_string(count) + " elements)";
+    });
     return Tensor(std::move(shape), host_current().values_);
 }
 
@@ -217,9 +222,10 @@ void copy_into(const ConstTensorView &src, const TensorView &dst) {
 }
 
 Tensor Tensor::tokens(int64_t begin, int64_t end) const {
-    require(rank() >= 2 && 0 <= begin && begin <= end && end <= dim(1),
-            "tokens [" + std::to_string(begin) + ", " + std::to_string(end) + ") of a tensor " +
-                shape_to_string(shape_));
+    require(rank() >= 2 && 0 <= begin && begin <= end && end <= dim(1), [&] {
+        return "tokens [" + std::to_string(begin) + ", " + std::to_string(end) + ") of a tensor " +
+               shape_to_string(shape_);
+    });
     Shape out_shape = shape_;
     out_shape[1] = end - begin;
     Tensor out(out_shape);

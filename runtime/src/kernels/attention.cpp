@@ -13,7 +13,7 @@ namespace {
 
 // [..., H, D] as [..., Hkv, g, D]: the kernels address query heads as (hk, hg), h = hk * g + hg.
 ConstTensorView split_heads(const ConstTensorView &t, int64_t kv_heads, const char *what) {
-    require(t.is_contiguous(), std::string("attention: ") + what + " must be contiguous");
+    require(t.is_contiguous(), [&] { return std::string("attention: ") + what + " must be contiguous"; });
     Shape shape(t.shape.begin(), t.shape.end() - 2);
     const int64_t H = t.shape[t.rank() - 2], D = t.shape.back();
     shape.insert(shape.end(), {kv_heads, H / kv_heads, D});
@@ -23,21 +23,23 @@ ConstTensorView split_heads(const ConstTensorView &t, int64_t kv_heads, const ch
 // Checks the cache storage against q [B, ..., H, D] and returns Hkv.
 void check_cache(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                  const std::vector<int32_t> &kv_len, int64_t min_len, const char *kernel) {
-    const std::string name = kernel;
-    require(k_cache.rank() == 4 && v_cache.shape == k_cache.shape,
-            name + ": K and V caches must both be [B, Hkv, capacity, D], got " +
-                shape_to_string(k_cache.shape) + " and " + shape_to_string(v_cache.shape));
+    require(k_cache.rank() == 4 && v_cache.shape == k_cache.shape, [&] {
+        return std::string(kernel) + ": K and V caches must both be [B, Hkv, capacity, D], got " +
+               shape_to_string(k_cache.shape) + " and " + shape_to_string(v_cache.shape);
+    });
     const int64_t B = q.dim(0), H = q.dim(q.rank() - 2), D = q.dim(q.rank() - 1);
     const int64_t Hkv = k_cache.dim(1), capacity = k_cache.dim(2);
-    require(k_cache.dim(0) == B && k_cache.dim(3) == D && Hkv > 0 && H % Hkv == 0,
-            name + ": cache " + shape_to_string(k_cache.shape) + " does not fit queries " +
-                shape_to_string(q.shape) + " (batch, head dim, H % Hkv)");
-    require(capacity >= 1, name + ": cache capacity must be at least 1");
-    require(static_cast<int64_t>(kv_len.size()) == B, name + ": one KV length per sequence");
+    require(k_cache.dim(0) == B && k_cache.dim(3) == D && Hkv > 0 && H % Hkv == 0, [&] {
+        return std::string(kernel) + ": cache " + shape_to_string(k_cache.shape) + " does not fit queries " +
+               shape_to_string(q.shape) + " (batch, head dim, H % Hkv)";
+    });
+    require(capacity >= 1, [&] { return std::string(kernel) + ": cache capacity must be at least 1"; });
+    require(static_cast<int64_t>(kv_len.size()) == B,
+            [&] { return std::string(kernel) + ": one KV length per sequence"; });
     for (int32_t len : kv_len) {
         require(len >= min_len && len <= capacity, [&] {
-            return name + ": KV length " + std::to_string(len) + " outside " + std::to_string(min_len) + ".." +
-                   std::to_string(capacity);
+            return std::string(kernel) + ": KV length " + std::to_string(len) + " outside " + std::to_string(min_len) +
+                   ".." + std::to_string(capacity);
         });
     }
 }
@@ -55,14 +57,16 @@ const float *no_sinks() {
 
 // Checks the sinks (if given) against the queries' H: [H], contiguous and finite (the kernels
 // assume no NaN or Inf).
-void check_sinks(const ConstTensorView &q, const ConstTensorView *sinks, const std::string &kernel) {
+void check_sinks(const ConstTensorView &q, const ConstTensorView *sinks, const char *kernel) {
     if (!sinks) return;
     const int64_t H = q.dim(q.rank() - 2);
-    require(sinks->shape == Shape{H} && sinks->is_contiguous() && sinks->data != nullptr,
-            kernel + ": sinks must be [H] = [" + std::to_string(H) + "] (one per query head), got " +
-                shape_to_string(sinks->shape));
+    require(sinks->shape == Shape{H} && sinks->is_contiguous() && sinks->data != nullptr, [&] {
+        return std::string(kernel) + ": sinks must be [H] = [" + std::to_string(H) + "] (one per query head), got " +
+               shape_to_string(sinks->shape);
+    });
     for (int64_t h = 0; h < H; h++) {
-        require(std::isfinite(sinks->data[h]), [&] { return kernel + ": sink " + std::to_string(h) + " is not finite"; });
+        require(std::isfinite(sinks->data[h]),
+                [&] { return std::string(kernel) + ": sink " + std::to_string(h) + " is not finite"; });
     }
 }
 
@@ -74,10 +78,13 @@ ConstTensorView sinks_by_kv_head(const ConstTensorView &q, int64_t kv_heads, con
 
 // Checks the scores' scale (finite) and soft-capping value: 0 (none), or positive and a normal
 // float, whose reciprocal the kernels take.
-void check_scores(float scale, float softcap, const std::string &kernel) {
-    require(std::isfinite(scale), kernel + ": scale must be finite, got " + std::to_string(scale));
-    require(softcap == 0.0f || (std::isnormal(softcap) && softcap > 0.0f),
-            kernel + ": softcap must be 0 (none) or positive and finite, got " + std::to_string(softcap));
+void check_scores(float scale, float softcap, const char *kernel) {
+    require(std::isfinite(scale),
+            [&] { return std::string(kernel) + ": scale must be finite, got " + std::to_string(scale); });
+    require(softcap == 0.0f || (std::isnormal(softcap) && softcap > 0.0f), [&] {
+        return std::string(kernel) + ": softcap must be 0 (none) or positive and finite, got " +
+               std::to_string(softcap);
+    });
 }
 
 // The Halide buffers of one attention call: queries and output with heads split as (hk, hg), the
@@ -110,9 +117,10 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
                        const std::vector<int32_t> &kv_len, float scale, bool causal,
                        const MaskView *mask, const TensorView &out, const ConstTensorView *sinks,
                        float softcap) {
-    require(q.rank() == 4, "attention: queries must be [B, Sq, H, D], got " + shape_to_string(q.shape));
-    require(out.shape == q.shape, "attention: output " + shape_to_string(out.shape) +
-                                      " differs from queries " + shape_to_string(q.shape));
+    require(q.rank() == 4, [&] { return "attention: queries must be [B, Sq, H, D], got " + shape_to_string(q.shape); });
+    require(out.shape == q.shape, [&] {
+        return "attention: output " + shape_to_string(out.shape) + " differs from queries " + shape_to_string(q.shape);
+    });
     const int64_t Sq = q.dim(1);
     check_cache(q, k_cache, v_cache, kv_len, causal ? Sq : 0, "attention");
     check_sinks(q, sinks, "attention");
@@ -128,17 +136,18 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
                             b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
         return;
     }
-    require(mask->shape.size() == 4 && mask->shape[0] == q.dim(0) && mask->shape[1] == 1 &&
-                mask->shape[2] == Sq && mask->shape[3] >= max_len,
-            "attention: mask " + shape_to_string(mask->shape) + " must be [" +
-                std::to_string(q.dim(0)) + ", 1, " + std::to_string(Sq) + ", >=" +
-                std::to_string(max_len) + "]");
+    require(mask->shape.size() == 4 && mask->shape[0] == q.dim(0) && mask->shape[1] == 1 && mask->shape[2] == Sq &&
+                mask->shape[3] >= max_len,
+            [&] {
+                return "attention: mask " + shape_to_string(mask->shape) + " must be [" + std::to_string(q.dim(0)) +
+                       ", 1, " + std::to_string(Sq) + ", >=" + std::to_string(max_len) + "]";
+            });
     halide_dimension_t dims[4] = {
         {0, static_cast<int32_t>(mask->shape[3]), 1, 0},
         {0, static_cast<int32_t>(Sq), static_cast<int32_t>(mask->shape[3]), 0},
         {0, 1, static_cast<int32_t>(Sq * mask->shape[3]), 0},
         {0, static_cast<int32_t>(q.dim(0)), static_cast<int32_t>(Sq * mask->shape[3]), 0}};
-    require(mask->data != nullptr, "attention mask " + shape_to_string(mask->shape) + " has no data");
+    require(mask->data != nullptr, [&] { return "attention mask " + shape_to_string(mask->shape) + " has no data"; });
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(q.dim(3)),
                         b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
@@ -149,17 +158,21 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
 void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
                       const std::vector<int32_t> &kv_len, float scale, const TensorView &out,
                       const ConstTensorView *sinks, const std::vector<int32_t> *first_key, float softcap) {
-    require(q.rank() == 3, "attention decode: queries must be [B, H, D], got " + shape_to_string(q.shape));
-    require(out.shape == q.shape, "attention decode: output " + shape_to_string(out.shape) +
-                                      " differs from queries " + shape_to_string(q.shape));
+    require(q.rank() == 3,
+            [&] { return "attention decode: queries must be [B, H, D], got " + shape_to_string(q.shape); });
+    require(out.shape == q.shape, [&] {
+        return "attention decode: output " + shape_to_string(out.shape) + " differs from queries " +
+               shape_to_string(q.shape);
+    });
     check_cache(q, k_cache, v_cache, kv_len, 0, "attention decode");
     check_sinks(q, sinks, "attention decode");
     check_scores(scale, softcap, "attention decode");
     std::vector<int32_t> first(kv_len.size(), 0);
     if (first_key) {
-        require(first_key->size() == kv_len.size(), "attention decode: one first key per sequence, got " +
-                                                        std::to_string(first_key->size()) + " for " +
-                                                        std::to_string(kv_len.size()) + " sequences");
+        require(first_key->size() == kv_len.size(), [&] {
+            return "attention decode: one first key per sequence, got " + std::to_string(first_key->size()) + " for " +
+                   std::to_string(kv_len.size()) + " sequences";
+        });
         for (size_t b = 0; b < kv_len.size(); b++) {
             require((*first_key)[b] >= 0 && (*first_key)[b] <= kv_len[b], [&] {
                 return "attention decode: first key " + std::to_string((*first_key)[b]) + " of sequence " +

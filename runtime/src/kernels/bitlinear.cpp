@@ -11,7 +11,7 @@
 namespace hattn {
 
 PackedTernary pack_ternary(const Tensor &w) {
-    require(w.rank() == 2, "BitLinear: weight must be [out, in], got " + shape_to_string(w.shape()));
+    require(w.rank() == 2, [&] { return "BitLinear: weight must be [out, in], got " + shape_to_string(w.shape()); });
     PackedTernary p;
     p.out = w.dim(0);
     p.in = w.dim(1);
@@ -34,12 +34,14 @@ PackedTernary pack_ternary(const Tensor &w) {
 }
 
 void bitlinear(const ConstTensorView &x, const PackedTernary &w, const TensorView &y) {
-    require(x.rank() >= 1 && x.shape.back() == w.in && x.is_contiguous(),
-            "BitLinear: input " + shape_to_string(x.shape) + " must be contiguous [..., " + std::to_string(w.in) + "]");
+    require(x.rank() >= 1 && x.shape.back() == w.in && x.is_contiguous(), [&] {
+        return "BitLinear: input " + shape_to_string(x.shape) + " must be contiguous [..., " + std::to_string(w.in) +
+               "]";
+    });
     Shape y_shape(x.shape.begin(), x.shape.end() - 1);
     y_shape.push_back(w.out);
     require(y.shape == y_shape && y.is_contiguous(),
-            "BitLinear: output " + shape_to_string(y.shape) + ", expected " + shape_to_string(y_shape));
+            [&] { return "BitLinear: output " + shape_to_string(y.shape) + ", expected " + shape_to_string(y_shape); });
     if (w.in == 0) {  // an empty sum: zeros (y need not start as zeros)
         std::fill(y.data, y.data + y.size(), 0.0f);
         return;

@@ -13,14 +13,18 @@ void cca_qk_latent(const ConstTensorView &qk, const CcaConvWeights &conv, const 
     const int64_t B = q.dim(0), S = q.dim(1), H = q.dim(2), dh = q.dim(3), Hkv = k.dim(2);
     const int64_t P = (H + Hkv) * dh;
     const int64_t k0 = conv.w0.dim(2), k1 = conv.w1.dim(2);
-    require(k.shape == Shape({B, S, Hkv, dh}), "cca: k " + shape_to_string(k.shape) + " does not match q " +
-                                                   shape_to_string(q.shape));
-    require(qk.shape == Shape({B, (k0 - 1) + (k1 - 1) + S, P}),
-            "cca: qk " + shape_to_string(qk.shape) + " must be [B, pad + S, P] = " +
-                shape_to_string({B, (k0 - 1) + (k1 - 1) + S, P}));
+    require(k.shape == Shape({B, S, Hkv, dh}),
+            [&] { return "cca: k " + shape_to_string(k.shape) + " does not match q " + shape_to_string(q.shape); });
+    require(qk.shape == Shape({B, (k0 - 1) + (k1 - 1) + S, P}), [&] {
+        return "cca: qk " + shape_to_string(qk.shape) +
+               " must be [B, pad + S, P] = " + shape_to_string({B, (k0 - 1) + (k1 - 1) + S, P});
+    });
     require(conv.w0.shape() == Shape({P, 1, k0}) && conv.b0.shape() == Shape({P}) &&
                 conv.w1.shape() == Shape({P, dh, k1}) && conv.b1.shape() == Shape({P}),
-            "cca: convolution weights do not match P = " + std::to_string(P) + ", dh = " + std::to_string(dh));
+            [&] {
+                return "cca: convolution weights do not match P = " + std::to_string(P) +
+                       ", dh = " + std::to_string(dh);
+            });
     require(key_scale.shape() == Shape({Hkv}), "cca: one key scale per KV head");
     require(static_cast<int64_t>(start.size()) == B, "cca: one start position per sequence");
     for (int32_t p : start) require(p >= 0 && p + S <= rope.positions(), "cca: positions exceed the RoPE table");

@@ -15,8 +15,10 @@ void dsa_index_scores(const ConstTensorView &iq, const ConstTensorView &ik, cons
     const int64_t B = iq.dim(0), S = iq.dim(1), IH = iq.dim(2), ID = iq.dim(3), cap = ik.dim(1);
     require(ik.shape == Shape({B, cap, ID}) && head_w.shape == Shape({B, S, IH}) &&
                 scores.shape == Shape({B, S, cap}) && static_cast<int64_t>(kv_len.size()) == B,
-            "dsa index scores: shapes " + shape_to_string(iq.shape) + ", " + shape_to_string(ik.shape) + ", " +
-                shape_to_string(head_w.shape) + ", " + shape_to_string(scores.shape) + " do not fit");
+            [&] {
+                return "dsa index scores: shapes " + shape_to_string(iq.shape) + ", " + shape_to_string(ik.shape) +
+                       ", " + shape_to_string(head_w.shape) + ", " + shape_to_string(scores.shape) + " do not fit";
+            });
     for (int32_t len : kv_len) require(len >= S && len <= cap, "dsa index scores: KV length outside the cache");
     if (scores.size() == 0) return;
     // No query sees a key past the longest sequence: the kernel scores the keys up to there (a
@@ -38,14 +40,19 @@ void dsa_sparse_attention(const ConstTensorView &q, const ConstTensorView &keys,
             "dsa sparse attention: q, keys, values and out must be rank 4");
     const int64_t B = q.dim(0), S = q.dim(1), H = q.dim(2), Dk = q.dim(3);
     const int64_t cap = keys.dim(1), Hk = keys.dim(2), Dv = values.dim(3);
-    require(keys.dim(0) == B && keys.dim(3) == Dk && values.shape == Shape({B, cap, Hk, Dv}) && Hk > 0 &&
-                H % Hk == 0 && out.shape == Shape({B, S, H, Dv}),
-            "dsa sparse attention: q " + shape_to_string(q.shape) + ", keys " + shape_to_string(keys.shape) +
-                ", values " + shape_to_string(values.shape) + ", out " + shape_to_string(out.shape) + " do not fit");
+    require(keys.dim(0) == B && keys.dim(3) == Dk && values.shape == Shape({B, cap, Hk, Dv}) && Hk > 0 && H % Hk == 0 &&
+                out.shape == Shape({B, S, H, Dv}),
+            [&] {
+                return "dsa sparse attention: q " + shape_to_string(q.shape) + ", keys " + shape_to_string(keys.shape) +
+                       ", values " + shape_to_string(values.shape) + ", out " + shape_to_string(out.shape) +
+                       " do not fit";
+            });
     require(k > 0 && static_cast<int64_t>(indices.size()) == B * S * k, "dsa sparse attention: indices must be [B, S, K]");
     for (int32_t t : indices) {
-        require(t >= -1 && t < cap, "dsa sparse attention: key index " + std::to_string(t) + " outside the cache of " +
-                                        std::to_string(cap) + " tokens");
+        require(t >= -1 && t < cap, [&] {
+            return "dsa sparse attention: key index " + std::to_string(t) + " outside the cache of " +
+                   std::to_string(cap) + " tokens";
+        });
     }
     if (out.size() == 0) return;
     auto qb = detail::halide_buffer(q), kb = detail::halide_buffer(keys), vb = detail::halide_buffer(values), ob = detail::halide_buffer(out);

@@ -16,10 +16,11 @@ void row_norm(bool layer, const ConstTensorView &x, const Tensor &weight, const 
         return t.shape().back() == x.dim(1) &&
                (t.rank() == 1 || (t.rank() == 2 && t.dim(0) > 0 && x.dim(0) % t.dim(0) == 0));
     };
-    require(x.rank() == 2 && y.shape == x.shape && fits(weight) && fits(bias),
-            std::string(name) + ": x " + shape_to_string(x.shape) + ", y " + shape_to_string(y.shape) + ", weight " +
-                shape_to_string(weight.shape()) + " and bias " + shape_to_string(bias.shape()) +
-                " do not fit (each [n], or [k, n] with k dividing the rows)");
+    require(x.rank() == 2 && y.shape == x.shape && fits(weight) && fits(bias), [&] {
+        return std::string(name) + ": x " + shape_to_string(x.shape) + ", y " + shape_to_string(y.shape) + ", weight " +
+               shape_to_string(weight.shape()) + " and bias " + shape_to_string(bias.shape()) +
+               " do not fit (each [n], or [k, n] with k dividing the rows)";
+    });
     if (x.size() == 0) return;
     auto xb = detail::halide_buffer(x), yb = detail::halide_buffer(y);
     // Both as [k, n] (k = 1 for one row of weights), which Halide sees as (n, k).

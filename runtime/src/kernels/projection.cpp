@@ -15,8 +15,8 @@ namespace {
 
 // Rows of a contiguous [..., n] tensor as the Halide matrix (n, rows).
 Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *what) {
-    require(t.rank() >= 1, std::string("projection: ") + what + " must have at least one dimension");
-    require(t.is_contiguous(), std::string("projection: ") + what + " must be contiguous");
+    require(t.rank() >= 1, [&] { return std::string("projection: ") + what + " must have at least one dimension"; });
+    require(t.is_contiguous(), [&] { return std::string("projection: ") + what + " must be contiguous"; });
     const int64_t cols = t.shape.back();
     const int64_t rows = cols == 0 ? 0 : t.size() / cols;
     return detail::halide_buffer(ConstTensorView(t.data, {rows, cols}));
@@ -26,22 +26,25 @@ Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *w
 
 void project(const ConstTensorView &x, const ConstTensorView &weight, const ConstTensorView *bias,
              const TensorView &y, float clip) {
-    require(weight.rank() == 2, "projection: weight must be [out, in], got " +
-                                    shape_to_string(weight.shape));
+    require(weight.rank() == 2,
+            [&] { return "projection: weight must be [out, in], got " + shape_to_string(weight.shape); });
     const int64_t out = weight.dim(0), in = weight.dim(1);
-    require(x.rank() >= 1 && x.shape.back() == in,
-            "projection: input " + shape_to_string(x.shape) + " does not end in in=" +
-                std::to_string(in) + " of weight " + shape_to_string(weight.shape));
+    require(x.rank() >= 1 && x.shape.back() == in, [&] {
+        return "projection: input " + shape_to_string(x.shape) + " does not end in in=" + std::to_string(in) +
+               " of weight " + shape_to_string(weight.shape);
+    });
     Shape expected_y(x.shape.begin(), x.shape.end() - 1);
     expected_y.push_back(out);
-    require(y.shape == expected_y, "projection: output is " + shape_to_string(y.shape) +
-                                       ", expected " + shape_to_string(expected_y));
+    require(y.shape == expected_y, [&] {
+        return "projection: output is " + shape_to_string(y.shape) + ", expected " + shape_to_string(expected_y);
+    });
     if (bias) {
-        require(bias->shape == Shape{out}, "projection: bias is " + shape_to_string(bias->shape) +
-                                               ", expected [" + std::to_string(out) + "]");
+        require(bias->shape == Shape{out}, [&] {
+            return "projection: bias is " + shape_to_string(bias->shape) + ", expected [" + std::to_string(out) + "]";
+        });
     }
     require(clip == 0.0f || (std::isfinite(clip) && clip > 0.0f),
-            "projection: clip must be 0 (none) or positive and finite, got " + std::to_string(clip));
+            [&] { return "projection: clip must be 0 (none) or positive and finite, got " + std::to_string(clip); });
     if (y.size() == 0) return;
 
     auto b = detail::halide_buffer(bias ? *bias : detail::resident_zeros(out));

@@ -13,13 +13,14 @@ namespace hattn {
 
 std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling) {
     require(rotary_dim >= 2 && rotary_dim % 2 == 0,
-            "RoPE: rotary dimension must be even and positive, got " + std::to_string(rotary_dim));
-    require(base > 0, "RoPE: base must be positive, got " + std::to_string(base));
+            [&] { return "RoPE: rotary dimension must be even and positive, got " + std::to_string(rotary_dim); });
+    require(base > 0, [&] { return "RoPE: base must be positive, got " + std::to_string(base); });
     require(scaling.type == RopeScaling::Type::None || scaling.factor > 0,
-            "RoPE: scaling factor must be positive, got " + std::to_string(scaling.factor));
+            [&] { return "RoPE: scaling factor must be positive, got " + std::to_string(scaling.factor); });
     if (scaling.type == RopeScaling::Type::Dynamic) {
         require(rotary_dim > 2, "RoPE: dynamic scaling needs a rotary dimension above 2");
-        require(scaling.alpha > 0, "RoPE: dynamic scaling's alpha must be positive, got " + std::to_string(scaling.alpha));
+        require(scaling.alpha > 0,
+                [&] { return "RoPE: dynamic scaling's alpha must be positive, got " + std::to_string(scaling.alpha); });
         const double d = double(rotary_dim);
         // Past the original context transformers' dynamic update recomputes the base without
         // alpha (Hunyuan's rotary embedding reads alpha only at construction).
@@ -49,9 +50,10 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
         }
     } else if (scaling.type == RopeScaling::Type::LongRope) {
         const std::vector<double> &factors = scaling.long_factors_used ? scaling.long_factors : scaling.short_factors;
-        require(factors.size() == frequency.size(),
-                "RoPE: longrope has " + std::to_string(factors.size()) + " factors for the " +
-                    std::to_string(frequency.size()) + " pairs of rotary dim " + std::to_string(rotary_dim));
+        require(factors.size() == frequency.size(), [&] {
+            return "RoPE: longrope has " + std::to_string(factors.size()) + " factors for the " +
+                   std::to_string(frequency.size()) + " pairs of rotary dim " + std::to_string(rotary_dim);
+        });
         for (size_t i = 0; i < frequency.size(); i++) {
             require(factors[i] > 0, "RoPE: longrope's factors must be positive");
             frequency[i] /= factors[i];
@@ -80,7 +82,8 @@ std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const Rope
 
 namespace {
 RopeAmplitude constant(double amplitude) {
-    require(std::isfinite(amplitude) && amplitude > 0, "RoPE: the amplitude must be positive, got " + std::to_string(amplitude));
+    require(std::isfinite(amplitude) && amplitude > 0,
+            [&] { return "RoPE: the amplitude must be positive, got " + std::to_string(amplitude); });
     return [amplitude](int64_t) { return amplitude; };
 }
 }  // namespace
@@ -96,13 +99,16 @@ RopeTable::RopeTable(std::vector<double> frequencies, int64_t positions, RopeAmp
 
 
 RopeTable RopeTable::rows(std::vector<double> frequencies, int64_t first, int64_t end) {
-    require(first >= 0 && end >= first, "RoPE: table rows [" + std::to_string(first) + ", " + std::to_string(end) +
-                                            ") must be an interval of non-negative positions");
+    require(first >= 0 && end >= first, [&] {
+        return "RoPE: table rows [" + std::to_string(first) + ", " + std::to_string(end) +
+               ") must be an interval of non-negative positions";
+    });
     return RopeTable(nullptr, std::move(frequencies), end, constant(1.0), first);
 }
 
 RopeTable RopeTable::extended(int64_t positions) const {
-    require(first_ == 0, "RoPE: a table of rows from position " + std::to_string(first_) + " does not grow");
+    require(first_ == 0,
+            [&] { return "RoPE: a table of rows from position " + std::to_string(first_) + " does not grow"; });
     return RopeTable(this, frequencies_, std::max(positions, positions_), amplitude_);
 }
 
@@ -111,9 +117,11 @@ RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, i
     : frequencies_(std::move(frequencies)), amplitude_(std::move(amplitude)), first_(first), positions_(positions) {
     require(!frequencies_.empty(), "RoPE: a table needs at least one frequency");
     for (double f : frequencies_) {
-        require(std::isfinite(f) && f >= 0, "RoPE: frequencies must be finite and non-negative, got " + std::to_string(f));
+        require(std::isfinite(f) && f >= 0,
+                [&] { return "RoPE: frequencies must be finite and non-negative, got " + std::to_string(f); });
     }
-    require(positions >= 0, "RoPE: a table needs a non-negative number of positions, got " + std::to_string(positions));
+    require(positions >= 0,
+            [&] { return "RoPE: a table needs a non-negative number of positions, got " + std::to_string(positions); });
     const int64_t half = static_cast<int64_t>(frequencies_.size());
     cos_ = Tensor({positions - first, half}, Tensor::unset);
     sin_ = Tensor({positions - first, half}, Tensor::unset);
@@ -124,8 +132,10 @@ RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, i
     }
     for (int64_t p = kept; p < positions; p++) {
         const double amplitude = amplitude_(p);
-        require(std::isfinite(amplitude) && amplitude > 0,
-                "RoPE: the amplitude at position " + std::to_string(p) + " must be positive, got " + std::to_string(amplitude));
+        require(std::isfinite(amplitude) && amplitude > 0, [&] {
+            return "RoPE: the amplitude at position " + std::to_string(p) + " must be positive, got " +
+                   std::to_string(amplitude);
+        });
         for (int64_t i = 0; i < half; i++) {
             const double angle = double(p) * frequencies_[i];
             cos_.data()[(p - first) * half + i] = static_cast<float>(amplitude * std::cos(angle));
@@ -185,19 +195,22 @@ std::shared_ptr<const RopeTable> GrowingRopeTable::covering(int64_t positions) c
 
 void apply_rope(const ConstTensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
                 const TensorView &y, RopeLayout layout) {
-    require(x.rank() == 4, "RoPE: input must be [B, S, H, D], got " + shape_to_string(x.shape));
-    require(y.shape == x.shape, "RoPE: output " + shape_to_string(y.shape) + " differs from input " +
-                                    shape_to_string(x.shape));
-    require(table.rotary_dim() <= x.dim(3),
-            "RoPE: rotary dimension " + std::to_string(table.rotary_dim()) +
-                " exceeds head dimension " + std::to_string(x.dim(3)));
+    require(x.rank() == 4, [&] { return "RoPE: input must be [B, S, H, D], got " + shape_to_string(x.shape); });
+    require(y.shape == x.shape, [&] {
+        return "RoPE: output " + shape_to_string(y.shape) + " differs from input " + shape_to_string(x.shape);
+    });
+    require(table.rotary_dim() <= x.dim(3), [&] {
+        return "RoPE: rotary dimension " + std::to_string(table.rotary_dim()) + " exceeds head dimension " +
+               std::to_string(x.dim(3));
+    });
     require(static_cast<int64_t>(start.size()) == x.dim(0), "RoPE: one start position per sequence");
     std::vector<int32_t> rows(start.size());  // each sequence's first row in the table
     for (size_t b = 0; b < start.size(); b++) {
-        require(start[b] >= table.first_position() && start[b] + x.dim(1) <= table.positions(),
-                "RoPE: positions " + std::to_string(start[b]) + " to " + std::to_string(start[b] + x.dim(1)) +
-                    " are outside the table's " + std::to_string(table.first_position()) + " to " +
-                    std::to_string(table.positions()));
+        require(start[b] >= table.first_position() && start[b] + x.dim(1) <= table.positions(), [&] {
+            return "RoPE: positions " + std::to_string(start[b]) + " to " + std::to_string(start[b] + x.dim(1)) +
+                   " are outside the table's " + std::to_string(table.first_position()) + " to " +
+                   std::to_string(table.positions());
+        });
         rows[b] = static_cast<int32_t>(start[b] - table.first_position());
     }
     if (x.size() == 0) return;

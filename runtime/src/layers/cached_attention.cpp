@@ -53,7 +53,8 @@ CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weig
 
 CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config, int64_t layer) {
     const ConfigReader c = text_model_config(config);
-    require(is_hugging_face(c), c.source() + ": a layer index is read only with a Hugging Face config.json");
+    require(is_hugging_face(c),
+            [&] { return c.source() + ": a layer index is read only with a Hugging Face config.json"; });
     return detail::hugging_face_attention_config(c, layer);
 }
 
@@ -64,32 +65,38 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config) {
     CachedAttentionConfig cfg;
     cfg.embedding_dimension = c.get_int("embedding_dimension");
     cfg.heads = c.get_int("number_of_heads");
-    require(cfg.embedding_dimension > 0, src + ": embedding_dimension must be positive, got " +
-                                             std::to_string(cfg.embedding_dimension));
-    require(cfg.heads > 0, src + ": number_of_heads must be positive, got " + std::to_string(cfg.heads));
+    require(cfg.embedding_dimension > 0, [&] {
+        return src + ": embedding_dimension must be positive, got " + std::to_string(cfg.embedding_dimension);
+    });
+    require(cfg.heads > 0,
+            [&] { return src + ": number_of_heads must be positive, got " + std::to_string(cfg.heads); });
     if (auto d = c.get_optional_int("head_dimension")) {
-        require(*d > 0, src + ": head_dimension must be positive, got " + std::to_string(*d));
+        require(*d > 0, [&] { return src + ": head_dimension must be positive, got " + std::to_string(*d); });
         cfg.head_dimension = *d;
     } else {
-        require(cfg.embedding_dimension % cfg.heads == 0,
-                src + ": embedding_dimension (" + std::to_string(cfg.embedding_dimension) +
-                    ") must be divisible by number_of_heads (" + std::to_string(cfg.heads) + ")");
+        require(cfg.embedding_dimension % cfg.heads == 0, [&] {
+            return src + ": embedding_dimension (" + std::to_string(cfg.embedding_dimension) +
+                   ") must be divisible by number_of_heads (" + std::to_string(cfg.heads) + ")";
+        });
         cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
     }
     const std::string type = c.get_string("attention_type", "multi_head");
     const std::optional<int64_t> kv = c.get_optional_int("number_of_key_value_heads");
     if (type == "grouped_query") {
-        require(kv.has_value(), src + ": attention_type grouped_query requires number_of_key_value_heads");
-        require(*kv > 0, src + ": number_of_key_value_heads must be positive, got " + std::to_string(*kv));
-        require(cfg.heads % *kv == 0,
-                src + ": number_of_heads (" + std::to_string(cfg.heads) +
-                    ") must be divisible by number_of_key_value_heads (" + std::to_string(*kv) + ")");
+        require(kv.has_value(),
+                [&] { return src + ": attention_type grouped_query requires number_of_key_value_heads"; });
+        require(*kv > 0,
+                [&] { return src + ": number_of_key_value_heads must be positive, got " + std::to_string(*kv); });
+        require(cfg.heads % *kv == 0, [&] {
+            return src + ": number_of_heads (" + std::to_string(cfg.heads) +
+                   ") must be divisible by number_of_key_value_heads (" + std::to_string(*kv) + ")";
+        });
         cfg.kv_heads = *kv;
     } else if (type == "multi_head") {
-        require(!kv || *kv == cfg.heads,
-                src + ": number_of_key_value_heads must be null or equal to number_of_heads (" +
-                    std::to_string(cfg.heads) + ") for multi_head attention, got " +
-                    std::to_string(kv.value_or(0)));
+        require(!kv || *kv == cfg.heads, [&] {
+            return src + ": number_of_key_value_heads must be null or equal to number_of_heads (" +
+                   std::to_string(cfg.heads) + ") for multi_head attention, got " + std::to_string(kv.value_or(0));
+        });
         cfg.kv_heads = cfg.heads;
     } else {
         throw Error(src + ": unsupported attention_type '" + type +
@@ -98,10 +105,11 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config) {
     cfg.bias = cfg.output_bias = c.get_bool("bias", true);
     cfg.rope_base = c.get_optional_number("rope_base");
     if (cfg.rope_base) {
-        require(cfg.head_dimension % 2 == 0, src + ": RoPE (rope_base " + std::to_string(*cfg.rope_base) +
-                                                 ") needs an even head_dimension, got " +
-                                                 std::to_string(cfg.head_dimension));
-        require(*cfg.rope_base > 0, src + ": rope_base must be positive");
+        require(cfg.head_dimension % 2 == 0, [&] {
+            return src + ": RoPE (rope_base " + std::to_string(*cfg.rope_base) +
+                   ") needs an even head_dimension, got " + std::to_string(cfg.head_dimension);
+        });
+        require(*cfg.rope_base > 0, [&] { return src + ": rope_base must be positive"; });
     }
     return cfg;
 }
@@ -112,31 +120,45 @@ CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weig
 CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weights &w)
     : config_(config) {
     const std::optional<int64_t> weights_layer = w.layer_index();
-    require(!config.layer || !weights_layer || *config.layer == *weights_layer,
-            "cached_attention: the config was read for layer " + std::to_string(config.layer.value_or(0)) +
-                ", the weights' prefix '" + w.prefix() + "' names layer " + std::to_string(weights_layer.value_or(0)));
+    require(!config.layer || !weights_layer || *config.layer == *weights_layer, [&] {
+        return "cached_attention: the config was read for layer " + std::to_string(config.layer.value_or(0)) +
+               ", the weights' prefix '" + w.prefix() + "' names layer " + std::to_string(weights_layer.value_or(0));
+    });
     const int64_t E = config.embedding_dimension, D = config.head_dimension;
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
-    require(!config.sliding_window || *config.sliding_window > 0,
-            "cached_attention: sliding_window must be positive, got " + std::to_string(config.sliding_window.value_or(0)));
-    require(!config.attention_chunk || *config.attention_chunk > 0,
-            "cached_attention: attention_chunk must be positive, got " + std::to_string(config.attention_chunk.value_or(0)));
+    require(!config.sliding_window || *config.sliding_window > 0, [&] {
+        return "cached_attention: sliding_window must be positive, got " +
+               std::to_string(config.sliding_window.value_or(0));
+    });
+    require(!config.attention_chunk || *config.attention_chunk > 0, [&] {
+        return "cached_attention: attention_chunk must be positive, got " +
+               std::to_string(config.attention_chunk.value_or(0));
+    });
     require(!config.sliding_window || !config.attention_chunk,
             "cached_attention: a layer slides (sliding_window) or attends in chunks (attention_chunk), not both");
     require(config.causal || !config.attention_chunk,
             "cached_attention: a layer that attends in chunks (attention_chunk) is causal");
     if (const auto &t = config.query_temperature) {
-        require(std::isfinite(t->floor_scale) && t->floor_scale > 0,
-                "cached_attention: the query temperature's floor_scale must be positive, got " + std::to_string(t->floor_scale));
-        require(std::isfinite(t->scale) && t->scale >= 0,
-                "cached_attention: the query temperature's scale must be 0 or positive, got " + std::to_string(t->scale));
-        require(D % 2 == 0, "cached_attention: a query temperature needs an even head dimension, got " + std::to_string(D));
-        require(t->position_offset >= 0, "cached_attention: the query temperature's position_offset must not be negative, "
-                                         "got " + std::to_string(t->position_offset));
+        require(std::isfinite(t->floor_scale) && t->floor_scale > 0, [&] {
+            return "cached_attention: the query temperature's floor_scale must be positive, got " +
+                   std::to_string(t->floor_scale);
+        });
+        require(std::isfinite(t->scale) && t->scale >= 0, [&] {
+            return "cached_attention: the query temperature's scale must be 0 or positive, got " +
+                   std::to_string(t->scale);
+        });
+        require(D % 2 == 0, [&] {
+            return "cached_attention: a query temperature needs an even head dimension, got " + std::to_string(D);
+        });
+        require(t->position_offset >= 0, [&] {
+            return "cached_attention: the query temperature's position_offset must not be negative, got " +
+                   std::to_string(t->position_offset);
+        });
     }
-    require(config.rotary_dimension >= 0 && config.rotary_dimension <= D && config.rotary_dimension % 2 == 0,
-            "cached_attention: rotary_dimension must be even and at most the head dimension " + std::to_string(D) +
-                ", got " + std::to_string(config.rotary_dimension));
+    require(config.rotary_dimension >= 0 && config.rotary_dimension <= D && config.rotary_dimension % 2 == 0, [&] {
+        return "cached_attention: rotary_dimension must be even and at most the head dimension " + std::to_string(D) +
+               ", got " + std::to_string(config.rotary_dimension);
+    });
     using Names = CachedAttentionConfig::Names;
     const bool hf = config.names != Names::Seed;
     // Scale, caps and clip reach the kernels as floats: positive normal floats (a tiny cap would
@@ -144,8 +166,10 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     const auto positive_float = [](const std::optional<double> &v) {
         return !v || (*v > 0 && std::isnormal(static_cast<float>(*v)));
     };
-    require(positive_float(config.qkv_clip),
-            "cached_attention: qkv_clip must be a positive normal float, got " + std::to_string(config.qkv_clip.value_or(0)));
+    require(positive_float(config.qkv_clip), [&] {
+        return "cached_attention: qkv_clip must be a positive normal float, got " +
+               std::to_string(config.qkv_clip.value_or(0));
+    });
     const float qkv_clip = static_cast<float>(config.qkv_clip.value_or(0.0));
     const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols, bool has_bias,
                             float clip) {
@@ -181,8 +205,9 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     output_ = linear("output_projection", dense ? "dense" : "o_proj", E, q_width, config.output_bias, 0.0f);
     if (config.qk_norm) {
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
-        require(config.qk_norm->eps > 0, "cached_attention: the QK-norm's eps must be positive, got " +
-                                             std::to_string(config.qk_norm->eps));
+        require(config.qk_norm->eps > 0, [&] {
+            return "cached_attention: the QK-norm's eps must be positive, got " + std::to_string(config.qk_norm->eps);
+        });
         // q's or k's norm weights, in `module`.
         const auto norm_weight = [&](const std::string &module, int64_t heads) {
             const Shape shape = !each_head ? Shape{heads * D} : config.qk_norm->weights_per_head ? Shape{heads, D} : Shape{D};
@@ -218,10 +243,14 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         detail::require_finite("cached_attention: " + w.prefix() + "sinks", *sinks_);
         sinks_->keep_on_device(Residency::ReadOnly);
     }
-    require(positive_float(config.attention_scale), "cached_attention: attention_scale must be a positive normal float, got " +
-                                                        std::to_string(config.attention_scale.value_or(0)));
-    require(positive_float(config.score_softcap), "cached_attention: score_softcap must be a positive normal float, got " +
-                                                      std::to_string(config.score_softcap.value_or(0)));
+    require(positive_float(config.attention_scale), [&] {
+        return "cached_attention: attention_scale must be a positive normal float, got " +
+               std::to_string(config.attention_scale.value_or(0));
+    });
+    require(positive_float(config.score_softcap), [&] {
+        return "cached_attention: score_softcap must be a positive normal float, got " +
+               std::to_string(config.score_softcap.value_or(0));
+    });
     if (config.rope_base) {
         const int64_t rotary = config.rotary_dimension ? config.rotary_dimension : D;
         rope_.emplace(rotary, *config.rope_base, config.rope_scaling);
@@ -285,9 +314,10 @@ void CachedAttention::decode_kernel(const ConstTensorView &q, const ConstTensorV
 }
 
 void CachedAttention::check_input(const Tensor &x, const char *what) const {
-    require(x.rank() == 3 && x.dim(2) == config_.embedding_dimension,
-            std::string("cached_attention: ") + what + " " + shape_to_string(x.shape()) +
-                " must be [B, S, " + std::to_string(config_.embedding_dimension) + "]");
+    require(x.rank() == 3 && x.dim(2) == config_.embedding_dimension, [&] {
+        return std::string("cached_attention: ") + what + " " + shape_to_string(x.shape()) + " must be [B, S, " +
+               std::to_string(config_.embedding_dimension) + "]";
+    });
     detail::require_finite(std::string("cached_attention: ") + what, x);
 }
 
@@ -337,17 +367,19 @@ Tensor CachedAttention::self_attention(const Tensor &x, KVCache *cache, const Ma
 Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input,
                                           KVCache *cache, const MaskView *mask) const {
     check_input(x, "input");
-    require(key_input.shape() == x.shape() && value_input.shape() == x.shape(),
-            "cached_attention: key input " + shape_to_string(key_input.shape()) + " and value input " +
-                shape_to_string(value_input.shape()) + " must match the query input " + shape_to_string(x.shape()));
+    require(key_input.shape() == x.shape() && value_input.shape() == x.shape(), [&] {
+        return "cached_attention: key input " + shape_to_string(key_input.shape()) + " and value input " +
+               shape_to_string(value_input.shape()) + " must match the query input " + shape_to_string(x.shape());
+    });
     if (&key_input != &x) detail::require_finite("cached_attention: key input", key_input);
     if (&value_input != &x) detail::require_finite("cached_attention: value input", value_input);
     const int64_t B = x.dim(0), S = x.dim(1), Hkv = config_.kv_heads, D = config_.head_dimension;
     if (cache) {
-        require(cache->batch() == B && cache->kv_heads() == Hkv && cache->head_dim() == D,
-                "cached_attention: cache [B=" + std::to_string(cache->batch()) + ", Hkv=" +
-                    std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
-                    "] does not fit input " + shape_to_string(x.shape()));
+        require(cache->batch() == B && cache->kv_heads() == Hkv && cache->head_dim() == D, [&] {
+            return "cached_attention: cache [B=" + std::to_string(cache->batch()) +
+                   ", Hkv=" + std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
+                   "] does not fit input " + shape_to_string(x.shape());
+        });
         cache->check_room(S);
         const std::optional<KVCache::Sliding> &sliding = cache->sliding_params();
         const std::optional<int64_t> reached = keys_reached();
@@ -365,8 +397,10 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         for (int64_t b = 0; b < B; b++) keys = std::max<int64_t>(keys, (cache ? cache->lengths()[b] : 0) + S);
         require(mask->data && mask->shape.size() == 4 && mask->shape[0] == B && mask->shape[1] == 1 &&
                     mask->shape[2] == S && mask->shape[3] >= keys,
-                "cached_attention: mask " + shape_to_string(mask->shape) + " must be [" + std::to_string(B) + ", 1, " +
-                    std::to_string(S) + ", >=" + std::to_string(keys) + "]");
+                [&] {
+                    return "cached_attention: mask " + shape_to_string(mask->shape) + " must be [" + std::to_string(B) +
+                           ", 1, " + std::to_string(S) + ", >=" + std::to_string(keys) + "]";
+                });
     }
     if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
 
@@ -537,17 +571,19 @@ void CachedAttention::attend_rows(const Tensor &q, const KeyStore &store, const 
 
 Tensor CachedAttention::decode_step(const Tensor &x_t, KVCache &cache) const {
     check_input(x_t, "decode input");
-    require(x_t.dim(1) == 1, "cached_attention: decode_step takes one token per sequence, got " +
-                                 shape_to_string(x_t.shape()));
+    require(x_t.dim(1) == 1, [&] {
+        return "cached_attention: decode_step takes one token per sequence, got " + shape_to_string(x_t.shape());
+    });
     return self_attention(x_t, &cache);
 }
 
 ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
                                                       const Tensor &value_input) const {
     check_input(key_input, "key input");
-    require(value_input.shape() == key_input.shape(),
-            "cached_attention: value input " + shape_to_string(value_input.shape()) +
-                " differs from key input " + shape_to_string(key_input.shape()));
+    require(value_input.shape() == key_input.shape(), [&] {
+        return "cached_attention: value input " + shape_to_string(value_input.shape()) + " differs from key input " +
+               shape_to_string(key_input.shape());
+    });
     if (&value_input != &key_input) detail::require_finite("cached_attention: value input", value_input);
     const int64_t B = key_input.dim(0), Sk = key_input.dim(1);
     require(Sk > 0, "cached_attention: the context must hold at least one token");
@@ -563,8 +599,10 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
                                         const MaskView *mask) const {
     check_input(x, "input");
     const KVCache &kv = context.kv();
-    require(kv.batch() == x.dim(0), "cached_attention: context batch " + std::to_string(kv.batch()) +
-                                        " differs from input batch " + std::to_string(x.dim(0)));
+    require(kv.batch() == x.dim(0), [&] {
+        return "cached_attention: context batch " + std::to_string(kv.batch()) + " differs from input batch " +
+               std::to_string(x.dim(0));
+    });
     if (x.dim(1) == 0) return Tensor({x.dim(0), 0, config_.embedding_dimension});  // nothing to compute
     const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads, query_norm_);

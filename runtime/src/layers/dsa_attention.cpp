@@ -32,7 +32,7 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
     DsaConfig cfg;
     const auto positive = [&](const std::string &key) {
         const int64_t v = c.get_int(key);
-        require(v > 0, src + ": " + key + " must be positive, got " + str(v));
+        require(v > 0, [&] { return src + ": " + key + " must be positive, got " + str(v); });
         return v;
     };
     cfg.hidden = positive("hidden_size");
@@ -45,13 +45,15 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
     cfg.index_heads = positive("index_n_heads");
     cfg.index_dim = positive("index_head_dim");
     cfg.index_topk = positive("index_topk");
-    require(cfg.rope_dim % 2 == 0, src + ": qk_rope_head_dim must be even, got " + str(cfg.rope_dim));
-    require(cfg.rope_dim <= cfg.index_dim, src + ": qk_rope_head_dim (" + str(cfg.rope_dim) +
-                                               ") must not exceed index_head_dim (" + str(cfg.index_dim) + ")");
+    require(cfg.rope_dim % 2 == 0, [&] { return src + ": qk_rope_head_dim must be even, got " + str(cfg.rope_dim); });
+    require(cfg.rope_dim <= cfg.index_dim, [&] {
+        return src + ": qk_rope_head_dim (" + str(cfg.rope_dim) + ") must not exceed index_head_dim (" +
+               str(cfg.index_dim) + ")";
+    });
     cfg.rope_theta = detail::hf_rope(c, {10000.0, 1.0, false, ""}).theta;  // (the rotary part is qk_rope_head_dim)
     cfg.bias = c.get_bool("attention_bias", false);
     cfg.rms_eps = static_cast<float>(c.get_number("rms_norm_eps", 1e-6));
-    require(cfg.rms_eps > 0, src + ": rms_norm_eps must be positive");
+    require(cfg.rms_eps > 0, [&] { return src + ": rms_norm_eps must be positive"; });
     return cfg;
 }
 
@@ -96,8 +98,9 @@ DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
 }
 
 Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) const {
-    require(x.rank() == 3 && x.dim(2) == config_.hidden,
-            "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(config_.hidden) + "]");
+    require(x.rank() == 3 && x.dim(2) == config_.hidden, [&] {
+        return "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(config_.hidden) + "]";
+    });
     if (x.dim(0) == 0) {  // no sequences (a state needs one): nothing to compute or select
         if (selected) *selected = TopK{0, x.dim(1), 0, {}};
         return Tensor(x.shape());
@@ -111,28 +114,32 @@ Tensor DsaAttention::prefill(const Tensor &x, DsaState &state, TopK *selected, c
 }
 
 Tensor DsaAttention::decode_step(const Tensor &x_t, DsaState &state, TopK *selected, const TopK *shared) const {
-    require(x_t.rank() == 3 && x_t.dim(1) == 1,
-            "glm_dsa: decode_step takes one token per sequence [B, 1, E], got " + shape_to_string(x_t.shape()));
+    require(x_t.rank() == 3 && x_t.dim(1) == 1, [&] {
+        return "glm_dsa: decode_step takes one token per sequence [B, 1, E], got " + shape_to_string(x_t.shape());
+    });
     return run(x_t, state, true, selected, shared);
 }
 
 Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared) const {
     const DsaConfig &c = config_;
     require(x.rank() == 3 && x.dim(2) == c.hidden,
-            "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
+            [&] { return "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]"; });
     detail::require_finite("glm_dsa: input", x);
     const int64_t B = x.dim(0), S = x.dim(1), H = c.heads, N = c.nope_dim, Rd = c.rope_dim, V = c.v_dim;
     const int64_t R = c.kv_lora_rank, L = R + Rd, IH = c.index_heads, ID = c.index_dim;
-    require(state.batch() == B, "glm_dsa: state batch " + str(state.batch()) + " does not fit input " +
-                                    shape_to_string(x.shape()));
+    require(state.batch() == B, [&] {
+        return "glm_dsa: state batch " + str(state.batch()) + " does not fit input " + shape_to_string(x.shape());
+    });
     state.lengths_.require_room(S);
     if (shared) {
         // No queries select nothing: an empty call's selection (K = 0) is a valid one to share.
         require(shared->batch == B && shared->queries == S && (shared->k > 0 || (S == 0 && shared->k == 0)) &&
                     static_cast<int64_t>(shared->indices.size()) == B * S * shared->k,
-                "glm_dsa: shared top-k indices must be [" + str(B) + ", " + str(S) + ", K] with B x S x K entries, got [" +
-                    str(shared->batch) + ", " + str(shared->queries) + ", " + str(shared->k) + "] with " +
-                    str(shared->indices.size()));
+                [&] {
+                    return "glm_dsa: shared top-k indices must be [" + str(B) + ", " + str(S) +
+                           ", K] with B x S x K entries, got [" + str(shared->batch) + ", " + str(shared->queries) +
+                           ", " + str(shared->k) + "] with " + str(shared->indices.size());
+                });
     }
     if (S == 0) {  // no tokens: nothing to compute, select or remember
         if (selected) *selected = TopK{B, 0, 0, {}};
@@ -211,8 +218,10 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
                 for (int64_t n = 0; n < K; n++) {
                     const int32_t t = shared->row(b, s)[n];
                     const int64_t pos = start[b] + s;
-                    require(t >= -1 && t <= pos, "glm_dsa: shared top-k index " + str(t) + " of query " + str(s) +
-                                                     " is outside its visible keys 0.." + str(pos));
+                    require(t >= -1 && t <= pos, [&] {
+                        return "glm_dsa: shared top-k index " + str(t) + " of query " + str(s) +
+                               " is outside its visible keys 0.." + str(pos);
+                    });
                     chosen.indices[(b * S + s) * K + n] = t;
                 }
     } else {

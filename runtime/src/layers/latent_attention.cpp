@@ -45,56 +45,70 @@ LatentAttentionConfig LatentAttentionConfig::cca(const ConfigReader &c, bool gro
     LatentAttentionConfig cfg;
     cfg.hidden = c.get_int("hidden_size");
     cfg.heads = c.get_int("num_heads");
-    require(cfg.hidden > 0, src + ": hidden_size must be positive, got " + str(cfg.hidden));
-    require(cfg.heads > 0, src + ": num_heads must be positive, got " + str(cfg.heads));
-    require(cfg.hidden % cfg.heads == 0, src + ": hidden_size (" + str(cfg.hidden) +
-                                             ") must be divisible by num_heads (" + str(cfg.heads) + ")");
+    require(cfg.hidden > 0, [&] { return src + ": hidden_size must be positive, got " + str(cfg.hidden); });
+    require(cfg.heads > 0, [&] { return src + ": num_heads must be positive, got " + str(cfg.heads); });
+    require(cfg.hidden % cfg.heads == 0, [&] {
+        return src + ": hidden_size (" + str(cfg.hidden) + ") must be divisible by num_heads (" + str(cfg.heads) + ")";
+    });
     int64_t Lq, Lkv;
     if (grouped) {
         Lq = c.get_int("ccgqa_query_latent_rank", share(cfg.hidden, 2));
         Lkv = c.get_int("ccgqa_kv_latent_rank", share(cfg.hidden, 8));
         cfg.kv_heads = c.get_int("ccgqa_num_kv_heads", share(cfg.heads, 4));
-        require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
-                src + ": num_heads (" + str(cfg.heads) + ") must be divisible by ccgqa_num_kv_heads (" +
-                    str(cfg.kv_heads) + ")");
+        require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0, [&] {
+            return src + ": num_heads (" + str(cfg.heads) + ") must be divisible by ccgqa_num_kv_heads (" +
+                   str(cfg.kv_heads) + ")";
+        });
     } else {
         Lq = Lkv = c.get_int("cca_latent_rank", share(cfg.hidden, 4));
         cfg.kv_heads = cfg.heads;
     }
     const std::string lq_key = grouped ? "ccgqa_query_latent_rank" : "cca_latent_rank";
     const std::string lkv_key = grouped ? "ccgqa_kv_latent_rank" : "cca_latent_rank";
-    require(Lq > 0 && Lkv > 0, src + ": " + lq_key + " and " + lkv_key + " must be positive");
-    require(Lq % cfg.heads == 0, src + ": " + lq_key + " (" + str(Lq) + ") must be divisible by num_heads (" +
-                                     str(cfg.heads) + ")");
-    require(Lkv % cfg.kv_heads == 0, src + ": " + lkv_key + " (" + str(Lkv) + ") must be divisible by the KV heads (" +
-                                         str(cfg.kv_heads) + ")");
-    require(Lkv <= Lq, src + ": " + lkv_key + " (" + str(Lkv) + ") must not exceed " + lq_key + " (" + str(Lq) + ")");
-    require(Lq / cfg.heads == Lkv / cfg.kv_heads,
-            src + ": head dims differ: " + lq_key + " / num_heads = " + str(Lq / cfg.heads) + ", " + lkv_key +
-                " / KV heads = " + str(Lkv / cfg.kv_heads));
+    require(Lq > 0 && Lkv > 0, [&] { return src + ": " + lq_key + " and " + lkv_key + " must be positive"; });
+    require(Lq % cfg.heads == 0, [&] {
+        return src + ": " + lq_key + " (" + str(Lq) + ") must be divisible by num_heads (" + str(cfg.heads) + ")";
+    });
+    require(Lkv % cfg.kv_heads == 0, [&] {
+        return src + ": " + lkv_key + " (" + str(Lkv) + ") must be divisible by the KV heads (" + str(cfg.kv_heads) +
+               ")";
+    });
+    require(Lkv <= Lq, [&] {
+        return src + ": " + lkv_key + " (" + str(Lkv) + ") must not exceed " + lq_key + " (" + str(Lq) + ")";
+    });
+    require(Lq / cfg.heads == Lkv / cfg.kv_heads, [&] {
+        return src + ": head dims differ: " + lq_key + " / num_heads = " + str(Lq / cfg.heads) + ", " + lkv_key +
+               " / KV heads = " + str(Lkv / cfg.kv_heads);
+    });
     cfg.head_dim = Lq / cfg.heads;
-    require(cfg.head_dim % 2 == 0, src + ": the head dim " + lq_key + " / num_heads = " + str(cfg.head_dim) +
-                                       " must be even (RoPE)");
+    require(cfg.head_dim % 2 == 0, [&] {
+        return src + ": the head dim " + lq_key + " / num_heads = " + str(cfg.head_dim) + " must be even (RoPE)";
+    });
     cfg.num_conv_layers = static_cast<int>(c.get_int(p + "num_conv_layers", 2));
     require(cfg.num_conv_layers >= 0 && cfg.num_conv_layers <= 2,
-            src + ": " + p + "num_conv_layers must be 0, 1 or 2, got " + str(cfg.num_conv_layers));
+            [&] { return src + ": " + p + "num_conv_layers must be 0, 1 or 2, got " + str(cfg.num_conv_layers); });
     cfg.conv_kernel_seq = c.get_int(p + "conv_kernel_seq", 4);
     cfg.conv_kernel_ch = c.get_int(p + "conv_kernel_ch", 3);
-    require(cfg.conv_kernel_seq >= 1, src + ": " + p + "conv_kernel_seq must be at least 1, got " + str(cfg.conv_kernel_seq));
-    require(cfg.conv_kernel_ch >= 1, src + ": " + p + "conv_kernel_ch must be at least 1, got " + str(cfg.conv_kernel_ch));
+    require(cfg.conv_kernel_seq >= 1,
+            [&] { return src + ": " + p + "conv_kernel_seq must be at least 1, got " + str(cfg.conv_kernel_seq); });
+    require(cfg.conv_kernel_ch >= 1,
+            [&] { return src + ": " + p + "conv_kernel_ch must be at least 1, got " + str(cfg.conv_kernel_ch); });
     cfg.qk_mean = c.get_bool(p + "qk_mean", true);
     cfg.value_shift = c.get_bool(p + "value_shift", true);
     if (cfg.value_shift) {
-        require(cfg.kv_heads % 2 == 0, src + ": " + p + "value_shift needs an even number of KV heads, got " +
-                                           str(cfg.kv_heads));
-        require(Lkv % 2 == 0, src + ": " + p + "value_shift needs an even " + lkv_key + ", got " + str(Lkv));
+        require(cfg.kv_heads % 2 == 0, [&] {
+            return src + ": " + p + "value_shift needs an even number of KV heads, got " + str(cfg.kv_heads);
+        });
+        require(Lkv % 2 == 0,
+                [&] { return src + ": " + p + "value_shift needs an even " + lkv_key + ", got " + str(Lkv); });
     }
     const std::string mode = c.get_string("mode", "encoder");
-    require(mode == "encoder" || mode == "decoder", src + ": mode must be encoder or decoder, got '" + mode + "'");
+    require(mode == "encoder" || mode == "decoder",
+            [&] { return src + ": mode must be encoder or decoder, got '" + mode + "'"; });
     cfg.causal = mode == "decoder";
     cfg.bitnet = c.get_bool("use_bitnet", false);
     cfg.rope_base = c.get_number("rope_base", 10000.0);
-    require(cfg.rope_base > 0, src + ": rope_base must be positive");
+    require(cfg.rope_base > 0, [&] { return src + ": rope_base must be positive"; });
     cfg.rotary_dim = cfg.head_dim;
     return cfg;
 }
@@ -104,20 +118,25 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     LatentAttentionConfig cfg;
     cfg.zaya_names = true;
     require(c.get_string("layer_type", "") != "hybrid_sliding",
-            src + ": layer_type hybrid_sliding (sliding-window attention) is not supported");
+            [&] { return src + ": layer_type hybrid_sliding (sliding-window attention) is not supported"; });
     cfg.hidden = c.get_int("hidden_size");
     cfg.heads = c.get_int("num_attention_heads", 8);
     cfg.kv_heads = c.get_int("num_key_value_heads", 2);
     cfg.head_dim = c.get_int("head_dim", 128);
-    require(cfg.hidden > 0 && cfg.heads > 0 && cfg.kv_heads > 0 && cfg.head_dim > 0,
-            src + ": hidden_size, num_attention_heads, num_key_value_heads and head_dim must be positive");
-    require(cfg.heads % cfg.kv_heads == 0, src + ": num_attention_heads (" + str(cfg.heads) +
-                                               ") must be divisible by num_key_value_heads (" + str(cfg.kv_heads) + ")");
-    require(cfg.kv_heads * cfg.head_dim % 2 == 0, src + ": the value halves need an even num_key_value_heads * head_dim");
+    require(cfg.hidden > 0 && cfg.heads > 0 && cfg.kv_heads > 0 && cfg.head_dim > 0, [&] {
+        return src + ": hidden_size, num_attention_heads, num_key_value_heads and head_dim must be positive";
+    });
+    require(cfg.heads % cfg.kv_heads == 0, [&] {
+        return src + ": num_attention_heads (" + str(cfg.heads) + ") must be divisible by num_key_value_heads (" +
+               str(cfg.kv_heads) + ")";
+    });
+    require(cfg.kv_heads * cfg.head_dim % 2 == 0,
+            [&] { return src + ": the value halves need an even num_key_value_heads * head_dim"; });
     cfg.num_conv_layers = 2;
     cfg.conv_kernel_seq = c.get_int("cca_time0", 2);
     cfg.conv_kernel_ch = c.get_int("cca_time1", 2);
-    require(cfg.conv_kernel_seq >= 1 && cfg.conv_kernel_ch >= 1, src + ": cca_time0 and cca_time1 must be at least 1");
+    require(cfg.conv_kernel_seq >= 1 && cfg.conv_kernel_ch >= 1,
+            [&] { return src + ": cca_time0 and cca_time1 must be at least 1"; });
     cfg.qk_mean = true;
     cfg.value_shift = true;
     cfg.causal = true;
@@ -126,10 +145,12 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     // this layer's (refused).
     const detail::HfRope rope = detail::hf_rope(c, {5e6, 0.5, false, "hybrid"});
     const double factor = rope.partial_rotary_factor;
-    require(factor > 0 && factor <= 1, src + ": partial_rotary_factor must be in (0, 1], got " + std::to_string(factor));
+    require(factor > 0 && factor <= 1,
+            [&] { return src + ": partial_rotary_factor must be in (0, 1], got " + std::to_string(factor); });
     cfg.rotary_dim = static_cast<int64_t>(cfg.head_dim * factor);
-    require(cfg.rotary_dim >= 2 && cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= cfg.head_dim,
-            src + ": head_dim * partial_rotary_factor = " + str(cfg.rotary_dim) + " must be even and in 2..head_dim");
+    require(cfg.rotary_dim >= 2 && cfg.rotary_dim % 2 == 0 && cfg.rotary_dim <= cfg.head_dim, [&] {
+        return src + ": head_dim * partial_rotary_factor = " + str(cfg.rotary_dim) + " must be even and in 2..head_dim";
+    });
     cfg.rope_base = rope.theta;
     cfg.norm_eps = FLT_EPSILON;
     return cfg;
@@ -197,7 +218,9 @@ void LatentAttention::finish_construction() {
 }
 
 void LatentAttention::require_decoder(const char *call) const {
-    require(config_.causal, std::string("latent attention: ") + call + " needs mode decoder: decode is causal by nature");
+    require(config_.causal, [&] {
+        return std::string("latent attention: ") + call + " needs mode decoder: decode is causal by nature";
+    });
 }
 
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
@@ -217,23 +240,28 @@ Tensor LatentAttention::prefill(const Tensor &x, LatentState &state) const {
 
 Tensor LatentAttention::decode_step(const Tensor &x_t, LatentState &state) const {
     require_decoder("decode_step");
-    require(x_t.rank() == 3 && x_t.dim(1) == 1,
-            "latent attention: decode_step takes one token per sequence [B, 1, E], got " + shape_to_string(x_t.shape()));
+    require(x_t.rank() == 3 && x_t.dim(1) == 1, [&] {
+        return "latent attention: decode_step takes one token per sequence [B, 1, E], got " +
+               shape_to_string(x_t.shape());
+    });
     return run(x_t, &state);
 }
 
 Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     const LatentAttentionConfig &c = config_;
-    require(x.rank() == 3 && x.dim(2) == c.hidden,
-            "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]");
+    require(x.rank() == 3 && x.dim(2) == c.hidden, [&] {
+        return "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]";
+    });
     detail::require_finite("latent attention: input", x);
     const int64_t B = x.dim(0), S = x.dim(1), P = c.packed(), hist = c.history();
     const int64_t H = c.heads, Hkv = c.kv_heads, dh = c.head_dim, Lkv = c.kv_rank(), half = Lkv / 2;
     if (state) {
         require(state->kv_.batch() == B && state->kv_.kv_heads() == Hkv && state->kv_.head_dim() == dh &&
                     state->qk_history_.shape() == Shape({B, hist, P}),
-                "latent attention: state for batch " + str(state->kv_.batch()) + " does not fit input " +
-                    shape_to_string(x.shape()));
+                [&] {
+                    return "latent attention: state for batch " + str(state->kv_.batch()) + " does not fit input " +
+                           shape_to_string(x.shape());
+                });
         state->kv_.check_room(S);
     }
     if (S == 0 || B == 0) return Tensor({B, S, c.hidden});  // no tokens: nothing to compute or remember

@@ -40,9 +40,10 @@ void LatentState::reset(int64_t sequence) {
 void LatentState::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
 
 void LatentState::assign_sequence(int64_t target, const LatentState &from, int64_t source) {
-    require(from.history_floats() == history_floats() && from.first_value_.size() == first_value_.size(),
-            "latent state: cannot take a sequence from a state of another layer shape (history " +
-                std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) + " floats)");
+    require(from.history_floats() == history_floats() && from.first_value_.size() == first_value_.size(), [&] {
+        return "latent state: cannot take a sequence from a state of another layer shape (history " +
+               std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) + " floats)";
+    });
     kv_.assign_sequence(target, from.kv_, source);  // checks the sequences first (its messages name the latent state)
     if (&from == this && source == target) return;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&qk_history_, &from.qk_history_},

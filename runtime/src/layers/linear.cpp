@@ -9,12 +9,14 @@
 namespace hattn {
 
 Linear Linear::dense(Tensor weight, std::optional<Tensor> bias, float clip) {
-    require(weight.rank() == 2, "linear: weight must be [out, in], got " + shape_to_string(weight.shape()));
+    require(weight.rank() == 2,
+            [&] { return "linear: weight must be [out, in], got " + shape_to_string(weight.shape()); });
     require(clip == 0.0f || (std::isfinite(clip) && clip > 0.0f),
-            "linear: clip must be 0 (none) or positive and finite, got " + std::to_string(clip));
-    require(!bias || bias->shape() == Shape{weight.dim(0)},
-            "linear: bias " + shape_to_string(bias ? bias->shape() : Shape{}) + " does not match weight " +
-                shape_to_string(weight.shape()));
+            [&] { return "linear: clip must be 0 (none) or positive and finite, got " + std::to_string(clip); });
+    require(!bias || bias->shape() == Shape{weight.dim(0)}, [&] {
+        return "linear: bias " + shape_to_string(bias ? bias->shape() : Shape{}) + " does not match weight " +
+               shape_to_string(weight.shape());
+    });
     Linear l;
     l.weight_ = std::move(weight);
     l.bias_ = std::move(bias);
