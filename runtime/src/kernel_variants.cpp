@@ -55,16 +55,17 @@ Fn choose(const char *kernel, Fn manual, const char *manual_family, Fn autosched
         const bool cuda = device == Device::CUDA;
         family = device_name(device);
         fn = cuda ? gpu.cuda : gpu.opencl;
-        require(fn != nullptr, std::string(kernel) + " has no " + family + " variant in this build");
+        require(fn != nullptr, [&] { return std::string(kernel) + " has no " + family + " variant in this build"; });
         const Fn small_tiles = cuda ? gpu.cuda_small_tiles : gpu.opencl_small_tiles;
         const Fn rows = cuda ? gpu.cuda_rows : gpu.opencl_rows;
         const bool tiles_fit = fit.tiles_refused.empty();
         const bool small_tiles_fit = small_tiles && fit.small_tiles_refused.empty();
         // The small tiles' reason where they were refused too (they need less than the others).
         const std::string &refused = small_tiles ? fit.small_tiles_refused : fit.tiles_refused;
-        require(rows || tiles_fit || small_tiles_fit,
-                std::string(kernel) + ": " + refused + " needs the " + family +
-                    " rows schedule, which this build lacks");
+        require(rows || tiles_fit || small_tiles_fit, [&] {
+            return std::string(kernel) + ": " + refused + " needs the " + family +
+                   " rows schedule, which this build lacks";
+        });
         const ScheduleChoice asked = schedule_choice();
         if (rows && (asked == ScheduleChoice::GpuRows || (!tiles_fit && !small_tiles_fit))) {
             family += "_rows";
