@@ -7,6 +7,7 @@
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
 #include "support/compare.h"
+#include "support/device.h"
 #include "support/errors.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
@@ -82,6 +83,63 @@ TEST(Projection, WrongOutputShapeIsRejectedBeforeAnyWrite) {
     Tensor x({2, 4}), w({3, 4}), y({2, 2}, {7, 7, 7, 7});
     EXPECT_THROW(project(x.view(), w.view(), nullptr, y.view()), Error);
     EXPECT_EQ(y.values(), std::vector<float>({7, 7, 7, 7}));
+}
+
+// One head's slice of x [B, S, H, in] projected into its slice of y [B, S, Hy, out], in place:
+// each matches the projection of the slice copied out, and y's other heads keep their values.
+void expect_head_slices_project_in_place(int64_t seq) {
+    const int64_t B = 2, H = 3, Hy = 2, in = 37, out = 29;
+    const Tensor x = testing::random_tensor({B, seq, H, in}, 7), w = testing::random_tensor({out, in}, 8);
+    const Tensor b = testing::random_tensor({out}, 9);
+    const ConstTensorView bias = b.view();
+    Tensor y({B, seq, Hy, out}, std::vector<float>(B * seq * Hy * out, 5.0f));
+    const ConstTensorView x_head(x.data() + 1 * in, {B, seq, in}, {seq * H * in, H * in, 1});
+    const TensorView y_head(y.data() + 1 * out, {B, seq, out}, {seq * Hy * out, Hy * out, 1});
+    project(x_head, w.view(), &bias, y_head);
+    Tensor x_copy({B, seq, in}), y_copy({B, seq, out});
+    copy_into(x_head, x_copy.view());
+    copy_into(y_head, y_copy.view());
+    EXPECT_LE(testing::relative_l2(y_copy, reference::projection(x_copy, w, &b)), 1e-5) << seq;
+    Tensor y_other({B, seq, out});
+    copy_into(ConstTensorView(y.data(), {B, seq, out}, {seq * Hy * out, Hy * out, 1}), y_other.view());
+    EXPECT_EQ(y_other.values(), std::vector<float>(B * seq * out, 5.0f)) << seq;
+}
+
+TEST(Projection, ReadsAndWritesHeadSlicesInPlace) {
+    for (const int64_t seq : {1, 20}) expect_head_slices_project_in_place(seq);  // the gemv (2 rows) and the tiled kernel (40)
+}
+
+class ProjectionOnGpu : public testing::OnEachGpu {};
+
+TEST_P(ProjectionOnGpu, ReadsAndWritesHeadSlicesInPlace) {
+    const testing::OnDevice on(GetParam());
+    for (const int64_t seq : {1, 40}) expect_head_slices_project_in_place(seq);  // the gemv and the tiled kernel
+}
+
+HATTN_INSTANTIATE_ON_EACH_GPU(ProjectionOnGpu);
+
+TEST(Projection, RowsNotOneStrideApartAreRejected) {
+    const Tensor w = testing::random_tensor({3, 4}, 10);
+    Tensor x({2, 3, 8}), y({2, 3, 6}, std::vector<float>(36, 7.0f));
+    // Values not contiguous in a row (every other one).
+    testing::expect_contains(testing::error_message([&] {
+                                 project(ConstTensorView(x.data(), {6, 4}, {8, 2}), w.view(), nullptr,
+                                         TensorView(y.data(), {6, 3}, {6, 1}));
+                             }),
+                             "projection: input [6, 4] (strides [8, 2]) must be rows of contiguous values");
+    // Rows at two strides: the outer dim does not step over the inner one whole.
+    testing::expect_contains(testing::error_message([&] {
+                                 project(ConstTensorView(x.data(), {2, 3, 4}, {20, 8, 1}), w.view(), nullptr,
+                                         TensorView(y.data(), {2, 3, 3}, {18, 6, 1}));
+                             }),
+                             "must be rows of contiguous values, one stride apart");
+    // Output rows overlapping (two apart, three wide).
+    testing::expect_contains(testing::error_message([&] {
+                                 project(ConstTensorView(x.data(), {6, 4}, {8, 1}), w.view(), nullptr,
+                                         TensorView(y.data(), {6, 3}, {2, 1}));
+                             }),
+                             "one stride apart and not overlapping");
+    EXPECT_EQ(y.values(), std::vector<float>(36, 7.0f));
 }
 
 TEST(Projection, WrongBiasShapeIsRejected) {

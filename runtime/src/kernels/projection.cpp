@@ -13,13 +13,35 @@ namespace hattn {
 
 namespace {
 
-// Rows of a contiguous [..., n] tensor as the Halide matrix (n, rows).
-Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *what) {
+// The rows of t [..., n] as the Halide matrix (n, rows): each row's n values contiguous, the rows
+// one stride apart (a contiguous tensor, or a slice such as one head's [rows, n] of [rows, H, n],
+// which then needs no copy). An output's rows must not overlap.
+Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *what, bool output) {
     require(t.rank() >= 1, [&] { return std::string("projection: ") + what + " must have at least one dimension"; });
-    require(t.is_contiguous(), [&] { return std::string("projection: ") + what + " must be contiguous"; });
     const int64_t cols = t.shape.back();
     const int64_t rows = cols == 0 ? 0 : t.size() / cols;
-    return detail::halide_buffer(ConstTensorView(t.data, {rows, cols}));
+    if (t.is_contiguous()) return detail::halide_buffer(ConstTensorView(t.data, {rows, cols}));
+    // The leading dims merge into one row dim where each (of extent above 1) steps over the ones
+    // inside it whole.
+    bool rows_merge = cols <= 1 || t.strides.back() == 1;
+    int64_t row_stride = 0, spanned = 1;  // spanned: the rows the dims inside the current one cover
+    for (int d = t.rank() - 2; d >= 0 && rows_merge; d--) {
+        if (t.shape[d] == 1) continue;
+        if (row_stride == 0) {
+            row_stride = t.strides[d];
+        } else {
+            rows_merge = t.strides[d] == row_stride * spanned;
+        }
+        spanned *= t.shape[d];
+    }
+    if (row_stride == 0) row_stride = cols;  // a single row
+    rows_merge = rows_merge && row_stride > 0;
+    require(rows_merge && (!output || rows <= 1 || row_stride >= cols), [&] {
+        return std::string("projection: ") + what + " " + shape_to_string(t.shape) + " (strides " +
+               shape_to_string(t.strides) + ") must be rows of contiguous values, one stride apart" +
+               (output ? " and not overlapping" : "");
+    });
+    return detail::halide_buffer(ConstTensorView(t.data, {rows, cols}, {row_stride, 1}));
 }
 
 }  // namespace
@@ -48,9 +70,9 @@ void project(const ConstTensorView &x, const ConstTensorView &weight, const Cons
     if (y.size() == 0) return;
 
     auto b = detail::halide_buffer(bias ? *bias : detail::resident_zeros(out));
-    auto xb = as_matrix(x, "input");
+    auto xb = as_matrix(x, "input", false);
     auto wb = detail::halide_buffer(weight);
-    auto yb = as_matrix(y, "output");
+    auto yb = as_matrix(y, "output", true);
     // Few rows (decode): the variant that streams W as stored instead of packing it. On the AVX2
     // machine it ran 1.3-2x faster than the packed GEMM at 16-32 rows, slower at 64.
     const int64_t gemv_max_rows = current_device() == Device::CPU ? kernel_contract::projection_gemv_max_rows_cpu

@@ -296,25 +296,21 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     } else {
         // Absorbed: W_kvb's key part folded into the query, attention over the latent rows shared
         // by all heads, W_kvb's value part applied after.
+        // The projections read and write each head's slice in place (strided rows).
         Tensor q_abs = detail::scratch_tensor({B, S, H, L});
         for (int64_t h = 0; h < H; h++) {
-            Tensor q_nope = detail::scratch_tensor({B * S, N}), q_lat = detail::scratch_tensor({B * S, R});
-            copy_into(TensorView(q.data() + h * (N + Rd), {B * S, N}, {H * (N + Rd), 1}), q_nope.view());
-            key_absorb_[h].apply(q_nope.view(), q_lat.view());
-            copy_into(q_lat.view(), TensorView(q_abs.data() + h * L, {B * S, R}, {H * L, 1}));
-            copy_into(TensorView(q_rot.data() + h * Rd, {B * S, Rd}, {H * Rd, 1}),
-                      TensorView(q_abs.data() + h * L + R, {B * S, Rd}, {H * L, 1}));
+            key_absorb_[h].apply(ConstTensorView(q.data() + h * (N + Rd), {B * S, N}, {H * (N + Rd), 1}),
+                                 TensorView(q_abs.data() + h * L, {B * S, R}, {H * L, 1}));
         }
+        copy_into(TensorView(q_rot.data(), {B * S, H, Rd}), TensorView(q_abs.data() + R, {B * S, H, Rd}, {H * L, L, 1}));
         Tensor out_lat = detail::scratch_tensor({B, S, H, R});
         dsa_sparse_attention(q_abs.view(), TensorView(state.latent_.data(), {B, cap, 1, L}),
                              TensorView(state.latent_.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
                              scale, out_lat.view());
         for (int64_t h = 0; h < H; h++) {
-            Tensor lat_h = detail::scratch_tensor({B * S, R}), out_h = detail::scratch_tensor({B * S, V});
-            copy_into(TensorView(out_lat.data() + h * R, {B * S, R}, {H * R, 1}), lat_h.view());
             const ConstTensorView values(kv_b_.weight().data() + (h * (N + V) + N) * R, {V, R});
-            project(lat_h.view(), values, nullptr, out_h.view());
-            copy_into(out_h.view(), TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
+            project(ConstTensorView(out_lat.data() + h * R, {B * S, R}, {H * R, 1}), values, nullptr,
+                    TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
         }
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
