@@ -133,6 +133,17 @@ TEST(Projection, RowsNotOneStrideApartAreRejected) {
                                          TensorView(y.data(), {2, 3, 3}, {18, 6, 1}));
                              }),
                              "must be rows of contiguous values, one stride apart");
+    // A row repeated (stride 0): as an output's rows, or inside an input's.
+    testing::expect_contains(testing::error_message([&] {
+                                 project(ConstTensorView(x.data(), {3, 4}, {8, 1}), w.view(), nullptr,
+                                         TensorView(y.data(), {3, 3}, {0, 1}));
+                             }),
+                             "projection: output [3, 3] (strides [0, 1]) must be rows of contiguous values");
+    testing::expect_contains(testing::error_message([&] {
+                                 project(ConstTensorView(x.data(), {2, 3, 4}, {4, 0, 1}), w.view(), nullptr,
+                                         TensorView(y.data(), {2, 3, 3}, {18, 6, 1}));
+                             }),
+                             "projection: input [2, 3, 4] (strides [4, 0, 1]) must be rows");
     // Output rows overlapping (two apart, three wide).
     testing::expect_contains(testing::error_message([&] {
                                  project(ConstTensorView(x.data(), {6, 4}, {8, 1}), w.view(), nullptr,

@@ -1,6 +1,7 @@
 #include "hattn/kernels/projection.h"
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "generators/common/kernel_contract.h"
@@ -22,20 +23,21 @@ Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *w
     const int64_t rows = cols == 0 ? 0 : t.size() / cols;
     if (t.is_contiguous()) return detail::halide_buffer(ConstTensorView(t.data, {rows, cols}));
     // The leading dims merge into one row dim where each (of extent above 1) steps over the ones
-    // inside it whole.
+    // inside it whole, the innermost at a positive stride (0 would repeat rows).
     bool rows_merge = cols <= 1 || t.strides.back() == 1;
-    int64_t row_stride = 0, spanned = 1;  // spanned: the rows the dims inside the current one cover
+    std::optional<int64_t> first_stride;
+    int64_t spanned = 1;  // the rows the dims inside the current one cover
     for (int d = t.rank() - 2; d >= 0 && rows_merge; d--) {
         if (t.shape[d] == 1) continue;
-        if (row_stride == 0) {
-            row_stride = t.strides[d];
+        if (!first_stride) {
+            first_stride = t.strides[d];
+            rows_merge = *first_stride > 0;
         } else {
-            rows_merge = t.strides[d] == row_stride * spanned;
+            rows_merge = t.strides[d] == *first_stride * spanned;
         }
         spanned *= t.shape[d];
     }
-    if (row_stride == 0) row_stride = cols;  // a single row
-    rows_merge = rows_merge && row_stride > 0;
+    const int64_t row_stride = first_stride.value_or(std::max<int64_t>(cols, 1));  // or a single row
     require(rows_merge && (!output || rows <= 1 || row_stride >= cols), [&] {
         return std::string("projection: ") + what + " " + shape_to_string(t.shape) + " (strides " +
                shape_to_string(t.strides) + ") must be rows of contiguous values, one stride apart" +
