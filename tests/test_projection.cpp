@@ -121,35 +121,26 @@ HATTN_INSTANTIATE_ON_EACH_GPU(ProjectionOnGpu);
 TEST(Projection, RowsNotOneStrideApartAreRejected) {
     const Tensor w = testing::random_tensor({3, 4}, 10);
     Tensor x({2, 3, 8}), y({2, 3, 6}, std::vector<float>(36, 7.0f));
+    // The message of a projection of x's and y's memory seen with these shapes and strides.
+    const auto refusal = [&](Shape x_shape, Shape x_strides, Shape y_shape, Shape y_strides) {
+        return testing::error_message([&] {
+            project(ConstTensorView(x.data(), x_shape, x_strides), w.view(), nullptr,
+                    TensorView(y.data(), y_shape, y_strides));
+        });
+    };
     // Values not contiguous in a row (every other one).
-    testing::expect_contains(testing::error_message([&] {
-                                 project(ConstTensorView(x.data(), {6, 4}, {8, 2}), w.view(), nullptr,
-                                         TensorView(y.data(), {6, 3}, {6, 1}));
-                             }),
+    testing::expect_contains(refusal({6, 4}, {8, 2}, {6, 3}, {6, 1}),
                              "projection: input [6, 4] (strides [8, 2]) must be rows of contiguous values");
     // Rows at two strides: the outer dim does not step over the inner one whole.
-    testing::expect_contains(testing::error_message([&] {
-                                 project(ConstTensorView(x.data(), {2, 3, 4}, {20, 8, 1}), w.view(), nullptr,
-                                         TensorView(y.data(), {2, 3, 3}, {18, 6, 1}));
-                             }),
+    testing::expect_contains(refusal({2, 3, 4}, {20, 8, 1}, {2, 3, 3}, {18, 6, 1}),
                              "must be rows of contiguous values, one stride apart");
     // A row repeated (stride 0): as an output's rows, or inside an input's.
-    testing::expect_contains(testing::error_message([&] {
-                                 project(ConstTensorView(x.data(), {3, 4}, {8, 1}), w.view(), nullptr,
-                                         TensorView(y.data(), {3, 3}, {0, 1}));
-                             }),
+    testing::expect_contains(refusal({3, 4}, {8, 1}, {3, 3}, {0, 1}),
                              "projection: output [3, 3] (strides [0, 1]) must be rows of contiguous values");
-    testing::expect_contains(testing::error_message([&] {
-                                 project(ConstTensorView(x.data(), {2, 3, 4}, {4, 0, 1}), w.view(), nullptr,
-                                         TensorView(y.data(), {2, 3, 3}, {18, 6, 1}));
-                             }),
+    testing::expect_contains(refusal({2, 3, 4}, {4, 0, 1}, {2, 3, 3}, {18, 6, 1}),
                              "projection: input [2, 3, 4] (strides [4, 0, 1]) must be rows");
     // Output rows overlapping (two apart, three wide).
-    testing::expect_contains(testing::error_message([&] {
-                                 project(ConstTensorView(x.data(), {6, 4}, {8, 1}), w.view(), nullptr,
-                                         TensorView(y.data(), {6, 3}, {2, 1}));
-                             }),
-                             "one stride apart and not overlapping");
+    testing::expect_contains(refusal({6, 4}, {8, 1}, {6, 3}, {2, 1}), "one stride apart and not overlapping");
     EXPECT_EQ(y.values(), std::vector<float>(36, 7.0f));
 }
 
