@@ -264,17 +264,24 @@ void schedule(AttentionDecode &g, const Target &) {
     // took GQA (a group of 4) 17% longer at B = 8 (0.97 against 0.82 ms, medians of run 12's
     // three rounds): PV's register tile has a block's most heads whatever the group (below), so
     // half its accumulators and its probability loads were for heads past the group's.
+    //
+    // A chunk's partial result is D + 2 values a head (its output, then its max and sum), written
+    // by whole warps: a thread per value made 130 threads a block at D = 128, five warps where the
+    // other stages use four, the fifth holding registers for 2 busy threads (48 registers a
+    // thread: 8 blocks an SM, 10 with four warps). A thread takes every (threads)th value instead.
     a.part.compute_root();
-    auto map_chunks = [&](Stage s, int heads_per_block) {
-        s.split(a.hg, hgo, hgi, heads_per_block, guard)
-            .reorder(a.x, a.qi, hgi, a.c, hgo, a.qt, a.hk, a.b)
+    auto map_chunks = [&](Stage s, int heads_per_block, int threads) {
+        Var xo("xo"), xi("xi");
+        s.split(a.x, xo, xi, threads, guard)
+            .split(a.hg, hgo, hgi, heads_per_block, guard)
+            .reorder(xo, xi, a.qi, hgi, a.c, hgo, a.qt, a.hk, a.b)
             .fuse(a.hk, a.b, hb)
             .gpu_blocks(a.c, hgo, hb)
-            .gpu_threads(a.x);
+            .gpu_threads(xi);
     };
     constexpr int max_heads_per_block = 4;
-    map_chunks(a.part.specialize(a.head_dim <= 128), max_heads_per_block);
-    map_chunks(a.part, max_heads_per_block / 2);
+    map_chunks(a.part.specialize(a.head_dim <= 128), max_heads_per_block, 128);
+    map_chunks(a.part, max_heads_per_block / 2, kernel_contract::gpu_decode_max_head_dim);
     const LoopLevel block(a.part, a.c);
     // The group's scaled queries once per block in shared memory: inlined, every key's dot product
     // loaded them from global memory and scaled them again.
