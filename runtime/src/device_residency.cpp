@@ -361,7 +361,7 @@ DeviceCopy copy_on_device(const ConstTensorView &src, const TensorView &dst) {
     }
     // Strided views go through the strided_copy kernel, one launch; Halide's buffer copy would
     // issue a memcpy per contiguous run (S x H of them for a [S, H, D] slice of a wider tensor).
-    auto kernel_buffers = copy_kernel_buffers(src, dst);
+    auto kernel_buffers = copy_kernel_buffers(from, to);
     if (kernel_buffers) std::tie(from, to) = std::move(*kernel_buffers);
     // A KernelTimes lists both kinds of device copy (the buffer copy by its memcpys' name).
     const char *name = kernel_buffers ? "strided_copy" : "buffer_copy";

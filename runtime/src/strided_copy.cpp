@@ -10,7 +10,11 @@ namespace hattn::detail {
 
 std::optional<std::pair<Halide::Runtime::Buffer<float>, Halide::Runtime::Buffer<float>>> copy_kernel_buffers(
     const ConstTensorView &src, const TensorView &dst) {
-    Halide::Runtime::Buffer<float> from = halide_buffer(src), to = halide_buffer(dst);
+    return copy_kernel_buffers(halide_buffer(src), halide_buffer(dst));
+}
+
+std::optional<std::pair<Halide::Runtime::Buffer<float>, Halide::Runtime::Buffer<float>>> copy_kernel_buffers(
+    const Halide::Runtime::Buffer<float> &from, const Halide::Runtime::Buffer<float> &to) {
     // (extent, source stride, destination stride), innermost first, extent-1 dims left out.
     struct Dim {
         int32_t extent, from_stride, to_stride;

@@ -16,6 +16,9 @@ namespace hattn::detail {
 // innermost stride is not 1, or the spans of memory the views cover overlap.
 std::optional<std::pair<Halide::Runtime::Buffer<float>, Halide::Runtime::Buffer<float>>> copy_kernel_buffers(
     const ConstTensorView &src, const TensorView &dst);
+// The same for the views' Halide buffers (detail::halide_buffer), where the caller has them.
+std::optional<std::pair<Halide::Runtime::Buffer<float>, Halide::Runtime::Buffer<float>>> copy_kernel_buffers(
+    const Halide::Runtime::Buffer<float> &from, const Halide::Runtime::Buffer<float> &to);
 
 // Copies src into dst with the strided_copy kernel on the current device, a kernel call of its
 // own: for the forced-variant tests, which run it on every variant. Throws Error where
