@@ -74,6 +74,10 @@ void dsa_sparse(benchmark::State &state) { run(state, dsa_sparse_workload(state.
 void dsa_sparse_latent(benchmark::State &state) {
     run(state, dsa_sparse_latent_workload(state.range(0), state.range(1), state.range(2)));
 }
+// One query (a decode step) over a cache of T tokens, K of them selected.
+void dsa_sparse_latent_step(benchmark::State &state) {
+    run(state, dsa_sparse_latent_workload(state.range(0), state.range(1), 0, 1));
+}
 void dsa_index(benchmark::State &state) { run(state, dsa_index_workload(state.range(0))); }
 void bitlinear_gemv(benchmark::State &state) { run(state, bitlinear_workload(1, state.range(0), state.range(0))); }
 
@@ -86,6 +90,7 @@ void register_all() {
         unit(benchmark::RegisterBenchmark("decode", decode))->Args({128, 8, 1});
         unit(benchmark::RegisterBenchmark("dsa_sparse", dsa_sparse))->Args({64, 8});
         unit(benchmark::RegisterBenchmark("dsa_sparse_latent", dsa_sparse_latent))->Args({64, 8, 0});
+        unit(benchmark::RegisterBenchmark("dsa_sparse_latent_step", dsa_sparse_latent_step))->Args({64, 8});
         unit(benchmark::RegisterBenchmark("dsa_index", dsa_index))->Args({64});
         unit(benchmark::RegisterBenchmark("bitlinear", bitlinear_gemv))->Args({128});
         return;
@@ -105,6 +110,8 @@ void register_all() {
     unit(benchmark::RegisterBenchmark("dsa_sparse_latent", dsa_sparse_latent))
         ->ArgNames({"S", "K", "window"})->Args({4096, 256, 0})->Args({8192, 256, 0})->Args({16384, 256, 0})
         ->Args({16384, 256, 4096});
+    unit(benchmark::RegisterBenchmark("dsa_sparse_latent_step", dsa_sparse_latent_step))
+        ->ArgNames({"T", "K"})->Args({4096, 2048})->Args({32768, 2048});
     unit(benchmark::RegisterBenchmark("dsa_index", dsa_index))->ArgNames({"S"})->Args({4096})->Args({8192});
     unit(benchmark::RegisterBenchmark("bitlinear", bitlinear_gemv))->ArgNames({"E"})->Args({2048});
 }

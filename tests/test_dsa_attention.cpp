@@ -439,8 +439,54 @@ double sparse_vs_dense(int64_t B, int64_t S, int64_t H, int64_t D, int64_t K, ui
     return testing::relative_l2(sparse, {dense.values().begin(), dense.values().end()});
 }
 
+// The absorbed form: keys of one head (latent rows of Dk) read by every query head, values the first
+// Dv of the same rows, against a float64 reference. Query s selects up to K distinct rows of T at
+// random, the rest -1; with `empty`, the last query selects none and outputs zeros.
+double shared_kv_error(int64_t B, int64_t S, int64_t H, int64_t Dk, int64_t Dv, int64_t K, int64_t T, bool empty,
+                       uint32_t seed) {
+    const Tensor q = testing::random_tensor({B, S, H, Dk}, seed),
+                 latent = testing::random_tensor({B, T, 1, Dk}, seed + 1);
+    const ConstTensorView values(latent.data(), {B, T, 1, Dv}, {T * Dk, Dk, Dk, 1});
+    std::mt19937 rng(seed + 2);
+    std::vector<int32_t> idx(B * S * K, -1), rows(T);
+    std::iota(rows.begin(), rows.end(), 0);
+    for (int64_t bs = 0; bs < B * S; bs++) {
+        std::shuffle(rows.begin(), rows.end(), rng);
+        const int64_t n = empty && bs == B * S - 1 ? 0 : std::min<int64_t>(K, 1 + rng() % T);
+        std::copy_n(rows.begin(), n, idx.begin() + bs * K);
+    }
+    const float scale = 1.0f / std::sqrt(float(Dk));
+    Tensor out({B, S, H, Dv});
+    dsa_sparse_attention(q.view(), latent.view(), values, idx, K, scale, out.view());
+    std::vector<double> ref(out.size(), 0.0);
+    for (int64_t bs = 0; bs < B * S; bs++)
+        for (int64_t h = 0; h < H; h++) {
+            const float *qh = q.data() + (bs * H + h) * Dk;
+            const float *rows_b = latent.data() + bs / S * T * Dk;
+            std::vector<double> logit;
+            for (int64_t n = 0; n < K && idx[bs * K + n] >= 0; n++) {
+                double dot = 0;
+                for (int64_t d = 0; d < Dk; d++) dot += double(qh[d]) * rows_b[idx[bs * K + n] * Dk + d];
+                logit.push_back(dot * scale);
+            }
+            if (logit.empty()) continue;
+            const double top = *std::max_element(logit.begin(), logit.end());
+            double sum = 0;
+            for (double &l : logit) sum += l = std::exp(l - top);
+            double *o = ref.data() + (bs * H + h) * Dv;
+            for (size_t n = 0; n < logit.size(); n++)
+                for (int64_t d = 0; d < Dv; d++) o[d] += logit[n] / sum * rows_b[idx[bs * K + n] * Dk + d];
+        }
+    return testing::relative_l2(out, ref);
+}
+
 TEST(DsaKernels, IndexScoresMatchReference) { EXPECT_LE(index_scores_error(2, 5, 3, 16, 19, 40), 1e-5); }
 TEST(DsaKernels, SparseEqualsDenseWithMask) { EXPECT_LE(sparse_vs_dense(2, 23, 3, 24, 5, 41), 1e-5); }
+
+TEST(DsaKernels, SharedKeysMatchReference) {
+    EXPECT_LE(shared_kv_error(2, 3, 20, 40, 36, 7, 30, true, 47), 1e-5);
+    EXPECT_LE(shared_kv_error(2, 3, 4, 12, 8, 5, 9, true, 52), 1e-5);
+}
 
 TEST(DsaKernels, SparseRejectsIndicesOutsideTheCache) {
     Tensor q({1, 1, 1, 4}), k({1, 3, 1, 4}), out({1, 1, 1, 4});
@@ -452,10 +498,19 @@ const bool checks_registered =
                                                         [] { return index_scores_error(1, 512, 32, 128, 512, 43); }}) &&
     // K = 300: past the GPU's 256 lanes of the row's max and sum, and not a whole number of its
     // PV steps of 8 keys.
-    testing::register_kernel_check("dsa_sparse_attention", {[] { return std::max(sparse_vs_dense(1, 17, 2, 8, 4, 44),
-                                                                                 sparse_vs_dense(1, 400, 2, 8, 300, 46)); },
-                                                            1e-5,
-                                                            [] { return sparse_vs_dense(1, 512, 16, 24, 64, 45); }});
+    testing::register_kernel_check(
+        "dsa_sparse_attention",
+        {[] { return std::max(sparse_vs_dense(1, 17, 2, 8, 4, 44), sparse_vs_dense(1, 400, 2, 8, 300, 46)); }, 1e-5,
+         [] { return sparse_vs_dense(1, 512, 16, 24, 64, 45); }}) &&
+    // 20 heads: past a tile of 8 and a vector of 16; K = 300 as above; 4 heads of 8 values:
+    // narrower than any CPU schedule's tile.
+    testing::register_kernel_check("dsa_sparse_attention_shared",
+                                   {[] {
+                                        return std::max({shared_kv_error(2, 3, 20, 40, 36, 7, 30, true, 48),
+                                                         shared_kv_error(1, 2, 20, 40, 36, 300, 500, false, 49),
+                                                         shared_kv_error(1, 2, 4, 12, 8, 5, 9, true, 51)});
+                                    },
+                                    1e-5, [] { return shared_kv_error(1, 1, 16, 576, 512, 2048, 4096, false, 50); }});
 
 TEST(DsaConfig, RejectsWhatIsOutOfScope) {
     nlohmann::json yarn = small_config(4);

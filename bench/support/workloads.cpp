@@ -228,23 +228,25 @@ Workload dsa_sparse_workload(int64_t seq, int64_t topk) {
     return w;
 }
 
-Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window) {
+Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window, int64_t queries) {
     constexpr int64_t H = 16, R = 512, L = 576;  // L = R + Rd: one latent row serves every head
     struct State {
         Tensor q, latent, out;
         std::vector<int32_t> indices;
     };
+    const int64_t S = queries > 0 ? std::min(queries, seq) : seq;
     auto st = std::make_shared<State>();
-    st->q = random({1, seq, H, L}, 1);
+    st->q = random({1, S, H, L}, 1);
     st->latent = random({1, seq, 1, L}, 2);
-    st->out = Tensor({1, seq, H, R});
+    st->out = Tensor({1, S, H, R});
     st->indices = random_topk(seq, topk, window);
+    st->indices.erase(st->indices.begin(), st->indices.end() - S * topk);
     const float scale = 1.0f / std::sqrt(192.0f);
     Workload w = make(st, [st, seq, topk, scale] {
         const TensorView values(st->latent.data(), {1, seq, 1, R}, {seq * L, L, L, 1});
         dsa_sparse_attention(st->q.view(), st->latent.view(), values, st->indices, topk, scale, st->out.view());
     });
-    w.flops = 2.0 * seq * topk * H * (L + R);
+    w.flops = 2.0 * S * topk * H * (L + R);
     return w;
 }
 

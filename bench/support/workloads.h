@@ -41,8 +41,9 @@ Workload dsa_sparse_workload(int64_t seq, int64_t topk);
 // The same stage in the absorbed (latent) form the layer decodes with: queries of R + Rd = 576
 // against latent rows shared by all 16 heads, values their first R = 512 floats. A `window` > 0
 // draws each query's keys from its last `window` tokens only (a control: the same work per query
-// over a working set that does not grow with S).
-Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window = 0);
+// over a working set that does not grow with S). `queries` > 0 keeps only the last that many
+// queries (1: a decode step over a cache of `seq` tokens).
+Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window = 0, int64_t queries = 0);
 Workload dsa_index_workload(int64_t seq);
 
 struct LayerShape {

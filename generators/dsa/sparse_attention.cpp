@@ -10,7 +10,7 @@ using namespace Halide;
 
 void DsaSparseAttention::generate() {
     const Expr H = q.dim(1).extent(), kv_heads = keys.dim(1).extent();
-    const Expr kh = h * kv_heads / H;
+    const Expr kh = shared_kv ? Expr(0) : h * kv_heads / H;
     const Expr K = indices.dim(0).extent();
     const int step = key_step;
     if (step < 1) throw std::invalid_argument("dsa_sparse_attention: key_step must be at least 1");
@@ -39,13 +39,23 @@ void DsaSparseAttention::generate() {
 }
 
 void DsaSparseAttention::schedule() {
-    // The expanded form at 16 heads, a 512-token prefill, 64 selected keys per query.
-    q.set_estimates({{0, 24}, {0, 16}, {0, 512}, {0, 1}});
-    keys.set_estimates({{0, 24}, {0, 16}, {0, 512}, {0, 1}});
-    values.set_estimates({{0, 16}, {0, 16}, {0, 512}, {0, 1}});
-    indices.set_estimates({{0, 64}, {0, 512}, {0, 1}});
+    if (shared_kv) {
+        // A decode step of GLM-5's absorbed form: 16 heads, latent rows of 512 + 64, 2048 of 4096
+        // tokens selected.
+        q.set_estimates({{0, 576}, {0, 16}, {0, 1}, {0, 1}});
+        keys.set_estimates({{0, 576}, {0, 1}, {0, 4096}, {0, 1}});
+        values.set_estimates({{0, 512}, {0, 1}, {0, 4096}, {0, 1}});
+        indices.set_estimates({{0, 2048}, {0, 1}, {0, 1}});
+        out.set_estimates({{0, 512}, {0, 16}, {0, 1}, {0, 1}});
+    } else {
+        // The expanded form at 16 heads, a 512-token prefill, 64 selected keys per query.
+        q.set_estimates({{0, 24}, {0, 16}, {0, 512}, {0, 1}});
+        keys.set_estimates({{0, 24}, {0, 16}, {0, 512}, {0, 1}});
+        values.set_estimates({{0, 16}, {0, 16}, {0, 512}, {0, 1}});
+        indices.set_estimates({{0, 64}, {0, 512}, {0, 1}});
+        out.set_estimates({{0, 16}, {0, 16}, {0, 512}, {0, 1}});
+    }
     scale.set_estimate(0.2f);
-    out.set_estimates({{0, 16}, {0, 16}, {0, 512}, {0, 1}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());
 }

@@ -17,6 +17,11 @@ public:
     // The loops over a query's keys run in whole steps of this many (the GPU's PV unrolls a step,
     // its gathers in flight together); the keys past K in the last step count as unselected.
     GeneratorParam<int> key_step{"key_step", 1};
+    // The absorbed form's keys and values: one head (the latent rows) that every query head reads.
+    // Known at compile time, a key row is the same for all heads, so CPU schedules compute the
+    // logits and PV as small matrix products over the heads (the runtime picks this variant for
+    // keys with one head).
+    GeneratorParam<bool> shared_kv{"shared_kv", false};
 
     // A logit no selected key has: finite, as Halide's fast-math codegen assumes no inf.
     static constexpr float masked_logit = -1e30f;

@@ -203,6 +203,9 @@ DsaIndexScoresKernel dsa_index_scores_kernel() {
 DsaSparseAttentionKernel dsa_sparse_attention_kernel() {
     return choose("dsa_sparse_attention", HATTN_VARIANTS(dsa_sparse_attention));
 }
+DsaSparseAttentionKernel dsa_sparse_attention_shared_kernel() {
+    return choose("dsa_sparse_attention_shared", HATTN_VARIANTS(dsa_sparse_attention_shared));
+}
 
 BitLinearChoice bitlinear_kernel() {
 #if defined(__x86_64__)

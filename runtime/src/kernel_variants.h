@@ -76,6 +76,7 @@ DsaIndexScoresKernel dsa_index_scores_kernel();
 using DsaSparseAttentionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                                          halide_buffer_t *, float, halide_buffer_t *);
 DsaSparseAttentionKernel dsa_sparse_attention_kernel();
+DsaSparseAttentionKernel dsa_sparse_attention_shared_kernel();  // keys and values of one head
 
 // (in, out): copy_into's strided device copies (strided_copy.h)
 using StridedCopyKernel = int (*)(halide_buffer_t *, halide_buffer_t *);

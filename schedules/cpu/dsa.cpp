@@ -43,7 +43,63 @@ void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t, int keys) {
     g.queries.compute_at(g.score, g.s).reorder_storage(g.h, g.d).reorder(g.h, g.d).vectorize(g.h, vec, TailStrategy::RoundUp);
 }
 
+// The absorbed form (one latent head for every query head): per query, the logits and PV are
+// small matrix products over the heads, in register tiles, each gathered key row read once per
+// tile of heads rather than once per head; the keys' logits and the value tiles in parallel, so
+// that a decode step (one query) uses every core.
+static void schedule_shared_kv(DsaSparseAttention &g, const Target &t) {
+    const int vec = t.natural_vector_size<float>();
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    constexpr int head_tile = 8, key_tile = 8, key_block = 64;
+    Var dt("dt"), di("di"), dv("dv"), ht("ht"), hi("hi");
+    // PV: tiles of 2 vectors of value dims x 8 heads, each summed over every selected key in
+    // registers, the tiles in parallel. Outputs narrower than a tile (or fewer heads) take tiles
+    // of 1: the last tile is shifted inwards, as one computed past the last value dim would read
+    // past the values.
+    const Expr dv_extent = g.values.dim(0).extent(), h_extent = g.q.dim(1).extent();
+    const TailStrategy shift = TailStrategy::ShiftInwards;
+    for (const bool wide : {true, false}) {
+        Stage tiles = wide ? g.out.specialize(dv_extent >= 2 * vec && h_extent >= head_tile) : Stage(g.out);
+        tiles.split(g.d, dt, di, wide ? 2 * vec : 1, shift)
+            .split(g.h, ht, hi, wide ? head_tile : 1, shift)
+            .reorder(di, hi, ht, dt, g.s, g.b)
+            .parallel(dt)
+            .parallel(g.s);
+        if (wide) tiles.vectorize(di, vec).unroll(hi);
+    }
+    const LoopLevel query(g.out, g.s);
+    g.acc.compute_at(g.out, ht).vectorize(g.d, vec, guard).unroll(g.d).unroll(g.h);
+    g.acc.update().reorder(g.d, g.h, g.rn).vectorize(g.d, vec, guard).unroll(g.d).unroll(g.h);
+
+    // Logits: tiles of a vector of heads x 8 keys; the key's values broadcast, the queries staged
+    // heads-fastest so a vector of heads is one load.
+    Var kb("kb"), ko("ko"), ki("ki"), hv("hv"), hl("hl");
+    Func logits = g.logit.in();
+    logits.compute_at(query)
+        .reorder_storage(g.h, g.n)
+        .split(g.n, kb, ko, key_block, guard)
+        .split(ko, ko, ki, key_tile)
+        .split(g.h, hv, hl, vec, guard)
+        .reorder(hl, ki, hv, ko, kb)
+        .vectorize(hl)
+        .unroll(ki)
+        .parallel(kb);
+    g.logit.compute_at(logits, hv).reorder_storage(g.h, g.n).vectorize(g.h, vec, guard).unroll(g.n);
+    g.logit.update().reorder(g.h, g.n, g.rd).vectorize(g.h, vec, guard).unroll(g.n);
+    Func queries = g.q.in(g.logit);
+    const std::vector<Var> qd = queries.args();  // (d, h, s, b)
+    queries.compute_at(query).reorder_storage(qd[1], qd[0]).reorder(qd[1], qd[0]).vectorize(qd[1], vec, guard);
+
+    // The row statistics and probabilities, vectors of heads.
+    for (Func f : {g.row_max, g.row_sum}) {
+        f.compute_at(query).vectorize(g.h, vec, guard);
+        f.update().reorder(g.h, g.rn).vectorize(g.h, vec, guard);
+    }
+    g.prob.compute_at(query).reorder_storage(g.h, g.n).reorder(g.h, g.n).vectorize(g.h, vec, guard);
+}
+
 void schedule_dsa_sparse_attention(DsaSparseAttention &g, const Target &t) {
+    if (g.shared_kv) return schedule_shared_kv(g, t);
     const int vec = t.natural_vector_size<float>();
     const TailStrategy guard = TailStrategy::GuardWithIf;
     // Per query, every head at once: each gathered key row is read for all heads while it is in

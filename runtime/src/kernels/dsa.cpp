@@ -58,8 +58,12 @@ void dsa_sparse_attention(const ConstTensorView &q, const ConstTensorView &keys,
     auto qb = detail::halide_buffer(q), kb = detail::halide_buffer(keys), vb = detail::halide_buffer(values), ob = detail::halide_buffer(out);
     Halide::Runtime::Buffer<int32_t> ib(const_cast<int32_t *>(indices.data()), static_cast<int>(k),
                                         static_cast<int>(S), static_cast<int>(B));
-    detail::call_kernel("dsa_sparse_attention", detail::dsa_sparse_attention_kernel(), qb.raw_buffer(),
-                        kb.raw_buffer(), vb.raw_buffer(), ib.raw_buffer(), scale, ob.raw_buffer());
+    // Keys of one head (the absorbed form's latent rows) have a variant that reads each row once
+    // for many heads.
+    const bool shared = Hk == 1;
+    detail::call_kernel(shared ? "dsa_sparse_attention_shared" : "dsa_sparse_attention",
+                        shared ? detail::dsa_sparse_attention_shared_kernel() : detail::dsa_sparse_attention_kernel(),
+                        qb.raw_buffer(), kb.raw_buffer(), vb.raw_buffer(), ib.raw_buffer(), scale, ob.raw_buffer());
 }
 
 }  // namespace hattn
