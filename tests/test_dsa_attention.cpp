@@ -10,6 +10,7 @@
 #include <random>
 
 #include "device_residency.h"
+#include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/kernel_times.h"
 #include "hattn/kernels/attention.h"
@@ -203,6 +204,36 @@ std::vector<std::string> kernels_run(const DsaAttention &layer, const Tensor &x)
     std::vector<std::string> names;
     for (const KernelTime &k : times.totals()) names.push_back(k.kernel);
     return names;
+}
+
+// Each form a prefill may attend in matches the float64 reference. On a CPU, a call whose every
+// query takes all its visible keys runs causal attention over the expanded keys (values padded to
+// the keys' width, or, with v_head_dim above it, queries and keys padded to the values'), and one
+// with selections the absorbed sparse kernel. (A latent of 64 makes the dense form the cheaper
+// with values of 40.) A prefill in two calls, the second attending in the latent (3 new queries
+// over 11 keys cost less there than expanding the cache), equals the forward.
+TEST(DsaAttention, EachPrefillFormMatchesTheReference) {
+    for (const auto [v_dim, latent] : {std::pair<int64_t, int64_t>{16, 32}, {40, 64}})
+        for (int64_t topk : {64, 4}) {
+            nlohmann::json config = small_config(topk);
+            config["v_head_dim"] = v_dim;
+            config["kv_lora_rank"] = latent;
+            std::map<std::string, Tensor> w;
+            const DsaAttention layer = make_layer(config, "", false, &w);
+            const Tensor x = testing::random_tensor({2, 11, 64}, 28);
+            const reference::DsaShape shape{64, 4, 48, latent, 16, 8, v_dim, 3, 16, topk, 10000.0, 1e-6};
+            const Tensor y = layer.forward(x);
+            EXPECT_LE(testing::relative_l2(y, reference::dsa_attention(shape, w, x)), 1e-4)
+                << "v_head_dim " << v_dim << ", topk " << topk;
+            DsaState state = layer.make_state(2, 11);
+            layer.prefill(x.tokens(0, 8), state);
+            const Tensor last = layer.prefill(x.tokens(8, 11), state);
+            EXPECT_LE(testing::relative_l2(last, y.tokens(8, 11)), 1e-5) << "v_head_dim " << v_dim << ", topk " << topk;
+            if (current_device() != Device::CPU) continue;
+            const std::vector<std::string> names = kernels_run(layer, x);
+            const std::string expected = topk == 64 ? "attention_prefill" : "dsa_sparse_attention_shared";
+            EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << "topk " << topk;
+        }
 }
 
 // A query that sees at most K keys takes them all: while none sees more, no indexer scores run;

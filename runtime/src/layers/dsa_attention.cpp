@@ -8,6 +8,8 @@
 #include "finite_input.h"
 #include "hf_rope.h"
 #include "hattn/error.h"
+#include "hattn/device.h"
+#include "hattn/kernels/attention.h"
 #include "hattn/kernels/dsa.h"
 #include "hattn/kernels/norm.h"
 #include "hattn/kernels/projection.h"
@@ -23,6 +25,26 @@ ConstTensorView slice(const Tensor &t, int64_t heads, int64_t stride, int64_t of
     const int64_t B = t.dim(0), S = t.dim(1);
     return ConstTensorView(t.data() + offset, {B, S, heads, width},
                       {S * heads * stride, heads * stride, stride, 1});
+}
+
+// How a call attends (dsa_attention.cpp's run()).
+enum class AttentionForm { Expanded, Absorbed, Dense };
+
+// Whether causal attention over the expanded keys costs fewer FLOPs than attending in the latent
+// for S new queries a sequence (`lengths` counting them), every query taking all its visible keys.
+// Expanded, each cached token first goes through W_kvb (2 R H (N + V)) and a (query, key) pair
+// costs 2 H (2 W), values padded to the keys' width W; in the latent each query is absorbed and
+// projected back (2 H (N R + R V)) and a pair costs 2 H (L + R).
+bool dense_costs_less(const DsaConfig &c, const std::vector<int32_t> &lengths, int64_t S) {
+    const double H = c.heads, N = c.nope_dim, V = c.v_dim, R = c.kv_lora_rank, L = R + c.rope_dim;
+    const double W = std::max<double>(N + c.rope_dim, V);
+    double expanded = 0, latent = 0;
+    for (int32_t len : lengths) {
+        const double pairs = double(S) * len - double(S) * (S - 1) / 2;
+        expanded += len * 2 * R * H * (N + V) + pairs * 2 * H * 2 * W;
+        latent += S * 2 * H * (N * R + R * V) + pairs * 2 * H * (L + R);
+    }
+    return expanded < latent;
 }
 
 }  // namespace
@@ -268,56 +290,101 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     }
 
     const float scale = static_cast<float>(1.0 / std::sqrt(double(N + Rd)));
-    const int64_t cap = state.capacity();
+    // Each form gives the same result. The expanded form (GLM's prefill) gathers per head keys
+    // [k_nope_h | k_rot] and values: H (N + Rd + V) floats a selected key, used once per query, so
+    // on a CPU its sparse kernel is bound by the gathers (docs/perf/dsa.md: 2.7x the absorbed
+    // form's time a query at K = 256). On a CPU, then, selections run absorbed, and a prefill whose
+    // every query takes all its visible keys is causal attention: dense over the expanded keys
+    // where expanding the cached tokens through W_kvb costs less than attending in the latent.
+    // GPUs keep GLM's forms (not yet timed otherwise; their prefill block tiles take head dims up
+    // to 128, not the expanded form's N + Rd).
+    AttentionForm form = absorbed ? AttentionForm::Absorbed : AttentionForm::Expanded;
+    if (!absorbed && current_device() == Device::CPU) {
+        form = !shared && !scored && dense_costs_less(c, lengths, S) ? AttentionForm::Dense : AttentionForm::Absorbed;
+    }
     Tensor attended = detail::scratch_tensor({B, S, H, V});
-    if (!absorbed) {
-        // Expanded: per-head keys [k_nope_h | k_rot] and values of every cached token.
-        for (int64_t b = 0; b < B; b++) {
-            const int64_t len = lengths[b];
-            const float *rows = state.latent_.data() + b * cap * L;
-            Tensor lat = detail::scratch_tensor({len, R}), expanded = detail::scratch_tensor({len, H * (N + V)});
-            copy_into(ConstTensorView(rows, {len, R}, {L, 1}), lat.view());
-            kv_b_.apply(lat.view(), expanded.view());  // [len, H * (N + V)]
-            Tensor keys = detail::scratch_tensor({1, len, H, N + Rd}), q_b = detail::scratch_tensor({1, S, H, N + Rd});
-            copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),
-                      TensorView(keys.data(), {len, H, N}, {H * (N + Rd), N + Rd, 1}));
-            // Every head shares the token's rotated key (the source's head stride is 0).
-            copy_into(ConstTensorView(rows + R, {len, H, Rd}, {L, 0, 1}),
-                      TensorView(keys.data() + N, {len, H, Rd}, {H * (N + Rd), N + Rd, 1}));
-            copy_into(TensorView(q.data() + b * S * H * (N + Rd), {S, H, N}, {H * (N + Rd), N + Rd, 1}),
-                      TensorView(q_b.data(), {S, H, N}, {H * (N + Rd), N + Rd, 1}));
-            copy_into(TensorView(q_rot.data() + b * S * H * Rd, {S, H, Rd}),
-                      TensorView(q_b.data() + N, {S, H, Rd}, {H * (N + Rd), N + Rd, 1}));
-            const TensorView values(expanded.data() + N, {1, len, H, V}, {len * H * (N + V), H * (N + V), N + V, 1});
-            const std::vector<int32_t> idx(chosen.indices.begin() + b * S * K, chosen.indices.begin() + (b + 1) * S * K);
-            dsa_sparse_attention(q_b.view(), keys.view(), values, idx, K, scale,
-                                 TensorView(attended.data() + b * S * H * V, {1, S, H, V}));
-        }
+    if (form == AttentionForm::Absorbed) {
+        attend_absorbed(q, q_rot, state, chosen, scale, attended);
     } else {
-        // Absorbed: W_kvb's key part folded into the query, attention over the latent rows shared
-        // by all heads, W_kvb's value part applied after.
-        // The projections read and write each head's slice in place (strided rows).
-        Tensor q_abs = detail::scratch_tensor({B, S, H, L});
-        for (int64_t h = 0; h < H; h++) {
-            key_absorb_[h].apply(ConstTensorView(q.data() + h * (N + Rd), {B * S, N}, {H * (N + Rd), 1}),
-                                 TensorView(q_abs.data() + h * L, {B * S, R}, {H * L, 1}));
-        }
-        copy_into(TensorView(q_rot.data(), {B * S, H, Rd}), TensorView(q_abs.data() + R, {B * S, H, Rd}, {H * L, L, 1}));
-        Tensor out_lat = detail::scratch_tensor({B, S, H, R});
-        dsa_sparse_attention(q_abs.view(), TensorView(state.latent_.data(), {B, cap, 1, L}),
-                             TensorView(state.latent_.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
-                             scale, out_lat.view());
-        for (int64_t h = 0; h < H; h++) {
-            const ConstTensorView values(kv_b_.weight().data() + (h * (N + V) + N) * R, {V, R});
-            project(ConstTensorView(out_lat.data() + h * R, {B * S, R}, {H * R, 1}), values, nullptr,
-                    TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
-        }
+        attend_expanded(q, q_rot, state, lengths, chosen, scale, form == AttentionForm::Dense, attended);
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
     o_.apply(TensorView(attended.data(), {B, S, H * V}), y.view());
     state.lengths_.commit(S);
     if (selected) *selected = std::move(chosen);
     return y;
+}
+
+void DsaAttention::attend_absorbed(const Tensor &q, const Tensor &q_rot, const DsaState &state, const TopK &chosen,
+                                   float scale, Tensor &attended) const {
+    const DsaConfig &c = config_;
+    const int64_t B = chosen.batch, S = chosen.queries, K = chosen.k, H = c.heads, N = c.nope_dim, Rd = c.rope_dim;
+    const int64_t V = c.v_dim, R = c.kv_lora_rank, L = R + Rd, cap = state.capacity();
+    // The projections read and write each head's slice in place (strided rows).
+    Tensor q_abs = detail::scratch_tensor({B, S, H, L});
+    for (int64_t h = 0; h < H; h++) {
+        key_absorb_[h].apply(ConstTensorView(q.data() + h * (N + Rd), {B * S, N}, {H * (N + Rd), 1}),
+                             TensorView(q_abs.data() + h * L, {B * S, R}, {H * L, 1}));
+    }
+    copy_into(ConstTensorView(q_rot.data(), {B * S, H, Rd}),
+              TensorView(q_abs.data() + R, {B * S, H, Rd}, {H * L, L, 1}));
+    Tensor out_lat = detail::scratch_tensor({B, S, H, R});
+    dsa_sparse_attention(q_abs.view(), ConstTensorView(state.latent_.data(), {B, cap, 1, L}),
+                         ConstTensorView(state.latent_.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
+                         scale, out_lat.view());
+    for (int64_t h = 0; h < H; h++) {
+        const ConstTensorView values(kv_b_.weight().data() + (h * (N + V) + N) * R, {V, R});
+        project(ConstTensorView(out_lat.data() + h * R, {B * S, R}, {H * R, 1}), values, nullptr,
+                TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
+    }
+}
+
+void DsaAttention::attend_expanded(const Tensor &q, const Tensor &q_rot, const DsaState &state,
+                                   const std::vector<int32_t> &lengths, const TopK &chosen, float scale, bool dense,
+                                   Tensor &attended) const {
+    const DsaConfig &c = config_;
+    const int64_t B = chosen.batch, S = chosen.queries, K = chosen.k, H = c.heads, N = c.nope_dim, Rd = c.rope_dim;
+    const int64_t V = c.v_dim, R = c.kv_lora_rank, L = R + Rd, Dk = N + Rd;
+    // Dense attention takes one head dim for queries, keys and values: the narrower are padded
+    // with zeros (which add nothing to a score, and only fill output dims no one reads).
+    const int64_t W = dense ? std::max(Dk, V) : Dk;
+    const auto padded = [&](Shape shape) { return W > Dk ? Tensor(shape) : detail::scratch_tensor(shape); };
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t len = lengths[b];
+        const float *rows = state.latent_.data() + b * state.capacity() * L;
+        Tensor lat = detail::scratch_tensor({len, R}), expanded = detail::scratch_tensor({len, H * (N + V)});
+        copy_into(ConstTensorView(rows, {len, R}, {L, 1}), lat.view());
+        kv_b_.apply(lat.view(), expanded.view());  // [len, H * (N + V)]
+        // Per head keys [k_nope_h | k_rot] of every cached token, and the queries laid out alike.
+        Tensor keys = padded({1, len, H, W}), q_b = padded({1, S, H, W});
+        copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),
+                  TensorView(keys.data(), {len, H, N}, {H * W, W, 1}));
+        // Every head shares the token's rotated key (the source's head stride is 0).
+        copy_into(ConstTensorView(rows + R, {len, H, Rd}, {L, 0, 1}),
+                  TensorView(keys.data() + N, {len, H, Rd}, {H * W, W, 1}));
+        copy_into(ConstTensorView(q.data() + b * S * H * Dk, {S, H, N}, {H * Dk, Dk, 1}),
+                  TensorView(q_b.data(), {S, H, N}, {H * W, W, 1}));
+        copy_into(ConstTensorView(q_rot.data() + b * S * H * Rd, {S, H, Rd}),
+                  TensorView(q_b.data() + N, {S, H, Rd}, {H * W, W, 1}));
+        const TensorView values(expanded.data() + N, {1, len, H, V}, {len * H * (N + V), H * (N + V), N + V, 1});
+        const TensorView out(attended.data() + b * S * H * V, {1, S, H, V});
+        if (!dense) {
+            const std::vector<int32_t> idx(chosen.indices.begin() + b * S * K,
+                                           chosen.indices.begin() + (b + 1) * S * K);
+            dsa_sparse_attention(q_b.view(), keys.view(), values, idx, K, scale, out);
+            continue;
+        }
+        // The queries are the last S of the len tokens; the kernel reads keys and values as
+        // [1, H, len, W] views of the token-major tensors.
+        Tensor values_w({1, len, H, W}), out_w({1, S, H, W}, Tensor::unset);
+        copy_into(values, TensorView(values_w.data(), {1, len, H, V}, {len * H * W, H * W, W, 1}));
+        const auto head_major = [&](const Tensor &t) {
+            return ConstTensorView(t.data(), {1, H, len, W}, {len * H * W, W, H * W, 1});
+        };
+        attention_prefill(q_b.view(), head_major(keys), head_major(values_w), {static_cast<int32_t>(len)}, scale, true,
+                          nullptr, out_w.view());
+        copy_into(TensorView(out_w.data(), {1, S, H, V}, {S * H * W, H * W, W, 1}), out);
+    }
 }
 
 }  // namespace hattn

@@ -88,10 +88,20 @@ public:
     Tensor decode_step(const Tensor &x_t, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr) const;
 
 private:
-    // The whole pipeline over new tokens appended to `state`. `absorbed` attends in the latent
-    // (W_kvb folded into the query and applied after), the decode form; otherwise keys and values
-    // are expanded per head.
+    // The whole pipeline over new tokens appended to `state`. `absorbed` (decode) attends in the
+    // latent; otherwise the form is chosen per device and call (attend_absorbed, attend_expanded).
     Tensor run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared) const;
+    // The attention of the queries q [B, S, H * (N + Rd)] (their rotary parts, rotated, in q_rot
+    // [B, S, H, Rd]) over their chosen keys of `state` (the new tokens staged), into attended
+    // [B, S, H, V]. Absorbed: in the latent, W_kvb's key rows folded into the queries and its value
+    // rows applied after. Expanded: the cached tokens expanded through W_kvb to per-head keys and
+    // values; with `dense`, every query takes all its visible keys and the kernel is causal
+    // attention, not the sparse gather. `lengths`: each sequence's tokens, the new ones included.
+    void attend_absorbed(const Tensor &q, const Tensor &q_rot, const DsaState &state, const TopK &chosen, float scale,
+                         Tensor &attended) const;
+    void attend_expanded(const Tensor &q, const Tensor &q_rot, const DsaState &state,
+                         const std::vector<int32_t> &lengths, const TopK &chosen, float scale, bool dense,
+                         Tensor &attended) const;
 
     DsaConfig config_;
     Linear q_a_, q_b_, kv_a_, kv_b_, o_, index_q_, index_k_, index_w_;
