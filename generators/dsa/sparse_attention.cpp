@@ -11,6 +11,10 @@ using namespace Halide;
 void DsaSparseAttention::generate() {
     const Expr H = q.dim(1).extent(), kv_heads = keys.dim(1).extent();
     const Expr kh = shared_kv ? Expr(0) : h * kv_heads / H;
+    if (shared_kv) {  // one head: a call with more fails its bounds check rather than read head 0 only
+        keys.dim(1).set_bounds(0, 1);
+        values.dim(1).set_bounds(0, 1);
+    }
     const Expr K = indices.dim(0).extent();
     const int step = key_step;
     if (step < 1) throw std::invalid_argument("dsa_sparse_attention: key_step must be at least 1");

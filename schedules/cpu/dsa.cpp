@@ -1,5 +1,7 @@
 #include "schedules/cpu/dsa.h"
 
+#include <iterator>
+
 namespace hattn::schedules::cpu {
 
 using namespace Halide;
@@ -51,21 +53,26 @@ static void schedule_shared_kv(DsaSparseAttention &g, const Target &t) {
     const int vec = t.natural_vector_size<float>();
     const TailStrategy guard = TailStrategy::GuardWithIf;
     constexpr int head_tile = 8, key_tile = 8, key_block = 64;
-    Var dt("dt"), di("di"), dv("dv"), ht("ht"), hi("hi");
+    Var dt("dt"), di("di"), ht("ht"), hi("hi");
     // PV: tiles of 2 vectors of value dims x 8 heads, each summed over every selected key in
-    // registers, the tiles in parallel. Outputs narrower than a tile (or fewer heads) take tiles
-    // of 1: the last tile is shifted inwards, as one computed past the last value dim would read
-    // past the values.
-    const Expr dv_extent = g.values.dim(0).extent(), h_extent = g.q.dim(1).extent();
+    // registers, the tiles in parallel. The last tile is shifted inwards, as one computed past the
+    // last value dim would read past the values; outputs of fewer heads take tiles of one head,
+    // and narrower ones tiles of 1 x 1.
+    const Expr out_dims = g.out.dim(0).extent(), out_heads = g.out.dim(1).extent();
     const TailStrategy shift = TailStrategy::ShiftInwards;
-    for (const bool wide : {true, false}) {
-        Stage tiles = wide ? g.out.specialize(dv_extent >= 2 * vec && h_extent >= head_tile) : Stage(g.out);
-        tiles.split(g.d, dt, di, wide ? 2 * vec : 1, shift)
-            .split(g.h, ht, hi, wide ? head_tile : 1, shift)
+    struct Tile {
+        int dims, heads;
+    };
+    const Tile by_preference[] = {{2 * vec, head_tile}, {2 * vec, 1}, {1, 1}};
+    for (const Tile &tile : by_preference) {
+        const bool last = &tile == std::end(by_preference) - 1;  // the general case
+        Stage tiles = last ? Stage(g.out) : g.out.specialize(out_dims >= tile.dims && out_heads >= tile.heads);
+        tiles.split(g.d, dt, di, tile.dims, shift)
+            .split(g.h, ht, hi, tile.heads, shift)
             .reorder(di, hi, ht, dt, g.s, g.b)
             .parallel(dt)
             .parallel(g.s);
-        if (wide) tiles.vectorize(di, vec).unroll(hi);
+        if (tile.dims > 1) tiles.vectorize(di, vec).unroll(hi);
     }
     const LoopLevel query(g.out, g.s);
     g.acc.compute_at(g.out, ht).vectorize(g.d, vec, guard).unroll(g.d).unroll(g.h);
