@@ -26,7 +26,7 @@ hattn_kernel(layer_norm GENERATOR row_norm PARAMS layer_norm=true ASM_CHECKS arm
 hattn_kernel(dsa_index_scores)
 # On a GPU, PV gathers 8 selected keys' values at a time (key_step).
 hattn_kernel(dsa_sparse_attention GPU_PARAMS key_step=8)
-# The absorbed decode's form: one latent head read by every query head.
+# The absorbed form (decode, and a CPU's prefill): one latent head read by every query head.
 hattn_kernel(dsa_sparse_attention_shared GENERATOR dsa_sparse_attention PARAMS shared_kv=true GPU_PARAMS key_step=8)
 # copy_into's device copies of strided views (runtime/src/strided_copy.cpp). A copy: 128-bit
 # stores on AArch64, no FMAs to look for.

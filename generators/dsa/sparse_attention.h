@@ -4,8 +4,8 @@
 // Keys and values have `kv_heads` heads; query head h reads head h * kv_heads / H. GLM's expanded
 // form passes per-head keys [k_nope_h | k_rot] (kv_heads = H); the absorbed form (decode, and a
 // CPU's prefill) passes the latent rows [kv | k_rot] as one shared head, queries
-// [q_nope_h W_kvb_k,h | q_rot_h], and the latent kv as values. Indices are checked by the runtime; here they are clamped only to keep every
-// load inside the cache.
+// [q_nope_h W_kvb_k,h | q_rot_h], and the latent kv as values. Indices are checked by the runtime;
+// here they are clamped only to keep every load inside the cache.
 #pragma once
 
 #include "Halide.h"

@@ -142,7 +142,7 @@ Tensor DsaAttention::decode_step(const Tensor &x_t, DsaState &state, TopK *selec
     return run(x_t, state, true, selected, shared);
 }
 
-Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared) const {
+Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *selected, const TopK *shared) const {
     const DsaConfig &c = config_;
     require(x.rank() == 3 && x.dim(2) == c.hidden,
             [&] { return "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]"; });
@@ -298,8 +298,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool absorbed, TopK *
     // where expanding the cached tokens through W_kvb costs less than attending in the latent.
     // GPUs keep GLM's forms (not yet timed otherwise; their prefill block tiles take head dims up
     // to 128, not the expanded form's N + Rd).
-    AttentionForm form = absorbed ? AttentionForm::Absorbed : AttentionForm::Expanded;
-    if (!absorbed && current_device() == Device::CPU) {
+    AttentionForm form = decode ? AttentionForm::Absorbed : AttentionForm::Expanded;
+    if (!decode && current_device() == Device::CPU) {
         form = !shared && !scored && dense_costs_less(c, lengths, S) ? AttentionForm::Dense : AttentionForm::Absorbed;
     }
     Tensor attended = detail::scratch_tensor({B, S, H, V});

@@ -88,9 +88,9 @@ public:
     Tensor decode_step(const Tensor &x_t, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr) const;
 
 private:
-    // The whole pipeline over new tokens appended to `state`. `absorbed` (decode) attends in the
-    // latent; otherwise the form is chosen per device and call (attend_absorbed, attend_expanded).
-    Tensor run(const Tensor &x, DsaState &state, bool absorbed, TopK *selected, const TopK *shared) const;
+    // The whole pipeline over new tokens appended to `state`. A `decode` step attends in the
+    // latent; a prefill's form is chosen per device and call (attend_absorbed, attend_expanded).
+    Tensor run(const Tensor &x, DsaState &state, bool decode, TopK *selected, const TopK *shared) const;
     // The attention of the queries q [B, S, H * (N + Rd)] (their rotary parts, rotated, in q_rot
     // [B, S, H, Rd]) over their chosen keys of `state` (the new tokens staged), into attended
     // [B, S, H, V]. Absorbed: in the latent, W_kvb's key rows folded into the queries and its value
