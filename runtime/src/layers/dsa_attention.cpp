@@ -30,19 +30,24 @@ ConstTensorView slice(const Tensor &t, int64_t heads, int64_t stride, int64_t of
 // How a call attends (dsa_attention.cpp's run()).
 enum class AttentionForm { Expanded, Absorbed, Dense };
 
-// Whether causal attention over the expanded keys costs fewer FLOPs than attending in the latent
-// for S new queries a sequence (`lengths` counting them), every query taking all its visible keys.
-// Expanded, each cached token first goes through W_kvb (2 R H (N + V)) and a (query, key) pair
-// costs 2 H (2 W), values padded to the keys' width W; in the latent each query is absorbed and
-// projected back (2 H (N R + R V)) and a pair costs 2 H (L + R).
-bool dense_costs_less(const DsaConfig &c, const std::vector<int32_t> &lengths, int64_t S) {
+// Whether attention over the expanded keys costs fewer FLOPs than attending in the latent for S
+// new queries a sequence (`lengths` counting them), each query taking min(K, visible) keys.
+// Expanded, each cached token first goes through W_kvb (2 R H (N + V)) and every visible (query,
+// key) pair costs 2 H (2 W), values padded to the keys' width W: a selection is a mask over the
+// causal pairs, which saves no work. In the latent each query is absorbed and projected back
+// (2 H (N R + R V)) and only a selected pair costs 2 H (L + R).
+bool dense_costs_less(const DsaConfig &c, const std::vector<int32_t> &lengths, int64_t S, int64_t K) {
     const double H = c.heads, N = c.nope_dim, V = c.v_dim, R = c.kv_lora_rank, L = R + c.rope_dim;
     const double W = std::max<double>(N + c.rope_dim, V);
     double expanded = 0, latent = 0;
     for (int32_t len : lengths) {
-        const double pairs = double(S) * len - double(S) * (S - 1) / 2;
-        expanded += len * 2 * R * H * (N + V) + pairs * 2 * H * 2 * W;
-        latent += S * 2 * H * (N * R + R * V) + pairs * 2 * H * (L + R);
+        double visible = 0, selected = 0;  // pairs
+        for (int64_t pos = len - S; pos < len; pos++) {
+            visible += double(pos + 1);
+            selected += double(std::min<int64_t>(K, pos + 1));
+        }
+        expanded += len * 2 * R * H * (N + V) + visible * 2 * H * 2 * W;
+        latent += S * 2 * H * (N * R + R * V) + selected * 2 * H * (L + R);
     }
     return expanded < latent;
 }
@@ -293,14 +298,16 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     // Each form gives the same result. The expanded form (GLM's prefill) gathers per head keys
     // [k_nope_h | k_rot] and values: H (N + Rd + V) floats a selected key, used once per query, so
     // on a CPU its sparse kernel is bound by the gathers (docs/perf/dsa.md: 2.7x the absorbed
-    // form's time a query at K = 256). On a CPU, then, selections run absorbed, and a prefill whose
-    // every query takes all its visible keys is causal attention: dense over the expanded keys
-    // where expanding the cached tokens through W_kvb costs less than attending in the latent.
-    // GPUs keep GLM's forms (not yet timed otherwise; their prefill block tiles take head dims up
-    // to 128, not the expanded form's N + Rd).
+    // form's time a query at K = 256). On a CPU, then, a prefill runs either in the latent, or
+    // as causal attention over the expanded keys with each query's selection as a mask, where
+    // expanding the cached tokens through W_kvb and attending to every visible key costs less
+    // (a prompt's first K tokens take all their keys; a few times K, most of them). GPUs keep
+    // GLM's forms (not yet timed otherwise; their prefill block tiles take head dims up to 128,
+    // not the expanded form's N + Rd).
     AttentionForm form = decode ? AttentionForm::Absorbed : AttentionForm::Expanded;
     if (!decode && current_device() == Device::CPU) {
-        form = !shared && !scored && dense_costs_less(c, lengths, S) ? AttentionForm::Dense : AttentionForm::Absorbed;
+        // A shared selection may name a key twice, which a mask cannot say.
+        form = !shared && dense_costs_less(c, lengths, S, K) ? AttentionForm::Dense : AttentionForm::Absorbed;
     }
     Tensor attended = detail::scratch_tensor({B, S, H, V});
     if (form == AttentionForm::Absorbed) {
@@ -374,15 +381,35 @@ void DsaAttention::attend_expanded(const Tensor &q, const Tensor &q_rot, const D
             dsa_sparse_attention(q_b.view(), keys.view(), values, idx, K, scale, out);
             continue;
         }
-        // The queries are the last S of the len tokens; the kernel reads keys and values as
-        // [1, H, len, W] views of the token-major tensors.
+        // The kernel reads keys and values as [1, H, len, W] views of the token-major tensors.
         Tensor values_w({1, len, H, W}), out_w({1, S, H, W}, Tensor::unset);
         copy_into(values, TensorView(values_w.data(), {1, len, H, V}, {len * H * W, H * W, W, 1}));
         const auto head_major = [&](const Tensor &t) {
             return ConstTensorView(t.data(), {1, H, len, W}, {len * H * W, W, H * W, 1});
         };
-        attention_prefill(q_b.view(), head_major(keys), head_major(values_w), {static_cast<int32_t>(len)}, scale, true,
-                          nullptr, out_w.view());
+        // Queries go in blocks, each attending to the keys up to its last query (the queries are
+        // the last Sb of those tokens), so that a mask is [Sb, visible] bytes, not [S, len].
+        constexpr int64_t query_block = 512;
+        for (int64_t s0 = 0; s0 < S; s0 += query_block) {
+            const int64_t Sb = std::min(query_block, S - s0), visible = len - S + s0 + Sb;
+            // Where a query sees more than K keys, every key but its selection is masked.
+            std::vector<uint8_t> masked;
+            MaskView mask{nullptr, {1, 1, Sb, visible}};
+            if (visible > K) {
+                masked.assign(Sb * visible, 1);
+                for (int64_t s = 0; s < Sb; s++) {
+                    const int32_t *row = chosen.indices.data() + (b * S + s0 + s) * K;
+                    for (int64_t n = 0; n < K; n++)
+                        if (row[n] >= 0) masked[s * visible + row[n]] = 0;
+                }
+                mask.data = masked.data();
+            }
+            const auto block_rows = [&](Tensor &t) {
+                return TensorView(t.data() + s0 * H * W, {1, Sb, H, W}, {S * H * W, H * W, W, 1});
+            };
+            attention_prefill(block_rows(q_b), head_major(keys), head_major(values_w), {static_cast<int32_t>(visible)},
+                              scale, true, mask.data ? &mask : nullptr, block_rows(out_w));
+        }
         copy_into(TensorView(out_w.data(), {1, S, H, V}, {S * H * W, H * W, W, 1}), out);
     }
 }

@@ -95,8 +95,9 @@ private:
     // [B, S, H, Rd]) over their chosen keys of `state` (the new tokens staged), into attended
     // [B, S, H, V]. Absorbed: in the latent, W_kvb's key rows folded into the queries and its value
     // rows applied after. Expanded: the cached tokens expanded through W_kvb to per-head keys and
-    // values; with `dense`, every query takes all its visible keys and the kernel is causal
-    // attention, not the sparse gather. `lengths`: each sequence's tokens, the new ones included.
+    // values; with `dense`, the kernel is causal attention over every visible key, a query's
+    // selection (where it does not take all) a mask, not the sparse gather. `lengths`: each
+    // sequence's tokens, the new ones included.
     void attend_absorbed(const Tensor &q, const Tensor &q_rot, const DsaState &state, const TopK &chosen, float scale,
                          Tensor &attended) const;
     void attend_expanded(const Tensor &q, const Tensor &q_rot, const DsaState &state,
