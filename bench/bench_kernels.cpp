@@ -51,14 +51,20 @@ void projection(benchmark::State &state) {
 
 void rope(benchmark::State &state) { run(state, rope_workload(1, state.range(0), 16, state.range(1))); }
 
-void prefill(benchmark::State &state) {
+// H=16 S x S prefill at head dim D, causal or not: state's arguments (S, D, causal).
+AttentionShape prefill_shape(const benchmark::State &state, bool masked) {
     AttentionShape s;
     s.seq = state.range(0);
     s.head_dim = state.range(1);
     s.heads = 16;
     s.causal = state.range(2) != 0;
-    run(state, prefill_workload(s));
+    s.masked = masked;
+    return s;
 }
+
+void prefill(benchmark::State &state) { run(state, prefill_workload(prefill_shape(state, false))); }
+// The same with a mask hiding half the keys (attention_prefill_masked).
+void prefill_masked(benchmark::State &state) { run(state, prefill_workload(prefill_shape(state, true))); }
 
 void decode(benchmark::State &state) {
     AttentionShape s;
@@ -87,6 +93,7 @@ void register_all() {
         unit(benchmark::RegisterBenchmark("projection", projection))->Args({3, 40, 24});
         unit(benchmark::RegisterBenchmark("rope", rope))->Args({16, 32});
         unit(benchmark::RegisterBenchmark("prefill", prefill))->Args({64, 32, 1});
+        unit(benchmark::RegisterBenchmark("prefill_masked", prefill_masked))->Args({64, 32, 1});
         unit(benchmark::RegisterBenchmark("decode", decode))->Args({128, 8, 1});
         unit(benchmark::RegisterBenchmark("dsa_sparse", dsa_sparse))->Args({64, 8});
         unit(benchmark::RegisterBenchmark("dsa_sparse_latent", dsa_sparse_latent))->Args({64, 8, 0});
@@ -101,6 +108,11 @@ void register_all() {
     unit(benchmark::RegisterBenchmark("prefill", prefill))
         ->ArgNames({"S", "D", "causal"})
         ->Args({2048, 64, 1})->Args({2048, 128, 1})->Args({4096, 32, 1})->Args({4096, 64, 0})->Args({16384, 64, 1});
+    unit(benchmark::RegisterBenchmark("prefill_masked", prefill_masked))
+        ->ArgNames({"S", "D", "causal"})
+        ->Args({2048, 64, 1})
+        ->Args({2048, 128, 1})
+        ->Args({2048, 192, 1});
     unit(benchmark::RegisterBenchmark("decode", decode))
         ->ArgNames({"T", "Hkv", "B"})
         ->Args({32768, 32, 1})->Args({32768, 8, 1})->Args({32768, 8, 8});

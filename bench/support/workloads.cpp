@@ -109,8 +109,16 @@ Workload prefill_workload(const AttentionShape &s) {
     struct State {
         Tensor q, k, v, out;
         std::vector<int32_t> len;
+        std::vector<uint8_t> mask_bytes;
+        MaskView mask;
     };
     auto st = std::make_shared<State>();
+    if (s.masked) {
+        std::mt19937 rng(4);
+        st->mask_bytes.resize(s.batch * s.seq * s.seq);
+        for (uint8_t &m : st->mask_bytes) m = static_cast<uint8_t>(rng() & 1);
+        st->mask = {st->mask_bytes.data(), {s.batch, 1, s.seq, s.seq}};
+    }
     st->q = random({s.batch, s.seq, s.heads, s.head_dim}, 1);
     st->k = random({s.batch, Hkv, s.seq, s.head_dim}, 2);
     st->v = random({s.batch, Hkv, s.seq, s.head_dim}, 3);
@@ -121,8 +129,8 @@ Workload prefill_workload(const AttentionShape &s) {
     const bool causal = s.causal;
     const float softcap = s.softcap;
     Workload w = make(st, [st, scale, causal, softcap] {
-        attention_prefill(st->q.view(), st->k.view(), st->v.view(), st->len, scale, causal, nullptr,
-                          st->out.view(), nullptr, softcap);
+        attention_prefill(st->q.view(), st->k.view(), st->v.view(), st->len, scale, causal,
+                          st->mask.data ? &st->mask : nullptr, st->out.view(), nullptr, softcap);
     });
     w.flops = 4.0 * s.batch * s.heads * double(s.seq) * s.seq * s.head_dim * (s.causal ? 0.5 : 1.0);
     return w;

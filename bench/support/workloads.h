@@ -25,6 +25,9 @@ struct AttentionShape {
     int64_t capacity = 0;   // decode: the cache's room, at least kv_len (0: kv_len)
     bool causal = false;
     float softcap = 0.0f;   // Gemma 2's score soft-capping (0: none)
+    // prefill: a boolean mask hiding half the keys at random (the masked variant); the FLOPs
+    // still count every visible pair, since the kernel scores them all.
+    bool masked = false;
 };
 
 Workload prefill_workload(const AttentionShape &shape);

@@ -80,7 +80,12 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     // A key is visible below one limit per query (the causal diagonal or the sequence's end).
     const Expr key_limit = select(in.causal, min(len, position + 1), len);
     Expr visible = key < key_limit;
-    if (in.masked.defined()) visible = visible && !in.masked(key_clamped, i_clamped, b);
+    if (in.masked.defined()) {
+        // A stage of its own, so that a schedule can read a chunk's mask bytes once for every
+        // head and both the maximum and the probabilities, in the order they are stored.
+        mask_tile(qi, j, c, qt, b) = in.masked(key_clamped, i_clamped, b);
+        visible = visible && !mask_tile(qi, j, c, qt, b);
+    }
     const Expr s = select(visible, score(qi, hg, j, c, qt, hk, b), masked_score);
 
     rj = RDom(0, C, "rj");

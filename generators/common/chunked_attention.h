@@ -124,6 +124,8 @@ public:
     // tile at a time inside the Funcs that store them (score, chunk_out).
     Halide::Func qk{"qk"};               // (qi, hg, j, c, qt, hk, b): sum over d of q * k
     Halide::Func score{"score"};         // (qi, hg, j, c, qt, hk, b): qk, soft-capped where asked
+    // (qi, j, c, qt, b): whether the mask hides the key from the query (masked kernels only)
+    Halide::Func mask_tile{"mask_tile"};
     Halide::Func chunk_max{"chunk_max"}; // (qi, hg, c, qt, hk, b)
     Halide::Func prob{"prob"};           // (qi, hg, j, c, qt, hk, b): exp(s - m_c) or 0
     Halide::Func chunk_sum{"chunk_sum"}; // (qi, hg, c, qt, hk, b)

@@ -155,6 +155,11 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, PrefillCpu
         f.update().reorder(a.qi, a.rj, a.hg).vectorize(a.qi, vec);
     }
     a.prob.compute_at(chunk).reorder(a.qi, a.j, a.hg).vectorize(a.qi, vec);
+    // A masked kernel's mask bytes once a chunk, for every head of the tile and both softmax
+    // passes, stored queries-fastest like the probabilities; read along the mask's rows.
+    if (a.mask_tile.defined()) {
+        a.mask_tile.compute_at(chunk).reorder(a.j, a.qi).vectorize(a.j, vec, TailStrategy::GuardWithIf);
+    }
 
     schedule_prefill_pv(a, chunk, t, tiles);
 }
