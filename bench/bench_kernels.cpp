@@ -85,6 +85,7 @@ void dsa_sparse_latent_step(benchmark::State &state) {
     run(state, dsa_sparse_latent_workload(state.range(0), state.range(1), 0, 1));
 }
 void dsa_index(benchmark::State &state) { run(state, dsa_index_workload(state.range(0))); }
+void dsa_index_step(benchmark::State &state) { run(state, dsa_index_step_workload(state.range(0))); }
 void bitlinear_gemv(benchmark::State &state) { run(state, bitlinear_workload(1, state.range(0), state.range(0))); }
 
 void register_all() {
@@ -99,6 +100,7 @@ void register_all() {
         unit(benchmark::RegisterBenchmark("dsa_sparse_latent", dsa_sparse_latent))->Args({64, 8, 0});
         unit(benchmark::RegisterBenchmark("dsa_sparse_latent_step", dsa_sparse_latent_step))->Args({64, 8});
         unit(benchmark::RegisterBenchmark("dsa_index", dsa_index))->Args({64});
+        unit(benchmark::RegisterBenchmark("dsa_index_step", dsa_index_step))->Args({64});
         unit(benchmark::RegisterBenchmark("bitlinear", bitlinear_gemv))->Args({128});
         return;
     }
@@ -125,6 +127,7 @@ void register_all() {
     unit(benchmark::RegisterBenchmark("dsa_sparse_latent_step", dsa_sparse_latent_step))
         ->ArgNames({"T", "K"})->Args({4096, 2048})->Args({32768, 2048});
     unit(benchmark::RegisterBenchmark("dsa_index", dsa_index))->ArgNames({"S"})->Args({4096})->Args({8192});
+    unit(benchmark::RegisterBenchmark("dsa_index_step", dsa_index_step))->ArgNames({"T"})->Args({4096})->Args({32768});
     unit(benchmark::RegisterBenchmark("bitlinear", bitlinear_gemv))->ArgNames({"E"})->Args({2048});
 }
 

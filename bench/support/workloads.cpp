@@ -282,6 +282,25 @@ Workload dsa_index_workload(int64_t seq) {
     return w;
 }
 
+Workload dsa_index_step_workload(int64_t kv_len) {
+    constexpr int64_t IH = 32, ID = 128;
+    struct State {
+        Tensor iq, ik, w, scores;
+    };
+    auto st = std::make_shared<State>();
+    st->iq = random({1, 1, IH, ID}, 1);
+    st->ik = random({1, kv_len, ID}, 2);
+    st->w = random({1, 1, IH}, 3);
+    st->scores = Tensor({1, 1, kv_len});
+    const float scale = 1.0f / std::sqrt(float(ID));
+    Workload w = make(st, [st, kv_len, scale] {
+        dsa_index_scores(st->iq.view(), st->ik.view(), st->w.view(), {static_cast<int32_t>(kv_len)}, scale,
+                         st->scores.view());
+    });
+    w.flops = 2.0 * kv_len * IH * ID;
+    return w;
+}
+
 Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim) {
     struct State {
         Tensor x, y;

@@ -11,9 +11,11 @@ void DsaIndexScores::generate() {
     rh = RDom(0, iq.dim(1).extent(), "rh");
     // h and t clamped so that schedules may compute whole vectors of heads or keys (the same
     // arithmetic in every lane, whatever the length) without reading past the heads or the cache.
+    // The key's clamp is `likely` a no-op: Halide splits off the tiles wholly inside the cache,
+    // whose key rows are then consecutive, addressed from one base rather than each clamped.
     queries(d, h, s, b) = iq(d, min(h, iq.dim(1).extent() - 1), s, b);
     dot(t, h, s, b) = 0.0f;
-    dot(t, h, s, b) += queries(rd, h, s, b) * ik(rd, clamp(t, 0, ik.dim(1).extent() - 1), b);
+    dot(t, h, s, b) += queries(rd, h, s, b) * ik(rd, clamp(likely(t), 0, ik.dim(1).extent() - 1), b);
     total(t, s, b) = 0.0f;
     total(t, s, b) += head_w(rh, s, b) * max(dot(t, rh, s, b) * scale, 0.0f);
     // Query s is the (S - s)-th newest of its sequence's kv_len keys.

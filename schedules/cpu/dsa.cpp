@@ -42,6 +42,9 @@ void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t, int keys) {
         .unroll(hp)
         .unroll(g.t);
     g.dot.update().split(g.h, hp, hl, vec).reorder(hl, hp, g.t, g.rd).vectorize(hl).unroll(hp).unroll(g.t);
+    // GLM-5's index keys (128 floats a row, stored densely) at a constant stride: the tile's key
+    // rows are then one address plus constant offsets.
+    g.dot.update().specialize(g.ik.dim(1).stride() == 128);
     g.queries.compute_at(g.score, g.s).reorder_storage(g.h, g.d).reorder(g.h, g.d).vectorize(g.h, vec, TailStrategy::RoundUp);
 }
 
