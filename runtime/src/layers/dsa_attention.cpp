@@ -7,6 +7,7 @@
 #include "device_residency.h"
 #include "finite_input.h"
 #include "hf_rope.h"
+#include "host_parallel.h"
 #include "hattn/error.h"
 #include "hattn/device.h"
 #include "hattn/kernels/attention.h"
@@ -273,24 +274,27 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
                              state.index_keys_.view(),
                              TensorView(head_w.data() + s0 * IH, {B, Sb, IH}, {S * IH, IH, 1}), block_len,
                              index_scale, scores.view());
-            for (int64_t b = 0; b < B; b++)
-                for (int64_t s = s0; s < s0 + Sb; s++) {
-                    const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
-                    if (n == pos + 1) {
-                        take_all(b, s);
-                        continue;
-                    }
-                    const float *score = scores.data() + (b * Sb + s - s0) * state.capacity();
-                    // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
-                    std::vector<int32_t> order(pos + 1);
-                    std::iota(order.begin(), order.end(), 0);
-                    const auto better = [&](int32_t x1, int32_t x2) {
-                        return score[x1] != score[x2] ? score[x1] > score[x2] : x1 > x2;
-                    };
-                    std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
-                    std::sort(order.begin(), order.begin() + n);
-                    std::copy_n(order.begin(), n, chosen.indices.data() + (b * S + s) * K);
+            // Each query's ranking is its own row: the block's run in parallel (after the scores
+            // are on the host, which reading data() here ensures).
+            const float *block_scores = scores.data();
+            detail::parallel_for(static_cast<int>(B * Sb), [&](int task) {
+                const int64_t b = task / Sb, s = s0 + task % Sb;
+                const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
+                if (n == pos + 1) {
+                    take_all(b, s);
+                    return;
                 }
+                const float *score = block_scores + (b * Sb + s - s0) * state.capacity();
+                // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
+                std::vector<int32_t> order(pos + 1);
+                std::iota(order.begin(), order.end(), 0);
+                const auto better = [&](int32_t x1, int32_t x2) {
+                    return score[x1] != score[x2] ? score[x1] > score[x2] : x1 > x2;
+                };
+                std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
+                std::sort(order.begin(), order.begin() + n);
+                std::copy_n(order.begin(), n, chosen.indices.data() + (b * S + s) * K);
+            });
         }
     }
 
