@@ -239,6 +239,25 @@ TEST(DsaAttention, EachPrefillFormMatchesTheReference) {
         }
 }
 
+// The dense form over more than one block of 512 queries: the first block's queries take all
+// their keys (no mask), the second's select 520 (a mask); a prefill continued from 100 tokens
+// runs its one block masked.
+TEST(DsaAttention, DensePrefillAcrossQueryBlocksMatchesTheReference) {
+    std::map<std::string, Tensor> w;
+    const DsaAttention layer = make_layer(small_config(520), "", false, &w);
+    const Tensor x = testing::random_tensor({1, 600, 64}, 30);
+    const reference::DsaShape shape{64, 4, 48, 32, 16, 8, 16, 3, 16, 520, 10000.0, 1e-6};
+    const Tensor y = layer.forward(x);
+    EXPECT_LE(testing::relative_l2(y, reference::dsa_attention(shape, w, x)), 1e-4);
+    DsaState state = layer.make_state(1, 600);
+    layer.prefill(x.tokens(0, 100), state);
+    EXPECT_LE(testing::relative_l2(layer.prefill(x.tokens(100, 600), state), y.tokens(100, 600)), 1e-5);
+    if (current_device() != Device::CPU) return;
+    const std::vector<std::string> names = kernels_run(layer, x);
+    for (const std::string kernel : {"attention_prefill", "attention_prefill_masked"})
+        EXPECT_NE(std::find(names.begin(), names.end(), kernel), names.end()) << kernel;
+}
+
 // A query that sees at most K keys takes them all: while none sees more, no indexer scores run;
 // once one does, they run, and the queries before it still take all their keys.
 TEST(DsaAttention, QueriesSeeingAtMostKKeysNeedNoIndexer) {

@@ -274,8 +274,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
                              state.index_keys_.view(),
                              TensorView(head_w.data() + s0 * IH, {B, Sb, IH}, {S * IH, IH, 1}), block_len,
                              index_scale, scores.view());
-            // Each query's ranking is its own row: the block's run in parallel (after the scores
-            // are on the host, which reading data() here ensures).
+            // Each query's ranking is its own row: the block's run in parallel. (On a GPU the
+            // kernel call has copied the scores back: `scores` is a host tensor, not scratch.)
             const float *block_scores = scores.data();
             detail::parallel_for(static_cast<int>(B * Sb), [&](int task) {
                 const int64_t b = task / Sb, s = s0 + task % Sb;
@@ -305,9 +305,9 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     // form's time a query at K = 256). On a CPU, then, a prefill runs either in the latent, or
     // as causal attention over the expanded keys with each query's selection as a mask, where
     // expanding the cached tokens through W_kvb and attending to every visible key costs less
-    // (a prompt's first K tokens take all their keys; a few times K, most of them). GPUs keep
-    // GLM's forms (not yet timed otherwise; their prefill block tiles take head dims up to 128,
-    // not the expanded form's N + Rd).
+    // (a prompt's first K tokens take all their keys; at the bench's GLM-5 shapes a prompt of up
+    // to about 5 K tokens selects enough of them: docs/perf/log.md). GPUs keep GLM's forms (not
+    // yet timed otherwise; their prefill block tiles take head dims up to 128, not N + Rd).
     AttentionForm form = decode ? AttentionForm::Absorbed : AttentionForm::Expanded;
     if (!decode && current_device() == Device::CPU) {
         // A shared selection may name a key twice, which a mask cannot say.
