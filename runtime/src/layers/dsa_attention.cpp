@@ -306,8 +306,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     // as causal attention over the expanded keys with each query's selection as a mask, where
     // expanding the cached tokens through W_kvb and attending to every visible key costs less
     // (a prompt's first K tokens take all their keys; at the bench's GLM-5 shapes a prompt of up
-    // to about 5 K tokens selects enough of them: docs/perf/log.md). GPUs keep GLM's forms (not
-    // yet timed otherwise; their prefill block tiles take head dims up to 128, not N + Rd).
+    // to about 5 times K tokens selects enough of them: docs/perf/log.md). GPUs keep GLM's forms
+    // (not yet timed otherwise; their prefill block tiles take head dims up to 128, not N + Rd).
     AttentionForm form = decode ? AttentionForm::Absorbed : AttentionForm::Expanded;
     if (!decode && current_device() == Device::CPU) {
         // A shared selection may name a key twice, which a mask cannot say.
