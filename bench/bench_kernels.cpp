@@ -85,7 +85,8 @@ void dsa_sparse_latent_step(benchmark::State &state) {
     run(state, dsa_sparse_latent_workload(state.range(0), state.range(1), 0, 1));
 }
 void dsa_index(benchmark::State &state) { run(state, dsa_index_workload(state.range(0))); }
-void dsa_index_step(benchmark::State &state) { run(state, dsa_index_step_workload(state.range(0))); }
+// One query (a decode step) over a cache of T tokens.
+void dsa_index_step(benchmark::State &state) { run(state, dsa_index_workload(state.range(0), 1)); }
 void bitlinear_gemv(benchmark::State &state) { run(state, bitlinear_workload(1, state.range(0), state.range(0))); }
 
 void register_all() {

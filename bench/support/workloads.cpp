@@ -258,46 +258,30 @@ Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window, i
     return w;
 }
 
-Workload dsa_index_workload(int64_t seq) {
+Workload dsa_index_workload(int64_t seq, int64_t queries) {
     constexpr int64_t IH = 32, ID = 128;
     static constexpr int64_t block = 256;
+    const int64_t Q = queries > 0 ? queries : seq;  // the last Q of the seq tokens
     struct State {
         Tensor iq, ik, w, scores;
     };
     auto st = std::make_shared<State>();
-    st->iq = random({1, seq, IH, ID}, 1);
+    st->iq = random({1, Q, IH, ID}, 1);
     st->ik = random({1, seq, ID}, 2);
-    st->w = random({1, seq, IH}, 3);
-    st->scores = Tensor({1, block, seq});
+    st->w = random({1, Q, IH}, 3);
+    st->scores = Tensor({1, std::min(block, Q), seq});
     const float scale = 1.0f / std::sqrt(float(ID));
-    Workload w = make(st, [st, seq, scale] {
-        for (int64_t s0 = 0; s0 < seq; s0 += block) {
-            const int64_t n = std::min(block, seq - s0);
+    Workload w = make(st, [st, seq, Q, scale] {
+        for (int64_t s0 = 0; s0 < Q; s0 += block) {
+            const int64_t n = std::min(block, Q - s0);
             dsa_index_scores(TensorView(st->iq.data() + s0 * IH * ID, {1, n, IH, ID}), st->ik.view(),
-                             TensorView(st->w.data() + s0 * IH, {1, n, IH}), {static_cast<int32_t>(s0 + n)}, scale,
-                             TensorView(st->scores.data(), {1, n, seq}));
+                             TensorView(st->w.data() + s0 * IH, {1, n, IH}), {static_cast<int32_t>(seq - Q + s0 + n)},
+                             scale, TensorView(st->scores.data(), {1, n, seq}));
         }
     });
-    w.flops = 2.0 * seq * seq * IH * ID;  // every (query, key) pair is scored; half are masked
-    return w;
-}
-
-Workload dsa_index_step_workload(int64_t kv_len) {
-    constexpr int64_t IH = 32, ID = 128;
-    struct State {
-        Tensor iq, ik, w, scores;
-    };
-    auto st = std::make_shared<State>();
-    st->iq = random({1, 1, IH, ID}, 1);
-    st->ik = random({1, kv_len, ID}, 2);
-    st->w = random({1, 1, IH}, 3);
-    st->scores = Tensor({1, 1, kv_len});
-    const float scale = 1.0f / std::sqrt(float(ID));
-    Workload w = make(st, [st, kv_len, scale] {
-        dsa_index_scores(st->iq.view(), st->ik.view(), st->w.view(), {static_cast<int32_t>(kv_len)}, scale,
-                         st->scores.view());
-    });
-    w.flops = 2.0 * kv_len * IH * ID;
+    // Every (query, key) pair of the cache counts, the ones past a query's position (scored in its
+    // block, then masked) too: for a prefill about half.
+    w.flops = 2.0 * Q * seq * IH * ID;
     return w;
 }
 

@@ -47,9 +47,8 @@ Workload dsa_sparse_workload(int64_t seq, int64_t topk);
 // over a working set that does not grow with S). `queries` > 0 keeps only the last that many
 // queries (1: a decode step over a cache of `seq` tokens).
 Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window = 0, int64_t queries = 0);
-Workload dsa_index_workload(int64_t seq);
-// The indexer's scores for one query (a decode step) over kv_len keys.
-Workload dsa_index_step_workload(int64_t kv_len);
+// The indexer's scores of the last `queries` of seq tokens (0: all of them; 1: a decode step).
+Workload dsa_index_workload(int64_t seq, int64_t queries = 0);
 
 struct LayerShape {
     std::string layer;  // mha | gqa | cca | ccgqa | dsa
