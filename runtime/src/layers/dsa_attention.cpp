@@ -8,6 +8,7 @@
 #include "finite_input.h"
 #include "hf_rope.h"
 #include "host_parallel.h"
+#include "top_k.h"
 #include "hattn/error.h"
 #include "hattn/device.h"
 #include "hattn/kernels/attention.h"
@@ -279,21 +280,10 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
             const float *block_scores = scores.data();
             detail::parallel_for(static_cast<int>(B * Sb), [&](int task) {
                 const int64_t b = task / Sb, s = s0 + task % Sb;
-                const int64_t pos = start[b] + s, n = std::min<int64_t>(K, pos + 1);
-                if (n == pos + 1) {
-                    take_all(b, s);
-                    return;
-                }
+                const int64_t pos = start[b] + s;
                 const float *score = block_scores + (b * Sb + s - s0) * state.capacity();
-                // The min(K, pos + 1) best by partial selection, ties to the larger (more recent) t.
-                std::vector<int32_t> order(pos + 1);
-                std::iota(order.begin(), order.end(), 0);
-                const auto better = [&](int32_t x1, int32_t x2) {
-                    return score[x1] != score[x2] ? score[x1] > score[x2] : x1 > x2;
-                };
-                std::nth_element(order.begin(), order.begin() + (n - 1), order.end(), better);
-                std::sort(order.begin(), order.begin() + n);
-                std::copy_n(order.begin(), n, chosen.indices.data() + (b * S + s) * K);
+                detail::top_k_indices(score, pos + 1, std::min<int64_t>(K, pos + 1),
+                                      chosen.indices.data() + (b * S + s) * K);
             });
         }
     }
