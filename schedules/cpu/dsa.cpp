@@ -25,13 +25,23 @@ void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t, int keys) {
     // The dot products as a small GEMM per block: register tiles of 2 vectors of heads x `keys`
     // keys, each over the head dim in order. Each query vector loaded serves every key of the
     // tile and each key value (broadcast) both head vectors; the queries are staged heads-fastest
-    // once per query. (Was a dot product at a time, its 16 lanes summed one by one.)
+    // once per query. (Was a dot product at a time, its 16 lanes summed one by one.) The block's
+    // dot products are stored heads-fastest, as the tiles make them: stored keys-fastest, each
+    // tile's results went out lane by lane (a quarter of the kernel's time). `total`, which does
+    // a 128th of the arithmetic, gathers its vectors of keys instead.
+    // In a decode step the keys come from memory (a layer's weights have gone through the caches
+    // since its last step), each once: the key rows of the tile after next are prefetched.
+    // (Halide 14 prefetches one 64-byte line in every 256 bytes of a row, a quarter of it. Even
+    // so, a decode step's scores at T = 32768 ran about 10% faster, and scores whose keys stay
+    // in cache the same within the noise: docs/perf/log.md.)
     Func dot_block = g.dot.in(g.total);
     dot_block.compute_at(block)
+        .reorder_storage(g.h, g.t)
         .split(g.t, tt, tk, keys, guard)
         .split(g.h, hv, hl, 2 * vec, guard)
         .reorder(hl, tk, hv, tt)
-        .vectorize(hl, vec, guard);
+        .vectorize(hl, vec, guard)
+        .prefetch(g.ik, tt, tt, 2);
     g.dot.compute_at(dot_block, hv)
         .bound_extent(g.h, 2 * vec)
         .bound_extent(g.t, keys)
