@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "hattn/error.h"
 #include "top_k.h"
 
 namespace hattn {
@@ -22,9 +23,12 @@ std::vector<int32_t> best_by_sorting(const std::vector<float> &score, int64_t n)
     return order;
 }
 
+// The n taken, checked to write nothing past them.
 std::vector<int32_t> best(const std::vector<float> &score, int64_t n) {
-    std::vector<int32_t> out(n, -7);
+    std::vector<int32_t> out(n + 1, -7);
     detail::top_k_indices(score.data(), static_cast<int64_t>(score.size()), n, out.data());
+    EXPECT_EQ(out.back(), -7) << "wrote past the " << n << " taken";
+    out.pop_back();
     return out;
 }
 
@@ -51,7 +55,7 @@ TEST(TopK, BreaksTiesTowardsTheLargerIndex) {
     }
     for (int64_t n : {1, 400, 1500, 2047, 2999}) EXPECT_EQ(best(score, n), best_by_sorting(score, n)) << "n " << n;
     std::vector<float> zeros(100, 0.0f);
-    zeros[10] = -0.0f;
+    zeros[95] = -0.0f;  // as good as +0, so taken
     std::vector<int32_t> last_ten(10);
     std::iota(last_ten.begin(), last_ten.end(), 90);
     EXPECT_EQ(best(zeros, 10), last_ten);
@@ -68,6 +72,13 @@ TEST(TopK, MatchesASortAcrossMagnitudes) {
     score[18] = -3e38f;
     score[19] = 1e-40f;  // a denormal
     for (int64_t n : {1, 2, 10, 3990, 3999}) EXPECT_EQ(best(score, n), best_by_sorting(score, n)) << "n " << n;
+}
+
+TEST(TopK, RefusesToTakeMoreThanThereAre) {
+    const std::vector<float> score(4, 1.0f);
+    std::vector<int32_t> out(5);
+    EXPECT_THROW(detail::top_k_indices(score.data(), 4, 5, out.data()), Error);
+    EXPECT_THROW(detail::top_k_indices(score.data(), 4, -1, out.data()), Error);
 }
 
 }  // namespace

@@ -30,10 +30,11 @@ void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t, int keys) {
     // tile's results went out lane by lane (a quarter of the kernel's time). `total`, which does
     // a 128th of the arithmetic, gathers its vectors of keys instead.
     // In a decode step the keys come from memory (a layer's weights have gone through the caches
-    // since its last step), each once: the key rows of the tile after next are prefetched.
-    // (Halide 14 prefetches one 64-byte line in every 256 bytes of a row, a quarter of it. Even
-    // so, a decode step's scores at T = 32768 ran about 10% faster, and scores whose keys stay
-    // in cache the same within the noise: docs/perf/log.md.)
+    // since its last step), each once: the key rows of the tile after next are prefetched. (On
+    // x86 Halide 14 prefetches one 64-byte line in every 256 bytes of a row. In the layer's decode
+    // step at T = 32768 the scores' time swung less and was no slower, in cache the same:
+    // docs/perf/log.md. AArch64, untimed, takes both choices, and loads `total`'s strided vectors
+    // of keys lane by lane.)
     Func dot_block = g.dot.in(g.total);
     dot_block.compute_at(block)
         .reorder_storage(g.h, g.t)
