@@ -19,10 +19,12 @@ void Projection::generate() {
     k = RDom(0, ins, "k");
 
     Var kv("kv"), row_in_tile("row_in_tile"), tile("tile"), out_in_panel("out_in_panel"), panel("panel");
-    const Expr kv_clamped = clamp(kv, 0, ins - 1);
+    // The gemv variant reads k in place, guarded, so only its rows and outputs are clamped (a
+    // clamped k makes its vector loads gathers).
+    const Expr kv_clamped = gemv ? Expr(kv) : clamp(kv, 0, ins - 1);
     x_tiles(row_in_tile, kv, tile) = x(kv_clamped, clamp(tile * row_tile + row_in_tile, 0, rows - 1));
-    weight_panels(out_in_panel, kv, panel) =
-        weight(kv_clamped, clamp(panel * output_tile + out_in_panel, 0, outs - 1));
+    weight_rows(kv, o) = weight(kv_clamped, clamp(o, 0, outs - 1));
+    weight_panels(out_in_panel, kv, panel) = weight_rows(kv, panel * output_tile + out_in_panel);
 
     acc(o, r) = bias(clamp(o, 0, outs - 1));
     acc(o, r) += x_tiles(r % row_tile, k, r / row_tile) * weight_panels(o % output_tile, k, o / output_tile);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "generators/common/kernel_contract.h"
 #include "hattn/error.h"
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
@@ -14,6 +15,9 @@
 
 namespace hattn {
 namespace {
+
+// A sequence length whose two batches make more rows than the CPU's gemv variant takes: the tiled kernel's.
+constexpr int64_t tiled_seq = kernel_contract::projection_gemv_max_rows_cpu / 2 + 1;
 
 struct ProjectionShape {
     Shape x_leading;  // the row dimensions of x, e.g. {batch, seq}
@@ -40,8 +44,8 @@ TEST_P(ProjectionTest, MatchesFloat64Reference) {
 }
 
 // Rows (batch x seq) and widths that are 1, odd, or just past a multiple of the CPU schedules'
-// register tiles (4 or 6 rows, 12 to 64 outputs), and the last shape past their cache blocks too
-// (240 or 256 rows, 480 or 512 outputs, 128 or 256 inputs).
+// register tiles (4 or 6 rows, 4 to 64 outputs, the gemv's 16 inputs a vector), and the last
+// shape past their cache blocks too (240 or 256 rows, 480 or 512 outputs, 128 or 256 inputs).
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ProjectionTest,
     ::testing::Values(ProjectionShape{{1}, 1, 1, true}, ProjectionShape{{1}, 7, 3, false},
@@ -52,17 +56,17 @@ INSTANTIATE_TEST_SUITE_P(
 
 // OLMo 1's clip_qkv: outputs clamped to [-clip, clip]; at 2 most of these sums (about +-4) bend.
 TEST(Projection, AClipClampsTheOutputs) {
-    const Tensor x = testing::random_tensor({2, 7, 48}, 4), w = testing::random_tensor({33, 48}, 5);
+    const Tensor x = testing::random_tensor({2, tiled_seq, 48}, 4), w = testing::random_tensor({33, 48}, 5);
     const Tensor b = testing::random_tensor({33}, 6);
     const ConstTensorView bias = b.view();
-    for (const int64_t rows : {1, 7}) {  // the gemv variant and the tiled one
+    for (const int64_t rows : {int64_t{1}, tiled_seq}) {  // the gemv variant and the tiled one
         const Tensor xs({2, rows, 48}, std::vector<float>(x.data(), x.data() + 2 * rows * 48));
         Tensor y({2, rows, 33});
         project(xs.view(), w.view(), &bias, y.view(), 2.0f);
         EXPECT_LE(testing::relative_l2(y, reference::projection(xs, w, &b, 2.0)), 1e-5) << rows;
         EXPECT_GT(testing::relative_l2(y, reference::projection(xs, w, &b)), 1e-2) << rows;
     }
-    Tensor y({2, 7, 33});
+    Tensor y({2, tiled_seq, 33});
     EXPECT_EQ(testing::error_message([&] { project(x.view(), w.view(), &bias, y.view(), -1.0f); }),
               "projection: clip must be 0 (none) or positive and finite, got -1.000000");
 }
@@ -106,7 +110,7 @@ void expect_head_slices_project_in_place(int64_t seq) {
 }
 
 TEST(Projection, ReadsAndWritesHeadSlicesInPlace) {
-    for (const int64_t seq : {1, 20}) expect_head_slices_project_in_place(seq);  // the gemv (2 rows) and the tiled kernel (40)
+    for (const int64_t seq : {int64_t{1}, tiled_seq}) expect_head_slices_project_in_place(seq);  // gemv, tiled
 }
 
 class ProjectionOnGpu : public testing::OnEachGpu {};
@@ -186,8 +190,9 @@ const bool projection_check_registered =
                                                   },
                                                   1e-5, [] { return projection_error(512, 2048, 2048, 9, 12); }}) &&
     testing::register_kernel_check("projection_gemv", {[] {
-                                                           return std::max(projection_error(3, 71, 45, 3, 13),
-                                                                           projection_error(3, 71, 45, 3, 16, 2.0f));
+                                                           return std::max({projection_error(3, 71, 45, 3, 13),
+                                                                            projection_error(3, 71, 45, 3, 16, 2.0f),
+                                                                            projection_error(9, 71, 45, 9, 18)});
                                                        },
                                                        1e-5, [] { return projection_error(1, 2048, 2048, 1, 14); }});
 

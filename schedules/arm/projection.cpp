@@ -9,7 +9,7 @@ ProjectionTile projection_tile(const Halide::Target &) { return {4, 16}; }
 
 // The x86 AVX2 blocks (a 16 KB slice of a W panel in L1); not measured on an ARM machine.
 void schedule(Projection &g, const Halide::Target &t) {
-    if (g.gemv) return cpu::schedule_projection_gemv(g, t);
+    if (g.gemv) return cpu::schedule_projection_gemv(g, t, cpu::GemvTile{4, 4});  // as AVX-512: 32 registers
     cpu::schedule_projection_blocked(g, t, cpu::ProjectionBlocks{256, 256, 480});
 }
 

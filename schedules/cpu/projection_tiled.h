@@ -16,7 +16,12 @@ struct ProjectionBlocks {
 void schedule_projection_blocked(Projection &g, const Halide::Target &t, ProjectionBlocks blocks);
 
 // The few-rows (gemv) variant: W rows streamed as stored, each dot product split across vector
-// lanes and summed at the end; parallel over outputs.
-void schedule_projection_gemv(Projection &g, const Halide::Target &t);
+// lanes and summed at the end; parallel over outputs. Its register tile: `outputs` W rows meet
+// `rows` rows of x, one vector accumulator each.
+struct GemvTile {
+    int outputs, rows;
+};
+
+void schedule_projection_gemv(Projection &g, const Halide::Target &t, GemvTile tile);
 
 }  // namespace hattn::schedules::cpu

@@ -19,8 +19,14 @@ ProjectionTile projection_tile(const Halide::Target &t) {
 // outputs); its blocks are sized by the same rule. On a Sapphire Rapids class Xeon (48 KB L1d,
 // 2 MB L2) k slices of 96-192, blocks of 120-480 rows and 512 or 1024 outputs all ran within
 // noise of these (docs/perf/log.md): the tile, not the blocking, sets the rate there.
+// The gemv's tile: 4 outputs x 4 rows (16 accumulators, 8 loads per 16 FMAs) where there are 32
+// registers; 4 x 2 where there are 16 (8 accumulators beside 4 W vectors and one of x).
+cpu::GemvTile gemv_tile(const Halide::Target &t) {
+    return t.has_feature(Halide::Target::AVX512) ? cpu::GemvTile{4, 4} : cpu::GemvTile{4, 2};
+}
+
 void schedule(Projection &g, const Halide::Target &t) {
-    if (g.gemv) return cpu::schedule_projection_gemv(g, t);
+    if (g.gemv) return cpu::schedule_projection_gemv(g, t, gemv_tile(t));
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     cpu::schedule_projection_blocked(g, t, avx512 ? cpu::ProjectionBlocks{128, 240, 512}
                                                   : cpu::ProjectionBlocks{256, 256, 480});
