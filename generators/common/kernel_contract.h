@@ -8,10 +8,10 @@
 namespace hattn::kernel_contract {
 
 // The projection_gemv variant is chosen for calls with at most this many rows: on a CPU each W
-// row, read once, meets every row from L1 (it ran 1.5x the packed GEMM's rate at 128 rows of a
-// 2048 x 2048 W on a Zen 4, 1.1x at 256, 0.9x at 512: packing W costs the GEMM a fixed few ms);
-// a GPU's schedule keeps this many rows' sums in registers.
-constexpr int projection_gemv_max_rows_cpu = 128, projection_gemv_max_rows_gpu = 4;
+// row, read once, meets every row from L1 (on a Zen 4 at W 2048 x 2048 it ran 2.7x the packed
+// GEMM's rate at 16 rows, about 1.5x at 32-48, even at 64, 3-5% behind at 96-128: packing W costs
+// the GEMM a fixed few ms); a GPU's schedule keeps this many rows' sums in registers.
+constexpr int projection_gemv_max_rows_cpu = 64, projection_gemv_max_rows_gpu = 4;
 
 // BitLinear's reduction length is a multiple of this; the runtime pads with zero activations.
 constexpr int bitlinear_k_multiple = 256;
