@@ -32,11 +32,12 @@ public:
     Halide::Var o{"o"}, r{"r"};
     Halide::RDom k;
     // x and W cut into the tiles of the schedule family's register tile (row_tile rows of x,
-    // output_tile outputs of W), with every index clamped (in the gemv variant, every index but k), so a schedule may compute whole
-    // register tiles past the last row or output and stage whole slices of k past its end. A CPU
-    // schedule packs both with the tile innermost: a register tile's broadcasts of x are then one
-    // pointer plus constant offsets (read in place, x's clamped row addresses cost more
-    // instructions than the FMAs they feed), and its W vectors one contiguous stream per panel.
+    // output_tile outputs of W), with every index clamped (in the gemv variant every index but
+    // k), so a schedule may compute whole register tiles past the last row or output and stage
+    // whole slices of k past its end. A CPU schedule packs both with the tile innermost: a
+    // register tile's broadcasts of x are then one pointer plus constant offsets (read in place,
+    // x's clamped row addresses cost more instructions than the FMAs they feed), and its W
+    // vectors one contiguous stream per panel.
     Halide::Func x_tiles{"x_tiles"};              // (row in tile, k, tile)
     Halide::Func weight_rows{"weight_rows"};      // (k, output): W as stored, its indices clamped
     Halide::Func weight_panels{"weight_panels"};  // (output in panel, k, panel), read from weight_rows

@@ -94,9 +94,9 @@ void schedule_projection_gemv(Projection &g, const Target &t, GemvTile tile) {
     g.acc.compute_at(g.y, ot);
     g.acc.update().split(g.k, ko, ki, vec, guard);
     Func lanes = g.acc.update().rfactor(ki, lane);
+    g.acc.update().atomic().vectorize(ki);  // the lanes' sum as a shuffle tree
     // The tile's rows: tile.rows of them where the call has several (the region rounded up, x's
     // reads clamped), else the one.
-    g.acc.update().atomic().vectorize(ki);
     g.acc.update().specialize(several_rows).split(g.r, ro, ri, tile.rows, round_up);
     g.acc.update().split(g.r, ro, ri, 1);
     lanes.compute_at(g.acc, ro).reorder_storage(lane, g.o, g.r).bound_extent(g.o, tile.outputs).vectorize(lane);
