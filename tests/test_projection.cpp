@@ -44,7 +44,7 @@ TEST_P(ProjectionTest, MatchesFloat64Reference) {
 }
 
 // Rows (batch x seq) and widths that are 1, odd, or just past a multiple of the CPU schedules'
-// register tiles (4 or 6 rows, 4 to 64 outputs, the gemv's 16 inputs a vector), and the last
+// register tiles (4 or 6 rows, 4 to 64 outputs, the gemv's vector of inputs), and the last
 // shape past their cache blocks too (240 or 256 rows, 480 or 512 outputs, 128 or 256 inputs).
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ProjectionTest,
@@ -179,13 +179,15 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
     return testing::relative_l2(y_rows, reference::projection(x_rows, w, &b, clip));
 }
 
-// The projection's entry in the forced-variant tests: rows and widths off every tile size (the
-// last shape past the GPU's 64 x 64 blocks in both directions and its slices of 32 inputs, with
-// tails in each), and the generator's estimate sizes for the autoscheduled variant.
+// The projection's entry in the forced-variant tests: rows and widths off every tile size, the
+// rows past what the CPU's gemv takes (the last shape past the GPU's 64 x 64 blocks in both
+// directions and its slices of 32 inputs, with tails in each), and the generator's estimate
+// sizes for the autoscheduled variant.
 const bool projection_check_registered =
     testing::register_kernel_check("projection", {[] {
-                                                      return std::max({projection_error(39, 71, 45, 39, 11),
-                                                                       projection_error(39, 71, 45, 39, 15, 2.0f),
+                                                      const int64_t rows = 2 * tiled_seq + 1;
+                                                      return std::max({projection_error(rows, 71, 45, rows, 11),
+                                                                       projection_error(rows, 71, 45, rows, 15, 2.0f),
                                                                        projection_error(130, 100, 150, 130, 17)});
                                                   },
                                                   1e-5, [] { return projection_error(512, 2048, 2048, 9, 12); }}) &&

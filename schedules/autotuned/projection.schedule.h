@@ -1,7 +1,7 @@
 // Written by scripts/tune projection: the best of 48 samples (4 batches) whose
 // outputs matched the hand-written schedule's; 89.728 ms at the estimate shapes with 2 threads on the tuning machine.
-// Renumbered by hand when the generator gained weight_rows (Func 2), which this schedule inlines,
-// as the pipeline it was tuned on did.
+// Renumbered by hand when the generator gained weight_rows (Func 2): this schedule inlines it,
+// which gives weight_panels the expression of the pipeline it was tuned on.
 #ifndef projection_SCHEDULE_H
 #define projection_SCHEDULE_H
 

@@ -75,8 +75,8 @@ void project(const ConstTensorView &x, const ConstTensorView &weight, const Cons
     auto xb = as_matrix(x, "input", false);
     auto wb = detail::halide_buffer(weight);
     auto yb = as_matrix(y, "output", true);
-    // Few rows (decode): the variant that streams W as stored instead of packing it. On the AVX2
-    // machine it ran 1.3-2x faster than the packed GEMM at 16-32 rows, slower at 64.
+    // Few rows (decode, short prompts): the variant that streams W as stored instead of packing
+    // it, up to the rows where it meets the GEMM (kernel_contract.h).
     const int64_t gemv_max_rows = current_device() == Device::CPU ? kernel_contract::projection_gemv_max_rows_cpu
                                                                      : kernel_contract::projection_gemv_max_rows_gpu;
     const bool few_rows = xb.dim(1).extent() <= gemv_max_rows;
