@@ -11,7 +11,7 @@ namespace hattn::kernel_contract {
 // row, read once, meets every row from L1 (AVX-512 on a Zen 4, W 2048 x 2048, fastest of 3: it
 // took 0.37x the packed GEMM's time at 16 rows, 0.94x at 32, 0.64x at 48, 1.02x at 64, 1.03x at
 // 96-128; packing W costs the GEMM a fixed few ms. AVX2 on the same CPU: they cross at 24 to 48
-// rows by shape, at 64 the GEMM from 22% ahead to 10% behind; SSE: the gemv ahead through 64; NEON
+// rows by shape, at 64 the GEMM from 22% ahead to 11% behind; SSE: the gemv ahead through 64; NEON
 // is not measured; docs/perf/log.md); a GPU's schedule keeps this many rows' sums in registers.
 constexpr int projection_gemv_max_rows_cpu = 64, projection_gemv_max_rows_gpu = 4;
 

@@ -21,7 +21,8 @@ ProjectionTile projection_tile(const Halide::Target &t) {
 // noise of these (docs/perf/log.md): the tile, not the blocking, sets the rate there.
 // The gemv's tile: 4 outputs x 4 rows (16 accumulators, 8 loads per 16 FMAs) where there are 32
 // registers; 4 x 2 where there are 16 (8 accumulators beside 4 W vectors and one of x): on AVX2 it
-// was as fast as 2 x 4 or faster at 1 to 32 rows, and 3 x 3 and 4 x 3 (spilling) were slower.
+// was faster than 2 x 4 at 1 to 32 rows but 4 (6% behind there), and 3 x 3 and 4 x 3 (spilling)
+// were slower at every count.
 cpu::GemvTile gemv_tile(const Halide::Target &t) {
     return t.has_feature(Halide::Target::AVX512) ? cpu::GemvTile{4, 4} : cpu::GemvTile{4, 2};
 }
