@@ -8,11 +8,11 @@
 namespace hattn::kernel_contract {
 
 // The projection_gemv variant is chosen for calls with at most this many rows: on a CPU each W
-// row, read once, meets every row from L1 (AVX-512 on a Zen 4, W 2048 x 2048, fastest of 3: it
-// took 0.37x the packed GEMM's time at 16 rows, 0.94x at 32, 0.64x at 48, 1.02x at 64, 1.03x at
-// 96-128; packing W costs the GEMM a fixed few ms. AVX2 on the same CPU: they cross at 24 to 48
-// rows by shape, at 64 the GEMM from 22% ahead to 11% behind; SSE: the gemv ahead through 64; NEON
-// is not measured; docs/perf/log.md); a GPU's schedule keeps this many rows' sums in registers.
+// row, read once, meets every row from L1, and W is not packed (the GEMM's fixed few ms a call).
+// 64 is where the AVX-512 gemv and GEMM cross on a Zen 4. AVX2's cross at 24 to 48 rows by shape
+// (at 64 the GEMM 22% ahead to 11% behind) and SSE's past 64, so a limit per sub-target would not
+// pay (docs/perf/log.md; NEON is not measured). A GPU's schedule keeps this many rows' sums in
+// registers.
 constexpr int projection_gemv_max_rows_cpu = 64, projection_gemv_max_rows_gpu = 4;
 
 // BitLinear's reduction length is a multiple of this; the runtime pads with zero activations.
