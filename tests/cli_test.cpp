@@ -151,6 +151,12 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
     const CliResult refused = hattn("inspect " + olmo);
     expect_one_line_naming(refused, "clip_qkv must be positive (or null for none), got -1.000000");
     EXPECT_EQ(refused.out, "");
+    // So does one read as a seed config (no num_hidden_layers).
+    const std::string empty = tmp.file("empty.json");
+    std::ofstream(empty) << "{}";
+    const CliResult incomplete = hattn("inspect " + empty);
+    expect_one_line_naming(incomplete, "missing key 'embedding_dimension'");
+    EXPECT_EQ(incomplete.out, "");
 }
 
 TEST_F(Cli, UnknownKindIsNamed) {
@@ -159,6 +165,22 @@ TEST_F(Cli, UnknownKindIsNamed) {
     expect_one_line_naming(hattn("run --case " + make_case("c", config) + " --output " +
                                  tmp.file("o.npy")),
                            "unknown kind 'flash_magic'");
+}
+
+// Sizes are tensor extents (32-bit in the kernels) and what they need must be allocatable: past
+// either, one line, not an internal error or a wrapped size.
+TEST_F(Cli, BenchRefusesSizesItCannotHold) {
+    expect_one_line_naming(hattn("bench prefill --heads 2 --seq 4294967296 --head-dim 16"),
+                           "--seq must be at most 2^31 - 1, got 4294967296");
+    expect_one_line_naming(hattn("bench decode --heads 2 --kv-len 16 --head-dim 8 --reps 4294967297"),
+                           "--reps must be at most 2^31 - 1");
+    expect_one_line_naming(hattn("bench prefill --heads 65536 --seq 65536 --head-dim 65536 --batch 65536"),
+                           "overflows int64");
+    // 2^62 floats: more than a vector can hold, refused before any memory is touched.
+    expect_one_line_naming(hattn("bench prefill --heads 1048576 --seq 2097152 --head-dim 2097152"),
+                           "bench prefill: the shape's tensors need more memory than can be allocated");
+    expect_one_line_naming(hattn("bench layer --layer gqa --hidden 72 --heads 9 --seq 8"),
+                           "bench layer gqa: --heads must be a multiple of 4 (Hkv = H/4), got 9");
 }
 
 TEST_F(Cli, BenchOfAnUnknownLayerExits2) {
@@ -265,6 +287,15 @@ TEST_F(Cli, PrefillOnCrossAttentionExits2) {
     write_npy(dir + "/context.npy", testing::random_tensor({1, 5, 8}, 8));
     expect_one_line_naming(hattn("run --case " + dir + " --prefill 1 --output " + tmp.file("o.npy")),
                            "not causal");
+}
+
+// A mode the layer refuses is named as such, not taken for the encoder's (which has no prefill).
+TEST_F(Cli, PrefillWithAnUnknownModeNamesTheMode) {
+    const std::string dir = make_case("sideways", R"({"kind": "cca", "batch": 1, "seq_len": 3,
+                                                     "config": {"hidden_size": 8, "num_heads": 1, "cca_value_shift": false,
+                                                                "mode": "sideways"}})");
+    expect_one_line_naming(hattn("run --case " + dir + " --prefill 1 --output " + tmp.file("o.npy")),
+                           "mode must be encoder or decoder, got 'sideways'");
 }
 
 TEST_F(Cli, CrossWithoutContextExits2) {

@@ -1008,7 +1008,7 @@ TEST(CachedAttentionHuggingFace, FalconConfigsReadTheirOwnKeys) {
     EXPECT_EQ(std::tuple(forty_b.heads, forty_b.kv_heads, forty_b.head_dimension), std::tuple(128, 8, 64));
     EXPECT_TRUE(forty_b.bias && forty_b.output_bias);
     EXPECT_EQ(read(falcon + R"(, "multi_query": false})").kv_heads, 71);
-    EXPECT_EQ(config_error(falcon + R"(, "multi_query": false, "num_kv_heads": 1})"),
+    EXPECT_EQ(config_error(R"({"model_type": "falcon", "hidden_size": 4544, "num_kv_heads": 1, "multi_query": false})"),
               "config.json: num_kv_heads (1) must equal num_attention_heads (71) without multi_query or "
               "new_decoder_architecture (q, k and v per head)");
     EXPECT_EQ(config_error(falcon + R"(, "alibi": true})"),
@@ -1732,14 +1732,16 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
               "c: a layer index is read only with a Hugging Face config.json");
     // EmbeddingGemma attends both ways: its sliding layers within (sliding_window // 2) + 1 keys each
     // way, as transformers' config keeps it (512: 257), its full layers over every key.
-    const std::string embedding_gemma = R"({"model_type": "gemma3_text", "hidden_size": 768, "num_attention_heads": 3,
-        "num_key_value_heads": 1, "head_dim": 256, "sliding_window": 512, "use_bidirectional_attention": true)";
-    const CachedAttentionConfig sliding_both_ways = layer(embedding_gemma + "}", 0), full_both_ways = layer(embedding_gemma + "}", 5);
+    const std::string gemma3_keys = R"({"model_type": "gemma3_text", "hidden_size": 768, "num_attention_heads": 3,
+        "num_key_value_heads": 1, "head_dim": 256, "sliding_window": 512)";
+    const std::string embedding_gemma = gemma3_keys + R"(, "use_bidirectional_attention": true})";
+    const CachedAttentionConfig sliding_both_ways = layer(embedding_gemma, 0),
+                                full_both_ways = layer(embedding_gemma, 5);
     EXPECT_FALSE(sliding_both_ways.causal || full_both_ways.causal);
     EXPECT_EQ(sliding_both_ways.sliding_window.value_or(0), 257);
     EXPECT_FALSE(full_both_ways.sliding_window.has_value());
-    EXPECT_TRUE(layer(embedding_gemma + R"(, "use_bidirectional_attention": false})", 0).causal);
-    EXPECT_EQ(layer(embedding_gemma + R"(, "use_bidirectional_attention": false})", 0).sliding_window.value_or(0), 512);
+    EXPECT_TRUE(layer(gemma3_keys + R"(, "use_bidirectional_attention": false})", 0).causal);
+    EXPECT_EQ(layer(gemma3_keys + R"(, "use_bidirectional_attention": false})", 0).sliding_window.value_or(0), 512);
     EXPECT_TRUE(local.causal);
     // Other types' encoders, and is_causal (whose windows reach one key farther in transformers 5), are refused.
     EXPECT_EQ(config_error("{" + llama + R"(, "use_bidirectional_attention": true})"),

@@ -139,6 +139,13 @@ TEST(ConfigTest, FromFile) {
     EXPECT_EQ(error_message([&] { ConfigReader::from_file(deep); }), deep + ": JSON nested deeper than 64 levels");
     const std::string nested = write("nested.json", "{\"a\": " + std::string(63, '[') + std::string(63, ']') + "}");
     EXPECT_TRUE(ConfigReader::from_file(nested).has("a"));
+
+    // A key given twice in one object is refused; the same key in two objects is not.
+    const std::string twice = write("twice.json", R"({"rope_scaling": {"factor": 2, "factor": 8}})");
+    EXPECT_EQ(error_message([&] { ConfigReader::from_file(twice); }),
+              twice + ": key 'factor' appears twice in one object");
+    const std::string apart = write("apart.json", R"({"a": {"factor": 2}, "b": {"factor": 8}})");
+    EXPECT_TRUE(ConfigReader::from_file(apart).has("b"));
 }
 
 }  // namespace

@@ -397,6 +397,10 @@ TEST(LatentConfig, EachRuleNamesItsKeys) {
     EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"ccgqa_num_kv_heads", 4}, {"ccgqa_query_latent_rank", 16}, {"ccgqa_kv_latent_rank", 32}}, true), "must not exceed"));
     EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"ccgqa_num_kv_heads", 2}, {"ccgqa_query_latent_rank", 32}, {"ccgqa_kv_latent_rank", 8}}, true), "head dims differ"));
     EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_latent_rank", 12}}, false), "must be even"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_latent_rank", 0}}, false),
+                    "cca_latent_rank must be positive, got 0"));
+    EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"ccgqa_kv_latent_rank", -8}}, true),
+                    "ccgqa_kv_latent_rank must be positive, got -8"));
     EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_num_conv_layers", 3}}, false), "cca_num_conv_layers"));
     EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_conv_kernel_seq", 0}}, false), "cca_conv_kernel_seq"));
     EXPECT_TRUE(has(cca_error({{"hidden_size", 64}, {"num_heads", 4}, {"cca_conv_kernel_ch", 0}}, false), "cca_conv_kernel_ch"));

@@ -204,6 +204,10 @@ TEST_F(SafetensorsTest, ALayerPrefixNamesItsIndex) {
     EXPECT_EQ(index(""), std::nullopt);
     EXPECT_EQ(index("model.sublayers.3."), std::nullopt);
     EXPECT_EQ(index("model.layers.x.self_attn."), std::nullopt);
+    EXPECT_EQ(index("model.layers.999999999.self_attn."), 999999999);
+    expect_contains(
+        error_message([&] { index("model.layers.99999999999999999999.self_attn."); }),
+        {"'model.layers.99999999999999999999.self_attn.'", "layer index 99999999999999999999 is too large"});
 }
 
 TEST_F(SafetensorsTest, WeightsFromShardedIndex) {
@@ -258,7 +262,7 @@ TEST_F(SafetensorsTest, RejectsTruncatedFiles) {
     const std::string absurd =
         write("absurd.safetensors", std::string("\x00\x00\x00\x10\x00\x00\x00\x00", 8) + "{}");
     expect_contains(error_message([&] { SafetensorsFile::open(absurd); }),
-                    {absurd, "header length 268435456", "absurd"});
+                    {absurd, "header length 268435456", "not a safetensors file"});
 
     const std::string missing = dir_.file("missing.safetensors");
     expect_contains(error_message([&] { SafetensorsFile::open(missing); }),
@@ -276,20 +280,24 @@ TEST_F(SafetensorsTest, RejectsLyingHeaders) {
          {"'w' and 'v'", "overlapping"}},
         {"{" + entry("w", "F32", "[-2]", 0, 8) + "}", {"tensor 'w'", "negative dimension"}},
         {"{" + entry("w", "F32", "[2.5]", 0, 8) + "}", {"tensor 'w'", "non-integer"}},
-        {"{" + entry("w", "I64", "[1]", 0, 8) + "}",
-         {"tensor 'w'", "dtype I64 is not supported (F32, F16, BF16)"}},
-        {"{" + entry("w", "F32", "[4611686018427387904, 4]", 0, 8) + "}",
-         {"tensor 'w'", "overflows"}},
+        {"{" + entry("w", "I64", "[1]", 0, 8) + "}", {"tensor 'w'", "dtype I64 is not supported (F32, F16, BF16)"}},
+        {"{" + entry("w", "F32", "[4611686018427387904, 4]", 0, 8) + "}", {"tensor 'w'", "overflows"}},
         {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})",
          {"tensor 'w'", "data_offsets must be two ordered non-negative integers"}},
-        {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})",
-         {"tensor 'w'", "data_offsets must be"}},
+        {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})", {"tensor 'w'", "data_offsets must be"}},
         {R"({"w": {"dtype": "F32", "shape": [2]}})", {"tensor 'w'", "missing 'data_offsets'"}},
         {R"({"w": [1, 2]})", {"tensor 'w'", "not an object"}},
         {"{\"w\": ", {"not valid JSON"}},
         {"[1, 2]", {"not a JSON object"}},
         {R"({"w": {"dtype": "F32", "shape": )" + std::string(60000, '[') + std::string(60000, ']') + "}}",
          {"JSON nested deeper than 64 levels"}},
+        // A tensor named twice: nlohmann would keep one of them silently.
+        {"{" + entry("w", "F32", "[1]", 0, 4) + ", " + entry("w", "F32", "[1]", 4, 8) + "}",
+         {"key 'w' appears twice in one object"}},
+        {"{\"__metadata__\": 5, " + entry("w", "F32", "[1]", 0, 4) + "}",
+         {"__metadata__ must be an object of strings, got 5"}},
+        {"{\"__metadata__\": {\"a\": 5}, " + entry("w", "F32", "[1]", 0, 4) + "}",
+         {"__metadata__ must be an object of strings"}},
     };
     for (size_t i = 0; i < cases.size(); i++) {
         const std::string path = write("lie" + std::to_string(i) + ".safetensors",

@@ -61,13 +61,21 @@ Weights checkpoint(const std::map<std::string, Tensor> &tensors) {
     return w;
 }
 
+// The KV heads of an mha or gqa layer: H, or H/4 for gqa (the peer's shapes, spec/cli.md).
+int64_t cached_layer_kv_heads(const LayerShape &s) {
+    if (s.layer != "gqa") return s.heads;
+    require(s.heads % 4 == 0,
+            "bench layer gqa: --heads must be a multiple of 4 (Hkv = H/4), got " + std::to_string(s.heads));
+    return s.heads / 4;
+}
+
 // A cached attention layer with random weights.
 std::unique_ptr<CachedAttention> random_cached_attention(const LayerShape &s) {
     require(s.hidden % s.heads == 0, "bench layer: --hidden must be divisible by --heads");
     CachedAttentionConfig c;
     c.embedding_dimension = s.hidden;
     c.heads = s.heads;
-    c.kv_heads = s.layer == "gqa" ? std::max<int64_t>(1, s.heads / 4) : s.heads;
+    c.kv_heads = cached_layer_kv_heads(s);
     c.head_dimension = s.hidden / s.heads;
     c.bias = true;
     c.rope_base = 10000.0;
@@ -452,8 +460,7 @@ double kv_bytes_per_token(const LayerShape &s) {
         return 2.0 * Lkv * sizeof(float);
     }
     const int64_t D = s.hidden / s.heads;
-    const int64_t Hkv = s.layer == "gqa" ? std::max<int64_t>(1, s.heads / 4) : s.heads;
-    return 2.0 * Hkv * D * sizeof(float);
+    return 2.0 * cached_layer_kv_heads(s) * D * sizeof(float);
 }
 
 Workload layer_workload(const LayerShape &s) {

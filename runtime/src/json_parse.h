@@ -2,9 +2,15 @@
 // recurse once per nesting level, so a file nested tens of thousands of levels deep would overflow
 // the stack when an error message shows a value or a reader copies one. Real files nest a few
 // levels: past max_json_depth the parse stops with an Error naming the source.
+//
+// A key given twice in one object is refused too: nlohmann keeps one of them silently, so a
+// safetensors header naming a tensor twice would load whichever it kept (the safetensors library
+// refuses such headers, and Python's json keeps the last).
 #pragma once
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,12 +20,20 @@ namespace hattn::detail {
 
 constexpr int max_json_depth = 64;
 
-// Json::parse(first, last) with the depth limit; parse errors are nlohmann's, for the caller to word.
+// Json::parse(first, last) with the depth limit and unique keys; parse errors are nlohmann's, for the
+// caller to word.
 template <class Json, class Iterator>
 Json parse_json(Iterator first, Iterator last, const std::string &source) {
-    return Json::parse(first, last, [&source](int depth, typename Json::parse_event_t, Json &) {
+    using Event = typename Json::parse_event_t;
+    std::vector<std::set<std::string>> keys_of_open_objects;
+    return Json::parse(first, last, [&](int depth, Event event, Json &parsed) {
         if (depth > max_json_depth) {
             throw Error(source + ": JSON nested deeper than " + std::to_string(max_json_depth) + " levels");
+        }
+        if (event == Event::object_start) keys_of_open_objects.emplace_back();
+        if (event == Event::object_end) keys_of_open_objects.pop_back();
+        if (event == Event::key && !keys_of_open_objects.back().insert(parsed.template get<std::string>()).second) {
+            throw Error(source + ": key '" + parsed.template get<std::string>() + "' appears twice in one object");
         }
         return true;
     });

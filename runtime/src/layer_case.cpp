@@ -42,6 +42,10 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
                       bool cross, double tolerance, const LayerFiles &files) {
     const bool checkpoint_keys =
         kind.checkpoint_hidden_key && !config.has(kind.hidden_key) && config.has(kind.checkpoint_hidden_key);
+    require(!kind.checkpoint_hidden_key || checkpoint_keys || config.has(kind.hidden_key), [&] {
+        return config.source() + ": missing key '" + kind.hidden_key + "' (a model's config.json: '" +
+               kind.checkpoint_hidden_key + "')";
+    });
     const int64_t hidden = require_positive(config, checkpoint_keys ? kind.checkpoint_hidden_key : kind.hidden_key);
     Weights weights = Weights::open(files.weights, files.weight_prefix);
     Tensor x = read_npy_f32(files.input);
@@ -96,7 +100,8 @@ std::string optional_file(const fs::path &path) {
 
 bool LayerCase::causal() const {
     const std::string name = kind->name;
-    if (name == "cca" || name == "ccgqa") return config.get_string("mode", "encoder") == "decoder";
+    // The layer's own reading of its mode, so that a mode it refuses is named as such.
+    if (name == "cca" || name == "ccgqa") return LatentAttentionConfig::cca(config, name == "ccgqa").causal;
     return !cross;  // cached self-attention, zaya_cca and glm_dsa are causal
 }
 

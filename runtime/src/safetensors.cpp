@@ -212,7 +212,7 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
 
     const uint64_t header_size = read_u64le(file.map_);
     if (header_size > max_header_bytes) {
-        fail(path, "header length " + std::to_string(header_size) + " is absurd (over 100 MiB)");
+        fail(path, "header length " + std::to_string(header_size) + " is over 100 MiB: not a safetensors file");
     }
     if (header_size > size - 8) {
         fail(path, "header length " + std::to_string(header_size) + " exceeds the file size " +
@@ -230,7 +230,13 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
     if (!header.is_object()) fail(path, "header is not a JSON object");
 
     for (const auto &[name, entry] : header.items()) {
-        if (name == "__metadata__") continue;
+        // Free text, ignored, but shaped as the format says (the safetensors library checks it too).
+        if (name == "__metadata__") {
+            const bool strings = entry.is_object() &&
+                                 std::all_of(entry.begin(), entry.end(), [](const auto &v) { return v.is_string(); });
+            if (!strings) fail(path, "__metadata__ must be an object of strings, got " + brief(entry));
+            continue;
+        }
         file.index_.emplace(name, file.tensors_.size());
         file.tensors_.push_back(parse_entry(path, name, entry, size - file.data_start_));
     }
@@ -289,9 +295,12 @@ Tensor SafetensorsFile::load(const std::string &name) const {
 }
 
 std::optional<int64_t> Weights::layer_index() const {
-    static const std::regex layer(R"((?:^|\.)layers\.(\d{1,9})\.)");
+    static const std::regex layer(R"((?:^|\.)layers\.(\d+)\.)");
     std::smatch match;
     if (!std::regex_search(prefix_, match, layer)) return std::nullopt;
+    // No model has a billion layers; past that the number would not fit, so it is refused here.
+    require(match[1].length() <= 9,
+            [&] { return "weight prefix '" + prefix_ + "': layer index " + match[1].str() + " is too large"; });
     return std::stoll(match[1].str());
 }
 

@@ -2,7 +2,10 @@
 // runs after a warm-up, on random (never zero) inputs.
 #include <cmath>
 #include <iostream>
+#include <limits>
+#include <new>
 #include <set>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -19,9 +22,12 @@ namespace hattn::cli {
 
 namespace {
 
+// Every size is a tensor extent, which the kernels index with 32-bit integers (Halide's buffers):
+// past that a size is refused here, not wrapped further down.
 int64_t positive(const Args &args, const std::string &flag, int64_t fallback) {
     const int64_t v = args.integer(flag).value_or(fallback);
     require(v > 0, flag + " must be positive, got " + std::to_string(v));
+    require(v <= std::numeric_limits<int32_t>::max(), flag + " must be at most 2^31 - 1, got " + std::to_string(v));
     return v;
 }
 
@@ -104,9 +110,7 @@ nlohmann::json breakdown_json(const bench::KernelBreakdown &b) {
     return {{"runs", b.runs}, {"ms", b.ms}, {"outside_kernels_ms", b.outside_kernels_ms}, {"kernels", kernels}};
 }
 
-}  // namespace
-
-int bench_command(const std::vector<std::string> &argv) {
+int run_benchmark(const std::vector<std::string> &argv) {
     require(!argv.empty() && argv[0].rfind("--", 0) != 0,
             "bench: the benchmark comes first: hattn bench prefill|decode|layer|projection [flags]");
     const std::string what = argv[0];
@@ -173,6 +177,19 @@ int bench_command(const std::vector<std::string> &argv) {
     if (args.has("--kernel-times")) r["kernel_times"] = breakdown_json(bench::kernel_breakdown(w.run, runs));
     std::cout << r.dump() << "\n";
     return 0;
+}
+
+}  // namespace
+
+// A shape too large for this machine's memory is the user's to change: one line naming the
+// benchmark, not an internal error.
+int bench_command(const std::vector<std::string> &argv) {
+    try {
+        return run_benchmark(argv);
+    } catch (const std::bad_alloc &) {
+    } catch (const std::length_error &) {
+    }
+    throw Error("bench " + argv[0] + ": the shape's tensors need more memory than can be allocated");
 }
 
 }  // namespace hattn::cli

@@ -79,7 +79,8 @@ void describe_attention_config(const std::string &path) {
     const ConfigReader config = ConfigReader::from_file(path);
     const ConfigReader text = text_model_config(config);
     if (text.has("embedding_dimension") || !text.has("num_hidden_layers")) {
-        std::cout << path << ": cached_attention: " << describe(CachedAttentionConfig::from(config)) << "\n";
+        const std::string line = describe(CachedAttentionConfig::from(config));  // before any output: it may refuse
+        std::cout << path << ": cached_attention: " << line << "\n";
         return;
     }
     // Every layer is read before anything is printed: a refused config prints only its error.

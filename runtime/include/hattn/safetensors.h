@@ -70,6 +70,7 @@ public:
     const std::string &prefix() const { return prefix_; }
     // The N of a prefix that names one layer of a Hugging Face model ("model.layers.N.self_attn."),
     // for models whose layers differ by index (Gemma 3's sliding and full layers); else nothing.
+    // An N of more than 9 digits is refused (Error).
     std::optional<int64_t> layer_index() const;
 
     bool has(const std::string &name) const;

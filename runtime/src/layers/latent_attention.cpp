@@ -65,7 +65,8 @@ LatentAttentionConfig LatentAttentionConfig::cca(const ConfigReader &c, bool gro
     }
     const std::string lq_key = grouped ? "ccgqa_query_latent_rank" : "cca_latent_rank";
     const std::string lkv_key = grouped ? "ccgqa_kv_latent_rank" : "cca_latent_rank";
-    require(Lq > 0 && Lkv > 0, [&] { return src + ": " + lq_key + " and " + lkv_key + " must be positive"; });
+    require(Lq > 0, [&] { return src + ": " + lq_key + " must be positive, got " + str(Lq); });
+    require(Lkv > 0, [&] { return src + ": " + lkv_key + " must be positive, got " + str(Lkv); });
     require(Lq % cfg.heads == 0, [&] {
         return src + ": " + lq_key + " (" + str(Lq) + ") must be divisible by num_heads (" + str(cfg.heads) + ")";
     });
