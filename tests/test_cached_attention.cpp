@@ -170,6 +170,19 @@ TEST(KVCacheSlots, AreCheckedLikeAppends) {
     EXPECT_THROW(cache.key_slot(0, 9), Error);
 }
 
+// A view without data or with a stride list of the wrong length is refused before any row moves.
+TEST(KVCacheSlots, AppendRefusesMalformedViewsAndChangesNothing) {
+    KVCache cache(1, 2, 4, 8);
+    const Tensor kv = testing::random_tensor({1, 2, 2, 4}, 1);
+    const ConstTensorView no_data(nullptr, {1, 2, 2, 4});
+    ConstTensorView short_strides = kv.view();
+    short_strides.strides = {1};
+    EXPECT_EQ(testing::error_message([&] { cache.append(no_data, no_data); }),
+              "KV cache append: keys and values must be views with data and one stride per dimension");
+    EXPECT_THROW(cache.append(short_strides, kv.view()), Error);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({0}));
+}
+
 TEST(CachedAttentionDecode, TruncateThenDecodeEqualsAFreshRun) {
     TestLayer t({64, 4, 2, 16, true, 10000.0});
     const Tensor x = testing::random_tensor({1, 12, 64}, 40);
@@ -267,6 +280,19 @@ TEST(CachedAttentionForward, SeedFormMatchesSelfAttentionAndCrossAttention) {
               t.layer->cross_attention(x, cond).values());
     EXPECT_THROW(t.layer->forward(x, nullptr, nullptr), Error);
     EXPECT_EQ(t.layer->cross_attention(Tensor({2, 0, 64}), cond).shape(), Shape({2, 0, 64}));
+}
+
+// A context cache of another KV head count would pass the kernel (any count that divides H does)
+// and group the heads wrongly.
+TEST(CachedAttentionCross, AContextCacheOfAnotherShapeIsRefused) {
+    TestLayer t({64, 4, 2, 16, true, std::nullopt});
+    KVCache four_heads(1, 4, 16, 5);
+    const Tensor kv = testing::random_tensor({1, 5, 4, 16}, 1);
+    four_heads.append(kv.view(), kv.view());
+    EXPECT_EQ(testing::error_message([&] {
+                  t.layer->cross_attention(testing::random_tensor({1, 3, 64}, 2), ConditioningCache(four_heads));
+              }),
+              "cached_attention: context cache [Hkv=4, D=16] does not fit this layer's [Hkv=2, D=16]");
 }
 
 TEST(CachedAttentionCross, FullyMaskedRowOutputsTheBias) {

@@ -38,6 +38,10 @@ TEST(Device, AnUnavailableDeviceIsRefusedAndTheCurrentOneStays) {
                   std::string("device ") + device_name(d) + " is unavailable: " + reason);
         EXPECT_EQ(current_device(), Device::CPU);
     }
+    // An integer cast to Device that names none (the kernels would find no variant for it).
+    const std::string not_a_device = testing::error_message([] { set_device(static_cast<Device>(7)); });
+    EXPECT_NE(not_a_device.find("is unavailable: not a device (7)"), std::string::npos) << not_a_device;
+    EXPECT_EQ(current_device(), Device::CPU);
 }
 
 class GpuResidency : public testing::OnEachGpu {};

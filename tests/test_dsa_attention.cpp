@@ -348,6 +348,26 @@ TEST(DsaAttention, FullCacheThrowsAndKeepsTheState) {
     EXPECT_EQ(state.lengths(), std::vector<int32_t>({2}));
 }
 
+// A state holds rows of its layer's widths: a layer of another latent or index width would write
+// past them (or read them at the wrong width).
+TEST(DsaAttention, AStateOfAnotherLayerShapeIsRefused) {
+    nlohmann::json wider_latent = small_config(4), wider_index = small_config(4);
+    wider_latent["kv_lora_rank"] = 48;
+    wider_index["index_head_dim"] = 24;
+    const DsaAttention layer = make_layer(small_config(4));
+    DsaState state = layer.make_state(1, 4);
+    for (const nlohmann::json &other : {wider_latent, wider_index}) {
+        const DsaAttention other_layer = make_layer(other);
+        const std::string message = testing::error_message([&] {
+            other_layer.prefill(testing::random_tensor({1, 2, 64}, 30), state);
+        });
+        EXPECT_NE(message.find("(a state of another layer)"), std::string::npos) << message;
+        EXPECT_EQ(state.lengths(), std::vector<int32_t>({0}));
+        DsaState other_state = other_layer.make_state(1, 4);
+        EXPECT_THROW(layer.prefill(testing::random_tensor({1, 2, 64}, 30), other_state), Error);
+    }
+}
+
 // Every token's data is in the state's rows, so a truncated sequence continues exactly as one
 // that never held the cut tokens; a fork continues as its source.
 TEST(DsaState, TruncateAndForkContinueLikeFreshSequences) {

@@ -259,6 +259,23 @@ TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
     EXPECT_EQ(s.prev_value().values(), prev.values());
 }
 
+// A state made by a layer with value shift has a row of delayed values that one without lacks:
+// either layer refuses the other's state, which stays as it was.
+TEST(LatentState, AStateOfAnotherLayerShapeIsRefused) {
+    SeedLayer shift({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    SeedLayer no_shift({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}, {"cca_value_shift", false}}, false);
+    LatentState without = no_shift.layer->make_state(1, 6), with = shift.layer->make_state(1, 6);
+    const std::string message = testing::error_message([&] {
+        shift.layer->decode_step(testing::random_tensor({1, 1, 64}, 1), without);
+    });
+    EXPECT_NE(message.find("the state was made by a layer of another shape"), std::string::npos) << message;
+    EXPECT_THROW(no_shift.layer->decode_step(testing::random_tensor({1, 1, 64}, 1), with), Error);
+    EXPECT_EQ(without.kv().lengths(), std::vector<int32_t>({0}));
+    EXPECT_EQ(with.kv().lengths(), std::vector<int32_t>({0}));
+    const std::string assigned = testing::error_message([&] { with.assign_sequence(0, without); });
+    EXPECT_NE(assigned.find("value shift rows 0 vs 8"), std::string::npos) << assigned;
+}
+
 TEST(LatentState, NoTokensChangeNothing) {
     SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
     EXPECT_EQ(layer.layer->forward(Tensor({2, 0, 64})).shape(), Shape({2, 0, 64}));

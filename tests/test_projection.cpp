@@ -83,6 +83,13 @@ TEST(Projection, ShapeMismatchNamesBothShapes) {
     }
 }
 
+// Every output of a weight without inputs would be its bias; the kernels' tiles assume inputs.
+TEST(Projection, AWeightWithoutInputsIsRefused) {
+    Tensor x({2, 0}), w({3, 0}), y({2, 3});
+    EXPECT_EQ(testing::error_message([&] { project(x.view(), w.view(), nullptr, y.view()); }),
+              "projection: weight [3, 0] has no inputs");
+}
+
 TEST(Projection, WrongOutputShapeIsRejectedBeforeAnyWrite) {
     Tensor x({2, 4}), w({3, 4}), y({2, 2}, {7, 7, 7, 7});
     EXPECT_THROW(project(x.view(), w.view(), nullptr, y.view()), Error);

@@ -3,6 +3,7 @@
 // attends through one exactly as through a cache of every token.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -160,8 +161,11 @@ TEST(SlidingKVCache, SequencesMoveBetweenCachesThatHoldWhatTheTargetKeeps) {
 TEST(SlidingKVCache, ImpossibleSizesAreRefused) {
     EXPECT_EQ(testing::error_message([] { KVCache::sliding(1, 1, 2, 100, {5, 6, 2}); }),
               "KV cache: a sliding cache must keep fewer tokens than its rows, got 6 kept (window 5 - 1 + rollback 2) in 6 rows");
-    EXPECT_EQ(testing::error_message([] { KVCache::sliding(1, 1, 2, 100, {0, 6}); }),
-              "KV cache: a sliding cache's window must be positive and its rollback not negative, got 0 and 0");
+    const std::string no_window = testing::error_message([] { KVCache::sliding(1, 1, 2, 100, {0, 6}); });
+    EXPECT_EQ(no_window,
+              "KV cache: a sliding cache's window must be in 1..2^31 - 1 and its rollback in 0..2^31 - 1, got 0 and 0");
+    // A window whose kept tokens would overflow (and the kernels' positions are 32-bit).
+    EXPECT_THROW(KVCache::sliding(1, 1, 2, 50, {std::numeric_limits<int64_t>::max(), 5, 5}), Error);
     // Rows past the capacity would stay unused: such a cache has the capacity's rows and never forgets.
     const KVCache small = KVCache::sliding(1, 1, 2, 10, {20, 40});
     EXPECT_EQ(small.rows(), 10);

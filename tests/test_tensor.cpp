@@ -74,6 +74,15 @@ TEST(TensorTest, HalideBufferReversesDimensionsAndAliases) {
 TEST(TensorTest, AViewWithoutDataIsRefused) {
     expect_contains(error_message([] { hattn::detail::halide_buffer(TensorView(nullptr, {2, 3})); }), "has no data");
     EXPECT_NO_THROW(hattn::detail::halide_buffer(TensorView(nullptr, {0, 3})));
+    Tensor t({2, 3});
+    const hattn::ConstTensorView no_data(nullptr, {2, 3});
+    expect_contains(error_message([&] { hattn::copy_into(no_data, t.view()); }),
+                    "copy: a tensor view of [2, 3] has no data");
+    TensorView short_strides = t.view();
+    short_strides.strides = {1};
+    expect_contains(error_message([&] { hattn::copy_into(t.view(), short_strides); }),
+                    "copy: a tensor view of [2, 3] has 1 strides");
+    EXPECT_FALSE(short_strides.is_contiguous());
 }
 
 TEST(TensorTest, StridedViewKeepsStrides) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <utility>
 
 #include "hattn/error.h"
@@ -26,8 +27,10 @@ KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capa
 
 KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, Sliding s,
                          std::string name) {
-    require(s.window > 0 && s.rollback >= 0, [&] {
-        return name + ": a sliding cache's window must be positive and its rollback not negative, got " +
+    // Positions are 32-bit in the kernels; past that kept() could also overflow.
+    constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
+    require(s.window > 0 && s.window <= int32_max && s.rollback >= 0 && s.rollback <= int32_max, [&] {
+        return name + ": a sliding cache's window must be in 1..2^31 - 1 and its rollback in 0..2^31 - 1, got " +
                std::to_string(s.window) + " and " + std::to_string(s.rollback);
     });
     // Rows past the capacity would never be used: such a cache never forgets.
@@ -123,6 +126,9 @@ void KVCache::write_in_place(int64_t b, const ConstTensorView &keys, const Const
 }
 
 void KVCache::check_tokens(const ConstTensorView &keys, const ConstTensorView &values) const {
+    require(detail::is_well_formed(keys) && detail::is_well_formed(values), [&] {
+        return lengths_.owner() + " append: keys and values must be views with data and one stride per dimension";
+    });
     const Shape expected{batch(), keys.rank() == 4 ? keys.dim(1) : -1, kv_heads(), head_dim()};
     require(keys.rank() == 4 && keys.shape == expected && values.shape == keys.shape, [&] {
         return lengths_.owner() + " append: keys " + shape_to_string(keys.shape) + " and values " +

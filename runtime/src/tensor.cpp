@@ -64,6 +64,7 @@ static Shape contiguous_strides(const Shape &shape) {
 template <typename T>
 bool BasicTensorView<T>::is_contiguous() const {
     if (strides.empty()) return true;
+    if (strides.size() != shape.size()) return false;  // malformed: not a layout (require_well_formed says so)
     const Shape expected = contiguous_strides(shape);
     for (size_t i = 0; i < shape.size(); i++) {
         // A dimension of extent 1 is never stepped over, so its stride does not change the layout.
@@ -88,8 +89,25 @@ BasicTensorView<T> BasicTensorView<T>::crop(int dim, int64_t begin, int64_t end)
 template struct BasicTensorView<float>;
 template struct BasicTensorView<const float>;
 
+bool detail::is_well_formed(const ConstTensorView &view) {
+    return (view.strides.empty() || view.strides.size() == view.shape.size()) &&
+           (view.data != nullptr || view.size() == 0);
+}
+
+void detail::require_well_formed(const ConstTensorView &view, const char *what) {
+    require(view.strides.empty() || view.strides.size() == view.shape.size(), [&] {
+        return std::string(what) + ": a tensor view of " + shape_to_string(view.shape) + " has " +
+               std::to_string(view.strides.size()) + " strides";
+    });
+    // A null host pointer would also make Halide take a kernel call for a bounds query: it would
+    // compute nothing and report success.
+    require(view.data != nullptr || view.size() == 0,
+            [&] { return std::string(what) + ": a tensor view of " + shape_to_string(view.shape) + " has no data"; });
+}
+
 Halide::Runtime::Buffer<float> detail::halide_buffer(const ConstTensorView &view) {
-    const Shape steps = view.strides.empty() ? contiguous_strides(view.shape) : view.strides;
+    // (A malformed stride list is refused below, after the extents' own checks.)
+    const Shape steps = view.strides.size() == view.shape.size() ? view.strides : contiguous_strides(view.shape);
     constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
     constexpr int64_t int32_min = std::numeric_limits<int32_t>::min();
     const int r = view.rank();
@@ -110,10 +128,7 @@ Halide::Runtime::Buffer<float> detail::halide_buffer(const ConstTensorView &view
         });
         dims[i] = halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
     }
-    // A null host pointer would make Halide take the call for a bounds query: it would compute
-    // nothing and report success.
-    require(view.data != nullptr || view.size() == 0,
-            [&] { return "a tensor view of " + shape_to_string(view.shape) + " has no data"; });
+    require_well_formed(view, "kernel call");
     // Halide's buffers have no read-only form; a kernel writes only the buffers of its outputs,
     // which callers pass as writable views.
     return Halide::Runtime::Buffer<float>(const_cast<float *>(view.data), dims);
@@ -204,6 +219,8 @@ void copy_dims(const float *src, const int64_t *src_strides, float *dst, const i
 }  // namespace
 
 void copy_into(const ConstTensorView &src, const TensorView &dst) {
+    detail::require_well_formed(src, "copy");
+    detail::require_well_formed(dst, "copy");
     require(src.shape == dst.shape,
             [&] { return "copy: shapes " + shape_to_string(src.shape) + " and " + shape_to_string(dst.shape) + " differ"; });
     if (src.size() == 0) return;

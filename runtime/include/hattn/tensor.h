@@ -59,6 +59,13 @@ extern template struct BasicTensorView<const float>;
 void copy_into(const ConstTensorView &src, const TensorView &dst);
 
 namespace detail {
+// Whether a view can be read: it has data (or no elements) and no strides or one per dimension.
+bool is_well_formed(const ConstTensorView &view);
+// Throws hattn::Error, naming `what` and the problem, where it cannot.
+void require_well_formed(const ConstTensorView &view, const char *what);
+}  // namespace detail
+
+namespace detail {
 class ResidentRegion;
 }
 

@@ -53,6 +53,8 @@ void project(const ConstTensorView &x, const ConstTensorView &weight, const Cons
     require(weight.rank() == 2,
             [&] { return "projection: weight must be [out, in], got " + shape_to_string(weight.shape); });
     const int64_t out = weight.dim(0), in = weight.dim(1);
+    // No inputs would make every output its bias; the kernels' tiles assume at least one.
+    require(in > 0, [&] { return "projection: weight " + shape_to_string(weight.shape) + " has no inputs"; });
     require(x.rank() >= 1 && x.shape.back() == in, [&] {
         return "projection: input " + shape_to_string(x.shape) + " does not end in in=" + std::to_string(in) +
                " of weight " + shape_to_string(weight.shape);

@@ -603,6 +603,13 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
         return "cached_attention: context batch " + std::to_string(kv.batch()) + " differs from input batch " +
                std::to_string(x.dim(0));
     });
+    // Any KV head count that divides H would pass the kernel's check, grouping the heads wrongly.
+    require(kv.kv_heads() == config_.kv_heads && kv.head_dim() == config_.head_dimension, [&] {
+        return "cached_attention: context cache [Hkv=" + std::to_string(kv.kv_heads()) +
+               ", D=" + std::to_string(kv.head_dim()) +
+               "] does not fit this layer's [Hkv=" + std::to_string(config_.kv_heads) +
+               ", D=" + std::to_string(config_.head_dimension) + "]";
+    });
     if (x.dim(1) == 0) return Tensor({x.dim(0), 0, config_.embedding_dimension});  // nothing to compute
     const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads, query_norm_);

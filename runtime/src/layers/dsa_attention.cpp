@@ -159,6 +159,11 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     require(state.batch() == B, [&] {
         return "glm_dsa: state batch " + str(state.batch()) + " does not fit input " + shape_to_string(x.shape());
     });
+    // A state made by a layer of another shape would be written past its rows.
+    require(state.latent_.dim(2) == L && state.index_keys_.dim(2) == ID, [&] {
+        return "glm_dsa: state rows of " + str(state.latent_.dim(2)) + " latent and " + str(state.index_keys_.dim(2)) +
+               " index floats do not fit this layer's " + str(L) + " and " + str(ID) + " (a state of another layer)";
+    });
     state.lengths_.require_room(S);
     if (shared) {
         // No queries select nothing: an empty call's selection (K = 0) is a valid one to share.

@@ -257,11 +257,19 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     const int64_t B = x.dim(0), S = x.dim(1), P = c.packed(), hist = c.history();
     const int64_t H = c.heads, Hkv = c.kv_heads, dh = c.head_dim, Lkv = c.kv_rank(), half = Lkv / 2;
     if (state) {
-        require(state->kv_.batch() == B && state->kv_.kv_heads() == Hkv && state->kv_.head_dim() == dh &&
-                    state->qk_history_.shape() == Shape({B, hist, P}),
+        require(state->kv_.batch() == B, [&] {
+            return "latent attention: state for batch " + str(state->kv_.batch()) + " does not fit input " +
+                   shape_to_string(x.shape());
+        });
+        // A state of another layer would be read and written at the wrong widths (or, without the
+        // value shift's row, past its storage).
+        require(state->kv_.kv_heads() == Hkv && state->kv_.head_dim() == dh &&
+                    state->qk_history_.shape() == Shape({B, hist, P}) &&
+                    state->first_value_.size() == first_value_.size(),
                 [&] {
-                    return "latent attention: state for batch " + str(state->kv_.batch()) + " does not fit input " +
-                           shape_to_string(x.shape());
+                    return "latent attention: the state was made by a layer of another shape (" + str(Hkv) + " x " +
+                           str(dh) + " latent KV, " + str(hist) + " x " + str(P) + " conv history and value shift " +
+                           (first_value_.size() > 0 ? "on" : "off") + " here)";
                 });
         state->kv_.check_room(S);
     }

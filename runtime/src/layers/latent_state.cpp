@@ -42,7 +42,9 @@ void LatentState::fork(int64_t source, int64_t target) { assign_sequence(target,
 void LatentState::assign_sequence(int64_t target, const LatentState &from, int64_t source) {
     require(from.history_floats() == history_floats() && from.first_value_.size() == first_value_.size(), [&] {
         return "latent state: cannot take a sequence from a state of another layer shape (history " +
-               std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) + " floats)";
+               std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) +
+               " floats, value shift rows " + std::to_string(from.first_value_.size()) + " vs " +
+               std::to_string(first_value_.size()) + ")";
     });
     kv_.assign_sequence(target, from.kv_, source);  // checks the sequences first (its messages name the latent state)
     if (&from == this && source == target) return;
