@@ -180,7 +180,7 @@ TEST_F(Cli, BenchRefusesSizesItCannotHold) {
     expect_one_line_naming(hattn("bench prefill --heads 1048576 --seq 2097152 --head-dim 2097152"),
                            "bench prefill: the shape's tensors need more memory than can be allocated");
     expect_one_line_naming(hattn("bench layer --layer gqa --hidden 72 --heads 9 --seq 8"),
-                           "bench layer gqa: --heads must be a multiple of 4 (Hkv = H/4), got 9");
+                           "bench layer gqa: --heads 9 is not a multiple of its 2 KV heads (H/4)");
 }
 
 TEST_F(Cli, BenchOfAnUnknownLayerExits2) {

@@ -179,7 +179,8 @@ TEST(KVCacheSlots, AppendRefusesMalformedViewsAndChangesNothing) {
     short_strides.strides = {1};
     EXPECT_EQ(testing::error_message([&] { cache.append(no_data, no_data); }),
               "KV cache append: keys and values must be views with data and one stride per dimension");
-    EXPECT_THROW(cache.append(short_strides, kv.view()), Error);
+    EXPECT_EQ(testing::error_message([&] { cache.append(short_strides, kv.view()); }),
+              "KV cache append: keys and values must be views with data and one stride per dimension");
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({0}));
 }
 

@@ -273,7 +273,7 @@ TEST(LatentState, AStateOfAnotherLayerShapeIsRefused) {
     EXPECT_EQ(without.kv().lengths(), std::vector<int32_t>({0}));
     EXPECT_EQ(with.kv().lengths(), std::vector<int32_t>({0}));
     const std::string assigned = testing::error_message([&] { with.assign_sequence(0, without); });
-    EXPECT_NE(assigned.find("value shift rows 0 vs 8"), std::string::npos) << assigned;
+    EXPECT_NE(assigned.find("value shift 0 vs 8 floats"), std::string::npos) << assigned;
 }
 
 TEST(LatentState, NoTokensChangeNothing) {

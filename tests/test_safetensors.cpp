@@ -160,6 +160,10 @@ TEST_F(SafetensorsTest, IgnoresMetadataAndKeepsFileOrder) {
     const Tensor scalar = file.load("a");
     EXPECT_EQ(scalar.shape(), Shape{});
     EXPECT_EQ(scalar.values(), std::vector<float>{2.0f});
+    // No metadata, stated as null (the safetensors library reads it so too).
+    const std::string null_metadata = write(
+        "n.safetensors", blob("{\"__metadata__\": null, " + entry("z", "F32", "[1]", 0, 4) + "}", f32_bytes({1})));
+    EXPECT_EQ(SafetensorsFile::open(null_metadata).tensors().size(), 1u);
 }
 
 TEST_F(SafetensorsTest, LoadsMisalignedData) {
@@ -295,7 +299,7 @@ TEST_F(SafetensorsTest, RejectsLyingHeaders) {
         {"{" + entry("w", "F32", "[1]", 0, 4) + ", " + entry("w", "F32", "[1]", 4, 8) + "}",
          {"key 'w' appears twice in one object"}},
         {"{\"__metadata__\": 5, " + entry("w", "F32", "[1]", 0, 4) + "}",
-         {"__metadata__ must be an object of strings, got 5"}},
+         {"__metadata__ must be an object of strings (or null), got 5"}},
         {"{\"__metadata__\": {\"a\": 5}, " + entry("w", "F32", "[1]", 0, 4) + "}",
          {"__metadata__ must be an object of strings"}},
     };

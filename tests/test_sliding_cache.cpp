@@ -161,11 +161,16 @@ TEST(SlidingKVCache, SequencesMoveBetweenCachesThatHoldWhatTheTargetKeeps) {
 TEST(SlidingKVCache, ImpossibleSizesAreRefused) {
     EXPECT_EQ(testing::error_message([] { KVCache::sliding(1, 1, 2, 100, {5, 6, 2}); }),
               "KV cache: a sliding cache must keep fewer tokens than its rows, got 6 kept (window 5 - 1 + rollback 2) in 6 rows");
-    const std::string no_window = testing::error_message([] { KVCache::sliding(1, 1, 2, 100, {0, 6}); });
-    EXPECT_EQ(no_window,
-              "KV cache: a sliding cache's window must be in 1..2^31 - 1 and its rollback in 0..2^31 - 1, got 0 and 0");
-    // A window whose kept tokens would overflow (and the kernels' positions are 32-bit).
-    EXPECT_THROW(KVCache::sliding(1, 1, 2, 50, {std::numeric_limits<int64_t>::max(), 5, 5}), Error);
+    const auto refusal = [](KVCache::Sliding s) {
+        return testing::error_message([&] { KVCache::sliding(1, 1, 2, 100, s); });
+    };
+    EXPECT_EQ(refusal({0, 6}),
+              "KV cache: a sliding cache's window must be positive and its rollback not negative, got 0 and 0");
+    // Tokens kept that would overflow (kept() wrapped negative, and a later append left the cache half changed).
+    EXPECT_EQ(refusal({std::numeric_limits<int64_t>::max(), 5, 5}),
+              "KV cache: a sliding cache's window 9223372036854775807 - 1 + rollback 5 overflows");
+    // A window past every 32-bit position is one that never forgets.
+    EXPECT_EQ(KVCache::sliding(1, 1, 2, 50, {int64_t(1) << 40, 60}).rows(), 50);
     // Rows past the capacity would stay unused: such a cache has the capacity's rows and never forgets.
     const KVCache small = KVCache::sliding(1, 1, 2, 10, {20, 40});
     EXPECT_EQ(small.rows(), 10);
@@ -245,6 +250,24 @@ TEST(SlidingCache, AChunkedLayerToo) {
     EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-6);
     EXPECT_GT(forgot, 10);
     EXPECT_EQ(w.layer.make_cache(1, 1 << 20).sliding_params()->window, 7);
+}
+
+// A window or chunk past every 32-bit position (a config's way of saying none) hides no key: a
+// decode step's first key was computed in 32 bits, where such a window wrapped.
+TEST(SlidingCache, AWindowPastEveryPositionHidesNothing) {
+    const testing::TestLayer seed{{64, 4, 2, 16, false, 10000.0}};
+    const Tensor prompt = testing::random_tensor({1, 5, 64}, 600), token = testing::random_tensor({1, 1, 64}, 601);
+    KVCache cache = seed.layer->make_cache(1, 8);
+    seed.layer->self_attention(prompt, &cache);
+    const Tensor expected = seed.layer->decode_step(token, cache);
+    for (bool chunks : {false, true}) {
+        CachedAttentionConfig config = seed.layer->config();
+        (chunks ? config.attention_chunk : config.sliding_window) = int64_t(1) << 40;
+        const CachedAttention layer = seed.with_config(config);
+        KVCache own = layer.make_cache(1, 8);
+        layer.self_attention(prompt, &own);
+        EXPECT_LE(testing::relative_l2(layer.decode_step(token, own), expected), 1e-6) << (chunks ? "chunk" : "window");
+    }
 }
 
 TEST(SlidingCache, SlidingLayersMakeOneThatKeepsTheirWindowAndARollback) {

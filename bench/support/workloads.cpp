@@ -61,12 +61,16 @@ Weights checkpoint(const std::map<std::string, Tensor> &tensors) {
     return w;
 }
 
-// The KV heads of an mha or gqa layer: H, or H/4 for gqa (the peer's shapes, spec/cli.md).
+// The KV heads of an mha or gqa layer: H, or H/4 (at least 1) for gqa, as the peer's
+// (spec/cli.md, torch_peer.py); the heads must then group evenly.
 int64_t cached_layer_kv_heads(const LayerShape &s) {
     if (s.layer != "gqa") return s.heads;
-    require(s.heads % 4 == 0,
-            "bench layer gqa: --heads must be a multiple of 4 (Hkv = H/4), got " + std::to_string(s.heads));
-    return s.heads / 4;
+    const int64_t kv_heads = std::max<int64_t>(1, s.heads / 4);
+    require(s.heads % kv_heads == 0, [&] {
+        return "bench layer gqa: --heads " + std::to_string(s.heads) + " is not a multiple of its " +
+               std::to_string(kv_heads) + " KV heads (H/4)";
+    });
+    return kv_heads;
 }
 
 // A cached attention layer with random weights.

@@ -116,10 +116,11 @@ std::string device_unavailable_reason(Device device) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = reasons.find(device);
     if (it != reasons.end()) return it->second;
-    // A value outside the enum (a cast integer) names no device.
-    std::string reason = device != Device::CPU && device != Device::CUDA && device != Device::OpenCL
-                             ? "not a device (" + std::to_string(static_cast<int>(device)) + ")"
-                             : "";
+    // A value outside the enum (a cast integer) names no device, on any host.
+    if (device != Device::CPU && device != Device::CUDA && device != Device::OpenCL) {
+        return "not a device (" + std::to_string(static_cast<int>(device)) + ")";
+    }
+    std::string reason;
 #if !defined(__x86_64__)
     if (device != Device::CPU) reason = "this build has no GPU variants (they are built for x86-64 hosts)";
 #else

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <limits>
 #include <utility>
 
 #include "hattn/error.h"
@@ -27,11 +26,15 @@ KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capa
 
 KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, Sliding s,
                          std::string name) {
-    // Positions are 32-bit in the kernels; past that kept() could also overflow.
-    constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
-    require(s.window > 0 && s.window <= int32_max && s.rollback >= 0 && s.rollback <= int32_max, [&] {
-        return name + ": a sliding cache's window must be in 1..2^31 - 1 and its rollback in 0..2^31 - 1, got " +
+    require(s.window > 0 && s.rollback >= 0, [&] {
+        return name + ": a sliding cache's window must be positive and its rollback not negative, got " +
                std::to_string(s.window) + " and " + std::to_string(s.rollback);
+    });
+    // (A window past every position is a config's way of saying none: a cache that never forgets.)
+    int64_t kept;
+    require(!__builtin_add_overflow(s.window - 1, s.rollback, &kept), [&] {
+        return name + ": a sliding cache's window " + std::to_string(s.window) + " - 1 + rollback " +
+               std::to_string(s.rollback) + " overflows";
     });
     // Rows past the capacity would never be used: such a cache never forgets.
     s.rows = std::min(s.rows, capacity);

@@ -232,9 +232,10 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
     for (const auto &[name, entry] : header.items()) {
         // Free text, ignored, but shaped as the format says (the safetensors library checks it too).
         if (name == "__metadata__") {
-            const bool strings = entry.is_object() &&
-                                 std::all_of(entry.begin(), entry.end(), [](const auto &v) { return v.is_string(); });
-            if (!strings) fail(path, "__metadata__ must be an object of strings, got " + brief(entry));
+            const bool strings = entry.is_null() ||
+                                 (entry.is_object() &&
+                                  std::all_of(entry.begin(), entry.end(), [](const auto &v) { return v.is_string(); }));
+            if (!strings) fail(path, "__metadata__ must be an object of strings (or null), got " + brief(entry));
             continue;
         }
         file.index_.emplace(name, file.tensors_.size());

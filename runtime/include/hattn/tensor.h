@@ -63,11 +63,8 @@ namespace detail {
 bool is_well_formed(const ConstTensorView &view);
 // Throws hattn::Error, naming `what` and the problem, where it cannot.
 void require_well_formed(const ConstTensorView &view, const char *what);
-}  // namespace detail
-
-namespace detail {
 class ResidentRegion;
-}
+}  // namespace detail
 
 // How a resident tensor's device copy (Tensor::keep_on_device) relates to its host values.
 enum class Residency {

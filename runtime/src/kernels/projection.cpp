@@ -50,6 +50,11 @@ Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *w
 
 void project(const ConstTensorView &x, const ConstTensorView &weight, const ConstTensorView *bias,
              const TensorView &y, float clip) {
+    // Before as_matrix reads their strides.
+    detail::require_well_formed(x, "projection: input");
+    detail::require_well_formed(weight, "projection: weight");
+    if (bias) detail::require_well_formed(*bias, "projection: bias");
+    detail::require_well_formed(y, "projection: output");
     require(weight.rank() == 2,
             [&] { return "projection: weight must be [out, in], got " + shape_to_string(weight.shape); });
     const int64_t out = weight.dim(0), in = weight.dim(1);

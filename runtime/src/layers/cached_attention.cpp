@@ -487,11 +487,14 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     if (S == 1 && !mask) {  // decode steps: one split-KV call, each sequence over its window or chunk
         std::vector<int32_t> first_key(B, 0);  // rows of the store
         for (int64_t b = 0; b < B; b++) {
-            const int32_t newest = lengths[b] - 1;
+            // In 64 bits: a window or chunk past 2^31 (every key, for 32-bit positions) must not wrap.
+            const int64_t newest = lengths[b] - 1;
             if (config_.sliding_window) {
-                first_key[b] = std::max<int32_t>(0, newest + 1 - static_cast<int32_t>(*config_.sliding_window));
+                first_key[b] = static_cast<int32_t>(std::max<int64_t>(0, newest + 1 - *config_.sliding_window));
             }
-            if (config_.attention_chunk) first_key[b] = newest - newest % static_cast<int32_t>(*config_.attention_chunk);
+            if (config_.attention_chunk) {
+                first_key[b] = static_cast<int32_t>(newest - newest % *config_.attention_chunk);
+            }
             first_key[b] = std::max(0, first_key[b] - store.row_0[b]);
         }
         const Shape heads{B, config_.heads, D};

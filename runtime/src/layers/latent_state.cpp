@@ -43,8 +43,8 @@ void LatentState::assign_sequence(int64_t target, const LatentState &from, int64
     require(from.history_floats() == history_floats() && from.first_value_.size() == first_value_.size(), [&] {
         return "latent state: cannot take a sequence from a state of another layer shape (history " +
                std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) +
-               " floats, value shift rows " + std::to_string(from.first_value_.size()) + " vs " +
-               std::to_string(first_value_.size()) + ")";
+               " floats, value shift " + std::to_string(from.first_value_.size()) + " vs " +
+               std::to_string(first_value_.size()) + " floats)";
     });
     kv_.assign_sequence(target, from.kv_, source);  // checks the sequences first (its messages name the latent state)
     if (&from == this && source == target) return;
