@@ -283,6 +283,18 @@ TEST(CachedAttentionForward, SeedFormMatchesSelfAttentionAndCrossAttention) {
     EXPECT_EQ(t.layer->cross_attention(Tensor({2, 0, 64}), cond).shape(), Shape({2, 0, 64}));
 }
 
+// A config built by hand skips from()'s checks: the layer refuses sizes that cannot be.
+TEST(CachedAttentionConfig, AHandBuiltConfigIsChecked) {
+    TestLayer t({64, 4, 2, 16, true, std::nullopt});
+    for (auto [heads, kv_heads] : {std::pair<int64_t, int64_t>{0, 2}, {4, 3}}) {
+        CachedAttentionConfig config = t.layer->config();
+        config.heads = heads, config.kv_heads = kv_heads;
+        const std::string message = testing::error_message([&] { t.with_config(config); });
+        EXPECT_EQ(message, "cached_attention: E=64 H=" + std::to_string(heads) + " Hkv=" + std::to_string(kv_heads) +
+                               " D=16: each must be positive, and H a multiple of Hkv");
+    }
+}
+
 // A context cache of another KV head count would pass the kernel (any count that divides H does)
 // and group the heads wrongly.
 TEST(CachedAttentionCross, AContextCacheOfAnotherShapeIsRefused) {

@@ -588,6 +588,18 @@ const bool checks_registered =
                                     },
                                     1e-5, [] { return shared_kv_error(1, 1, 16, 576, 512, 2048, 4096, false, 50); }});
 
+// A config built by hand skips from()'s checks; the layer checks what its weights' shapes do not.
+TEST(DsaConfig, AHandBuiltConfigIsCheckedByTheLayer) {
+    std::map<std::string, Tensor> weights;
+    make_layer(small_config(4), "", false, &weights);
+    testing::TempDir dir;
+    write_safetensors(dir.file("w.safetensors"), weights);
+    DsaConfig c = DsaConfig::from(testing::config_of(small_config(4)));
+    c.index_topk = -2;
+    EXPECT_EQ(testing::error_message([&] { DsaAttention(c, Weights::open(dir.file("w.safetensors"))); }),
+              "glm_dsa: index_topk must be positive, got -2");
+}
+
 TEST(DsaConfig, RejectsWhatIsOutOfScope) {
     nlohmann::json yarn = small_config(4);
     yarn["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 4}};

@@ -125,6 +125,12 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
                ", the weights' prefix '" + w.prefix() + "' names layer " + std::to_string(weights_layer.value_or(0));
     });
     const int64_t E = config.embedding_dimension, D = config.head_dimension;
+    // A config built by hand, not read by from(): its sizes are checked here instead.
+    require(E > 0 && D > 0 && config.heads > 0 && config.kv_heads > 0 && config.heads % config.kv_heads == 0, [&] {
+        return "cached_attention: E=" + std::to_string(E) + " H=" + std::to_string(config.heads) +
+               " Hkv=" + std::to_string(config.kv_heads) + " D=" + std::to_string(D) +
+               ": each must be positive, and H a multiple of Hkv";
+    });
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
     require(!config.sliding_window || *config.sliding_window > 0, [&] {
         return "cached_attention: sliding_window must be positive, got " +

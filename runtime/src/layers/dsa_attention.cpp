@@ -88,6 +88,8 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
 
 DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), rope_(c.rope_dim, c.rope_theta) {
     const int64_t E = c.hidden, H = c.heads, R = c.kv_lora_rank;
+    // What the weights' shapes do not check, for a config built by hand rather than by from().
+    require(c.index_topk > 0, [&] { return "glm_dsa: index_topk must be positive, got " + str(c.index_topk); });
     const auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {
         if (!c.bias) return std::nullopt;
         return w.get(name, {n});
