@@ -32,8 +32,10 @@ Json parse_json(Iterator first, Iterator last, const std::string &source) {
         }
         if (event == Event::object_start) keys_of_open_objects.emplace_back();
         if (event == Event::object_end) keys_of_open_objects.pop_back();
-        if (event == Event::key && !keys_of_open_objects.back().insert(parsed.template get<std::string>()).second) {
-            throw Error(source + ": key '" + parsed.template get<std::string>() + "' appears twice in one object");
+        if (event == Event::key) {
+            const std::string key = parsed.template get<std::string>();
+            require(keys_of_open_objects.back().insert(key).second,
+                    [&] { return source + ": key '" + key + "' appears twice in one object"; });
         }
         return true;
     });

@@ -95,14 +95,15 @@ bool detail::is_well_formed(const ConstTensorView &view) {
 }
 
 void detail::require_well_formed(const ConstTensorView &view, const char *what) {
+    if (is_well_formed(view)) return;
+    // Which of the two it is.
     require(view.strides.empty() || view.strides.size() == view.shape.size(), [&] {
         return std::string(what) + ": a tensor view of " + shape_to_string(view.shape) + " has " +
                std::to_string(view.strides.size()) + " strides";
     });
     // A null host pointer would also make Halide take a kernel call for a bounds query: it would
     // compute nothing and report success.
-    require(view.data != nullptr || view.size() == 0,
-            [&] { return std::string(what) + ": a tensor view of " + shape_to_string(view.shape) + " has no data"; });
+    throw Error(std::string(what) + ": a tensor view of " + shape_to_string(view.shape) + " has no data");
 }
 
 Halide::Runtime::Buffer<float> detail::halide_buffer(const ConstTensorView &view) {

@@ -269,7 +269,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
                 [&] {
                     return "latent attention: the state was made by a layer of another shape (" + str(Hkv) + " x " +
                            str(dh) + " latent KV, " + str(hist) + " x " + str(P) + " conv history and value shift " +
-                           (first_value_.size() > 0 ? "on" : "off") + " here)";
+                           (c.value_shift ? "on" : "off") + " here)";
                 });
         state->kv_.check_room(S);
     }
