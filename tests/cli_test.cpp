@@ -178,7 +178,8 @@ TEST_F(Cli, BenchRefusesSizesItCannotHold) {
                            "overflows int64");
     // 2^62 floats: more than a vector can hold, refused before any memory is touched.
     expect_one_line_naming(hattn("bench prefill --heads 1048576 --seq 2097152 --head-dim 2097152"),
-                           "bench prefill: the shape's tensors need more memory than can be allocated");
+                           "tensor of shape [1, 2097152, 1048576, 2097152] needs 17179869184 GiB, more memory than "
+                           "can be allocated");
     expect_one_line_naming(hattn("bench layer --layer gqa --hidden 72 --heads 9 --seq 8"),
                            "bench layer gqa: --heads 9 is not a multiple of its 2 KV heads (H/4)");
 }

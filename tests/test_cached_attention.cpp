@@ -279,6 +279,11 @@ TEST(CachedAttentionForward, SeedFormMatchesSelfAttentionAndCrossAttention) {
     const ConditioningCache cond = t.layer->conditioning_cache(context, context);
     EXPECT_EQ(t.layer->forward(x, nullptr, nullptr, nullptr, nullptr, &cond).values(),
               t.layer->cross_attention(x, cond).values());
+    // Both caches: the seed attends to the conditioning cache and leaves the generation cache as it is.
+    KVCache generation = t.layer->make_cache(2, 8);
+    EXPECT_EQ(t.layer->forward(x, &x, &x, nullptr, &generation, &cond).values(),
+              t.layer->cross_attention(x, cond).values());
+    EXPECT_EQ(generation.lengths(), std::vector<int32_t>({0, 0}));
     EXPECT_THROW(t.layer->forward(x, nullptr, nullptr), Error);
     EXPECT_EQ(t.layer->cross_attention(Tensor({2, 0, 64}), cond).shape(), Shape({2, 0, 64}));
 }

@@ -246,6 +246,19 @@ TEST_F(SafetensorsTest, ShardedIndexErrorsNameTheIndex) {
         write("d.safetensors.index.json", R"({"weight_map": {"x": "s.safetensors"}})");
     expect_contains(error_message([&] { Weights::open(wrong_shard); }),
                     {wrong_shard, "'x'", "does not contain it"});
+    // A shard outside the index's folder is refused, though the file exists and holds the tensor.
+    std::filesystem::create_directories(dir_.file("nested"));
+    for (const std::string &shard : {std::string("../s.safetensors"), dir_.file("s.safetensors")}) {
+        const std::string outside =
+            write("nested/o.safetensors.index.json", R"({"weight_map": {"y": ")" + shard + R"("}})");
+        EXPECT_EQ(error_message([&] { Weights::open(outside); }),
+                  outside + ": weight_map entry 'y' names shard '" + shard +
+                      "', which is not a file name within the index's folder");
+    }
+    // Below the index's folder is where some repositories keep them.
+    write("nested/s.safetensors", blob("{" + entry("y", "F32", "[1]", 0, 4) + "}", f32_bytes({1})));
+    const std::string below = write("i.safetensors.index.json", R"({"weight_map": {"y": "nested/s.safetensors"}})");
+    EXPECT_EQ(Weights::open(below).get("y").values(), std::vector<float>{1});
 }
 
 TEST_F(SafetensorsTest, RejectsTruncatedFiles) {

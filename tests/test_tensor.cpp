@@ -177,6 +177,20 @@ TEST(TensorTest, ConstructionChecksValueCount) {
                     "tensor of shape [2, 3] needs 6 values, got 5");
 }
 
+// More than the machine can allocate is one line naming the shape, not a bare std::bad_alloc;
+// past what a vector can hold (a std::length_error) too.
+TEST(TensorTest, AShapeTooLargeToAllocateIsNamed) {
+    EXPECT_EQ(error_message([] {
+                  Tensor({int64_t{1} << 40, int64_t{1} << 20});
+              }),
+              "tensor of shape [1099511627776, 1048576] needs 4294967296 GiB, more memory than can be allocated");
+    expect_contains(error_message([] { Tensor({int64_t{1} << 62}, Tensor::unset); }),
+                    "tensor of shape [4611686018427387904] needs 17179869184 GiB");
+    // A cache is its tensors: one too large is refused the same way.
+    expect_contains(error_message([] { hattn::KVCache(1, 1 << 20, 1 << 20, 1 << 20); }),
+                    "tensor of shape [1, 1048576, 1048576, 1048576] needs");
+}
+
 TEST(TensorTest, Reshaped) {
     const Tensor t = iota_tensor({2, 3});
     const Tensor r = t.reshaped({3, 1, 2});

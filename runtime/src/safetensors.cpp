@@ -330,6 +330,15 @@ Weights Weights::open(const std::string &path, std::string prefix) {
                            shard.type_name());
         }
         const std::string shard_name = shard.get<std::string>();
+        // Shards sit beside their index (in its folder or below): a downloaded index must not
+        // make the loader read files elsewhere.
+        const std::filesystem::path shard_path(shard_name);
+        const bool climbs =
+            std::any_of(shard_path.begin(), shard_path.end(), [](const auto &part) { return part == ".."; });
+        if (shard_name.empty() || shard_path.is_absolute() || climbs) {
+            fail(path, "weight_map entry '" + name + "' names shard '" + shard_name +
+                           "', which is not a file name within the index's folder");
+        }
         auto found = shard_position.find(shard_name);
         if (found == shard_position.end()) {
             try {

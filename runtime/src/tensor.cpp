@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <new>
+#include <stdexcept>
 #include <utility>
 
 #include "hattn/error.h"
@@ -180,10 +182,28 @@ void Tensor::fetch_from_device() {
     if (resident_) resident_->fetch();
 }
 
-Tensor::Tensor(Shape shape) : shape_(std::move(shape)), values_(detail::take_floats(element_count(shape_), true)) {}
+namespace {
 
-Tensor::Tensor(Shape shape, Unset)
-    : shape_(std::move(shape)), values_(detail::take_floats(element_count(shape_), false)) {}
+// A shape too large for the machine (a cache of a billion tokens) is the caller's to change: one
+// line naming it, rather than a bare std::bad_alloc from somewhere inside.
+std::vector<float> allocate_values(const Shape &shape, bool zeroed) {
+    const int64_t count = element_count(shape);
+    try {
+        return detail::take_floats(static_cast<size_t>(count), zeroed);
+    } catch (const std::bad_alloc &) {
+    } catch (const std::length_error &) {
+    }
+    constexpr int64_t floats_per_gib = int64_t{1} << 28;
+    const int64_t gib = count / floats_per_gib + (count % floats_per_gib != 0);
+    throw Error("tensor of shape " + shape_to_string(shape) + " needs " + std::to_string(gib) +
+                " GiB, more memory than can be allocated");
+}
+
+}  // namespace
+
+Tensor::Tensor(Shape shape) : shape_(std::move(shape)), values_(allocate_values(shape_, true)) {}
+
+Tensor::Tensor(Shape shape, Unset) : shape_(std::move(shape)), values_(allocate_values(shape_, false)) {}
 
 Tensor::Tensor(Shape shape, std::vector<float> values)
     : shape_(std::move(shape)), values_(std::move(values)) {

@@ -138,7 +138,8 @@ public:
     static constexpr int64_t sliding_cache_rollback = 256;
 
     // The seed's forward: queries from query_input [B, S, E]; with a conditioning cache, keys and
-    // values from it (cross-attention: no causal mask, no RoPE); otherwise from key_input and
+    // values from it (cross-attention: no causal mask, no RoPE), and a generation cache given too
+    // is left as it is (as the seed leaves it); otherwise from key_input and
     // value_input [B, S, E] (pass x for all three for self-attention), causal unless the config
     // says otherwise, appended to the generation cache when one is given. mask [B, 1, S, Sk]
     // (True = masked) is optional.
