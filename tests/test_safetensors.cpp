@@ -167,13 +167,11 @@ TEST_F(SafetensorsTest, IgnoresMetadataAndKeepsFileOrder) {
 }
 
 TEST_F(SafetensorsTest, LoadsMisalignedData) {
-    // Padding the header puts the data section at a multiple of 4; after a 1-byte gap the F32
-    // starts at 1 mod 4 and the F16 at an odd offset, so neither is aligned for its type.
-    std::string header =
-        "{" + entry("f", "F32", "[2]", 1, 9) + ", " + entry("h", "F16", "[1]", 9, 11) + "}";
-    header.append((4 - (8 + header.size()) % 4) % 4, ' ');
-    const std::string path = write(
-        "mis.safetensors", blob(header, "\x7f" + f32_bytes({3.5f, -1.25f}) + u16_bytes({0xC000})));
+    // Padding the header puts the data section at 1 mod 4 (the format allows any header length):
+    // the F32 starts there and the F16 at an odd offset, so neither is aligned for its type.
+    std::string header = "{" + entry("f", "F32", "[2]", 0, 8) + ", " + entry("h", "F16", "[1]", 8, 10) + "}";
+    header.append((5 - (8 + header.size()) % 4) % 4, ' ');
+    const std::string path = write("mis.safetensors", blob(header, f32_bytes({3.5f, -1.25f}) + u16_bytes({0xC000})));
     const SafetensorsFile file = SafetensorsFile::open(path);
     EXPECT_EQ(file.load("f").values(), (std::vector<float>{3.5f, -1.25f}));
     EXPECT_EQ(file.load("h").values(), std::vector<float>{-2.0f});
@@ -323,6 +321,26 @@ TEST_F(SafetensorsTest, RejectsLyingHeaders) {
         expected.push_back(path);
         expect_contains(error_message([&] { SafetensorsFile::open(path); }), expected);
     }
+}
+
+// The tensors' data tile the data section, as the safetensors library requires: bytes that belong
+// to no tensor mean a file cut, padded or written by something else.
+TEST_F(SafetensorsTest, RejectsDataNoTensorHolds) {
+    const std::string empty = entry("e", "F32", "[0]", 3, 3);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"{" + entry("w", "F32", "[1]", 4, 8) + "}", "data bytes [0, 4) belong to no tensor"},
+        {"{" + entry("w", "F32", "[1]", 0, 4) + ", " + entry("v", "F32", "[1]", 8, 12) + "}",
+         "data bytes [4, 8) belong to no tensor"},
+        {"{" + entry("w", "F32", "[1]", 0, 4) + ", " + empty + "}", "data bytes [4, 12) belong to no tensor"},
+    };
+    for (size_t i = 0; i < cases.size(); i++) {
+        const std::string path =
+            write("gap" + std::to_string(i) + ".safetensors", blob(cases[i].first, std::string(12, '\0')));
+        EXPECT_EQ(error_message([&] { SafetensorsFile::open(path); }), path + ": " + cases[i].second);
+    }
+    const std::string tiled = write(
+        "tiled.safetensors", blob("{" + entry("w", "F32", "[3]", 0, 12) + ", " + empty + "}", f32_bytes({1, 2, 3})));
+    EXPECT_EQ(SafetensorsFile::open(tiled).load("w").values(), (std::vector<float>{1, 2, 3}));
 }
 
 TEST_F(SafetensorsTest, MissingTensor) {

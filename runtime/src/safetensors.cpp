@@ -150,18 +150,31 @@ TensorInfo parse_entry(const std::string &path, const std::string &name,
 }
 
 // Two tensors sharing bytes means the header lies about at least one of them.
-void check_no_overlap(const std::string &path, const std::vector<TensorInfo> &tensors) {
+// The tensors' data ranges tile the data section: no overlap, and, as the safetensors library
+// requires, no byte that belongs to no tensor (a gap or a tail is a file cut or padded by something
+// that did not write this format).
+void check_data_layout(const std::string &path, const std::vector<TensorInfo> &tensors, uint64_t data_size) {
     std::vector<const TensorInfo *> by_begin;
     for (const TensorInfo &info : tensors) {
         if (info.begin != info.end) by_begin.push_back(&info);
     }
     std::sort(by_begin.begin(), by_begin.end(),
               [](const TensorInfo *a, const TensorInfo *b) { return a->begin < b->begin; });
-    for (size_t i = 1; i < by_begin.size(); i++) {
-        if (by_begin[i]->begin < by_begin[i - 1]->end) {
+    uint64_t covered = 0;
+    for (size_t i = 0; i < by_begin.size(); i++) {
+        if (by_begin[i]->begin < covered) {
             fail(path, "tensors '" + by_begin[i - 1]->name + "' and '" + by_begin[i]->name +
                            "' have overlapping data ranges");
         }
+        if (by_begin[i]->begin > covered) {
+            fail(path, "data bytes [" + std::to_string(covered) + ", " + std::to_string(by_begin[i]->begin) +
+                           ") belong to no tensor");
+        }
+        covered = by_begin[i]->end;
+    }
+    if (covered != data_size) {
+        fail(path,
+             "data bytes [" + std::to_string(covered) + ", " + std::to_string(data_size) + ") belong to no tensor");
     }
 }
 
@@ -241,7 +254,7 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
         file.index_.emplace(name, file.tensors_.size());
         file.tensors_.push_back(parse_entry(path, name, entry, size - file.data_start_));
     }
-    check_no_overlap(path, file.tensors_);
+    check_data_layout(path, file.tensors_, size - file.data_start_);
     return file;
 }
 
