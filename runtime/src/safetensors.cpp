@@ -149,10 +149,9 @@ TensorInfo parse_entry(const std::string &path, const std::string &name,
     return info;
 }
 
-// Two tensors sharing bytes means the header lies about at least one of them.
-// The tensors' data ranges tile the data section: no overlap, and, as the safetensors library
-// requires, no byte that belongs to no tensor (a gap or a tail is a file cut or padded by something
-// that did not write this format).
+// The tensors' data ranges tile the data section. Two tensors sharing bytes means the header lies
+// about at least one of them; bytes that belong to no tensor (a gap, or a tail), which the
+// safetensors library refuses too, mean a file padded or spliced by something that did not write it.
 void check_data_layout(const std::string &path, const std::vector<TensorInfo> &tensors, uint64_t data_size) {
     std::vector<const TensorInfo *> by_begin;
     for (const TensorInfo &info : tensors) {
