@@ -41,10 +41,16 @@ int64_t detail::no_such_dimension(int dim, const Shape &shape) {
 template <typename T>
 BasicTensorView<T>::BasicTensorView(T *data_, Shape shape_) : data(data_), shape(std::move(shape_)) {}
 
+// No strides (row-major) or one per dimension: the layouts a view can describe. A view's fields
+// are public, so what reads one checks again (detail::require_well_formed).
+static bool strides_fit(const Shape &shape, const Shape &strides) {
+    return strides.empty() || strides.size() == shape.size();
+}
+
 template <typename T>
 BasicTensorView<T>::BasicTensorView(T *data_, Shape shape_, Shape strides_)
     : data(data_), shape(std::move(shape_)), strides(std::move(strides_)) {
-    require(strides.empty() || strides.size() == shape.size(), [&] {
+    require(strides_fit(shape, strides), [&] {
         return "tensor of shape " + shape_to_string(shape) + " has " + std::to_string(strides.size()) + " strides";
     });
 }
@@ -66,7 +72,7 @@ static Shape contiguous_strides(const Shape &shape) {
 template <typename T>
 bool BasicTensorView<T>::is_contiguous() const {
     if (strides.empty()) return true;
-    if (strides.size() != shape.size()) return false;  // malformed: not a layout (require_well_formed says so)
+    if (!strides_fit(shape, strides)) return false;  // malformed: not a layout (require_well_formed says so)
     const Shape expected = contiguous_strides(shape);
     for (size_t i = 0; i < shape.size(); i++) {
         // A dimension of extent 1 is never stepped over, so its stride does not change the layout.
@@ -92,14 +98,13 @@ template struct BasicTensorView<float>;
 template struct BasicTensorView<const float>;
 
 bool detail::is_well_formed(const ConstTensorView &view) {
-    return (view.strides.empty() || view.strides.size() == view.shape.size()) &&
-           (view.data != nullptr || view.size() == 0);
+    return strides_fit(view.shape, view.strides) && (view.data != nullptr || view.size() == 0);
 }
 
 void detail::require_well_formed(const ConstTensorView &view, const char *what) {
     if (is_well_formed(view)) return;
     // Which of the two it is.
-    require(view.strides.empty() || view.strides.size() == view.shape.size(), [&] {
+    require(strides_fit(view.shape, view.strides), [&] {
         return std::string(what) + ": a tensor view of " + shape_to_string(view.shape) + " has " +
                std::to_string(view.strides.size()) + " strides";
     });
