@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <random>
@@ -588,16 +589,32 @@ const bool checks_registered =
                                     },
                                     1e-5, [] { return shared_kv_error(1, 1, 16, 576, 512, 2048, 4096, false, 50); }});
 
-// A config built by hand skips from()'s checks; the layer checks what its weights' shapes do not.
+// A config built by hand skips from()'s checks: validate() names the field, and the layer calls
+// it before reading a weight. What the weights' shapes would not catch is among these.
 TEST(DsaConfig, AHandBuiltConfigIsCheckedByTheLayer) {
     std::map<std::string, Tensor> weights;
     make_layer(small_config(4), "", false, &weights);
     testing::TempDir dir;
     write_safetensors(dir.file("w.safetensors"), weights);
-    DsaConfig c = DsaConfig::from(testing::config_of(small_config(4)));
-    c.index_topk = -2;
-    EXPECT_EQ(testing::error_message([&] { DsaAttention(c, Weights::open(dir.file("w.safetensors"))); }),
-              "glm_dsa: index_topk must be positive, got -2");
+    const DsaConfig read = DsaConfig::from(testing::config_of(small_config(4)));
+    EXPECT_NO_THROW(read.validate());
+    const std::vector<std::pair<std::function<void(DsaConfig &)>, std::string>> cases = {
+        {[](DsaConfig &c) { c.index_topk = -2; }, "index_topk must be positive, got -2"},
+        {[](DsaConfig &c) { c.v_dim = 0; }, "v_dim must be positive, got 0"},
+        {[](DsaConfig &c) { c.rope_dim = 3; }, "rope_dim must be even, got 3"},
+        {[](DsaConfig &c) { c.rope_dim = c.index_dim + 2; }, "rope_dim (" + std::to_string(read.index_dim + 2) +
+                                                                 ") must not exceed index_dim (" +
+                                                                 std::to_string(read.index_dim) + ")"},
+        {[](DsaConfig &c) { c.rope_theta = -1; }, "rope_theta must be positive, got -1.000000"},
+        {[](DsaConfig &c) { c.rms_eps = 0; }, "rms_eps must be positive, got 0.000000"},
+    };
+    for (const auto &[change, message] : cases) {
+        DsaConfig c = read;
+        change(c);
+        EXPECT_EQ(testing::error_message([&] { c.validate(); }), "glm_dsa: " + message);
+        EXPECT_EQ(testing::error_message([&] { DsaAttention(c, Weights::open(dir.file("w.safetensors"))); }),
+                  "glm_dsa: " + message);
+    }
 }
 
 TEST(DsaConfig, RejectsWhatIsOutOfScope) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -435,6 +436,52 @@ TEST(LatentConfig, MissingWeightIsNamed) {
         FAIL() << "expected an error";
     } catch (const Error &e) {
         EXPECT_NE(std::string(e.what()).find("linear_qk.weight"), std::string::npos) << e.what();
+    }
+}
+
+// A config built by hand skips cca()'s and zaya()'s checks: validate() names the field, and the
+// layer calls it before reading a weight (the weights here are of no layer at all).
+TEST(LatentConfig, AHandBuiltConfigIsChecked) {
+    const LatentAttentionConfig seed = LatentAttentionConfig::cca(testing::config_of({{"hidden_size", 64},
+                                                                                      {"num_heads", 4},
+                                                                                      {"ccgqa_num_kv_heads", 2},
+                                                                                      {"ccgqa_query_latent_rank", 16},
+                                                                                      {"ccgqa_kv_latent_rank", 8}}),
+                                                                  true);
+    const LatentAttentionConfig zaya = LatentAttentionConfig::zaya(testing::config_of({{"hidden_size", 256}}));
+    EXPECT_NO_THROW(seed.validate());
+    EXPECT_NO_THROW(zaya.validate());
+    const std::vector<std::pair<std::function<void(LatentAttentionConfig &)>, std::string>> cases = {
+        {[](auto &c) { c.kv_heads = 3; },
+         "hidden=64 heads=4 kv_heads=3 head_dim=4: each must be positive, and heads a multiple of kv_heads"},
+        {[](auto &c) { c.head_dim = 0; },
+         "hidden=64 heads=4 kv_heads=2 head_dim=0: each must be positive, and heads a multiple of kv_heads"},
+        {[](auto &c) { c.num_conv_layers = 3; }, "num_conv_layers must be 0, 1 or 2, got 3"},
+        {[](auto &c) { c.conv_kernel_ch = 0; }, "conv_kernel_seq and conv_kernel_ch must be at least 1, got 4 and 0"},
+        {[](auto &c) { c.kv_heads = 1, c.head_dim = 3, c.rotary_dim = 2; },
+         "value_shift needs an even kv_heads * head_dim, got 3"},
+        {[](auto &c) { c.rotary_dim = 6; }, "rotary_dim must be even and in 2..head_dim (4), got 6"},
+        {[](auto &c) { c.rotary_dim = 3; }, "rotary_dim must be even and in 2..head_dim (4), got 3"},
+        {[](auto &c) { c.rope_base = 0; }, "rope_base must be positive, got 0.000000"},
+        {[](auto &c) { c.norm_eps = 0; }, "norm_eps must be positive, got 0.000000"},
+        {[](auto &c) { c.bias = true; }, "the seed's CCA and CCGQA projections have no biases"},
+    };
+    testing::TempDir dir;
+    write_safetensors(dir.file("w.safetensors"), {{"unrelated", Tensor({1})}});
+    for (const auto &[change, message] : cases) {
+        LatentAttentionConfig c = seed;
+        change(c);
+        EXPECT_EQ(testing::error_message([&] { c.validate(); }), "latent_attention: " + message);
+        EXPECT_EQ(testing::error_message([&] { LatentAttention(c, Weights::open(dir.file("w.safetensors"))); }),
+                  "latent_attention: " + message);
+    }
+    for (const auto &change : std::vector<std::function<void(LatentAttentionConfig &)>>{
+             [](auto &c) { c.num_conv_layers = 1; }, [](auto &c) { c.value_shift = false; },
+             [](auto &c) { c.bitnet = true; }}) {
+        LatentAttentionConfig c = zaya;
+        change(c);
+        EXPECT_EQ(testing::error_message([&] { c.validate(); }),
+                  "latent_attention: ZAYA1's layer has two convolutions, the value shift and no BitLinear");
     }
 }
 

@@ -114,37 +114,23 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config) {
     return cfg;
 }
 
-CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weights)
-    : CachedAttention(config_for(config, weights), weights) {}
-
-CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weights &w)
-    : config_(config) {
-    const std::optional<int64_t> weights_layer = w.layer_index();
-    require(!config.layer || !weights_layer || *config.layer == *weights_layer, [&] {
-        return "cached_attention: the config was read for layer " + std::to_string(config.layer.value_or(0)) +
-               ", the weights' prefix '" + w.prefix() + "' names layer " + std::to_string(weights_layer.value_or(0));
-    });
-    const int64_t E = config.embedding_dimension, D = config.head_dimension;
-    // A config built by hand, not read by from(): its sizes are checked here instead.
-    require(E > 0 && D > 0 && config.heads > 0 && config.kv_heads > 0 && config.heads % config.kv_heads == 0, [&] {
-        return "cached_attention: E=" + std::to_string(E) + " H=" + std::to_string(config.heads) +
-               " Hkv=" + std::to_string(config.kv_heads) + " D=" + std::to_string(D) +
+void CachedAttentionConfig::validate() const {
+    const int64_t E = embedding_dimension, D = head_dimension;
+    require(E > 0 && D > 0 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0, [&] {
+        return "cached_attention: E=" + std::to_string(E) + " H=" + std::to_string(heads) +
+               " Hkv=" + std::to_string(kv_heads) + " D=" + std::to_string(D) +
                ": each must be positive, and H a multiple of Hkv";
     });
-    const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
-    require(!config.sliding_window || *config.sliding_window > 0, [&] {
-        return "cached_attention: sliding_window must be positive, got " +
-               std::to_string(config.sliding_window.value_or(0));
+    require(!sliding_window || *sliding_window > 0, [&] {
+        return "cached_attention: sliding_window must be positive, got " + std::to_string(sliding_window.value_or(0));
     });
-    require(!config.attention_chunk || *config.attention_chunk > 0, [&] {
-        return "cached_attention: attention_chunk must be positive, got " +
-               std::to_string(config.attention_chunk.value_or(0));
+    require(!attention_chunk || *attention_chunk > 0, [&] {
+        return "cached_attention: attention_chunk must be positive, got " + std::to_string(attention_chunk.value_or(0));
     });
-    require(!config.sliding_window || !config.attention_chunk,
+    require(!sliding_window || !attention_chunk,
             "cached_attention: a layer slides (sliding_window) or attends in chunks (attention_chunk), not both");
-    require(config.causal || !config.attention_chunk,
-            "cached_attention: a layer that attends in chunks (attention_chunk) is causal");
-    if (const auto &t = config.query_temperature) {
+    require(causal || !attention_chunk, "cached_attention: a layer that attends in chunks (attention_chunk) is causal");
+    if (const auto &t = query_temperature) {
         require(std::isfinite(t->floor_scale) && t->floor_scale > 0, [&] {
             return "cached_attention: the query temperature's floor_scale must be positive, got " +
                    std::to_string(t->floor_scale);
@@ -161,21 +147,50 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
                    std::to_string(t->position_offset);
         });
     }
-    require(config.rotary_dimension >= 0 && config.rotary_dimension <= D && config.rotary_dimension % 2 == 0, [&] {
+    require(rotary_dimension >= 0 && rotary_dimension <= D && rotary_dimension % 2 == 0, [&] {
         return "cached_attention: rotary_dimension must be even and at most the head dimension " + std::to_string(D) +
-               ", got " + std::to_string(config.rotary_dimension);
+               ", got " + std::to_string(rotary_dimension);
     });
-    using Names = CachedAttentionConfig::Names;
-    const bool hf = config.names != Names::Seed;
     // Scale, caps and clip reach the kernels as floats: positive normal floats (a tiny cap would
     // round to 0, which the kernels read as none; a huge scale to inf).
-    const auto positive_float = [](const std::optional<double> &v) {
-        return !v || (*v > 0 && std::isnormal(static_cast<float>(*v)));
+    const auto require_positive_float = [](const std::optional<double> &v, const char *name) {
+        require(!v || (*v > 0 && std::isnormal(static_cast<float>(*v))), [&] {
+            return std::string("cached_attention: ") + name + " must be a positive normal float, got " +
+                   std::to_string(v.value_or(0));
+        });
     };
-    require(positive_float(config.qkv_clip), [&] {
-        return "cached_attention: qkv_clip must be a positive normal float, got " +
-               std::to_string(config.qkv_clip.value_or(0));
+    require_positive_float(qkv_clip, "qkv_clip");
+    require_positive_float(attention_scale, "attention_scale");
+    require_positive_float(score_softcap, "score_softcap");
+    // Phi-3 has no biases; a fused qkv_proj is split without them.
+    require(names != Names::HuggingFaceFusedQkv || !bias,
+            "cached_attention: a fused qkv_proj has no biases here (Phi-3 has none)");
+    if (qk_norm) {
+        require(std::isfinite(qk_norm->eps) && qk_norm->eps > 0, [&] {
+            return "cached_attention: the QK-norm's eps must be positive, got " + std::to_string(qk_norm->eps);
+        });
+        require(qk_norm->span == QkNorm::Span::EachHead || !qk_norm->weights_per_head,
+                "cached_attention: a QK-norm with weights per head spans each head");
+        require(!qk_norm->weights_in_head_modules || qk_norm->weights_per_head,
+                "cached_attention: QK-norm weights in modules of their own per head are weights per head");
+    }
+}
+
+CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weights)
+    : CachedAttention(config_for(config, weights), weights) {}
+
+CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weights &w)
+    // Validated first: the members below are built from it.
+    : config_((config.validate(), config)) {
+    const std::optional<int64_t> weights_layer = w.layer_index();
+    require(!config.layer || !weights_layer || *config.layer == *weights_layer, [&] {
+        return "cached_attention: the config was read for layer " + std::to_string(config.layer.value_or(0)) +
+               ", the weights' prefix '" + w.prefix() + "' names layer " + std::to_string(weights_layer.value_or(0));
     });
+    const int64_t E = config.embedding_dimension, D = config.head_dimension;
+    const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
+    using Names = CachedAttentionConfig::Names;
+    const bool hf = config.names != Names::Seed;
     const float qkv_clip = static_cast<float>(config.qkv_clip.value_or(0.0));
     const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols, bool has_bias,
                             float clip) {
@@ -197,7 +212,6 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         query_ = part(0), key_ = part(1), value_ = part(2);
     } else if (config.names == Names::HuggingFaceFusedQkv) {
         // Phi-3 has no biases. Split once here: the layer projects q, k and v as separate products.
-        require(!config.bias, "cached_attention: a fused qkv_proj has no biases here (Phi-3 has none)");
         const Tensor qkv = w.get("qkv_proj.weight", {q_width + 2 * kv_width, E});
         query_ = Linear::dense(rows_of(qkv, 0, q_width), std::nullopt, qkv_clip);
         key_ = Linear::dense(rows_of(qkv, q_width, kv_width), std::nullopt, qkv_clip);
@@ -211,9 +225,6 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     output_ = linear("output_projection", dense ? "dense" : "o_proj", E, q_width, config.output_bias, 0.0f);
     if (config.qk_norm) {
         const bool each_head = config.qk_norm->span == CachedAttentionConfig::QkNorm::Span::EachHead;
-        require(config.qk_norm->eps > 0, [&] {
-            return "cached_attention: the QK-norm's eps must be positive, got " + std::to_string(config.qk_norm->eps);
-        });
         // q's or k's norm weights, in `module`.
         const auto norm_weight = [&](const std::string &module, int64_t heads) {
             const Shape shape = !each_head ? Shape{heads * D} : config.qk_norm->weights_per_head ? Shape{heads, D} : Shape{D};
@@ -232,10 +243,6 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
             }
             return weight;
         };
-        require(each_head || !config.qk_norm->weights_per_head,
-                "cached_attention: a QK-norm with weights per head spans each head");
-        require(!config.qk_norm->weights_in_head_modules || config.qk_norm->weights_per_head,
-                "cached_attention: QK-norm weights in modules of their own per head are weights per head");
         query_norm_ = norm_weight(config.qk_norm->query_module, config.heads);
         key_norm_ = norm_weight(config.qk_norm->key_module, config.kv_heads);
         if (config.qk_norm->centred) qk_norm_bias_ = Tensor({D}, std::vector<float>(D, 0.0f));
@@ -249,14 +256,6 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         detail::require_finite("cached_attention: " + w.prefix() + "sinks", *sinks_);
         sinks_->keep_on_device(Residency::ReadOnly);
     }
-    require(positive_float(config.attention_scale), [&] {
-        return "cached_attention: attention_scale must be a positive normal float, got " +
-               std::to_string(config.attention_scale.value_or(0));
-    });
-    require(positive_float(config.score_softcap), [&] {
-        return "cached_attention: score_softcap must be a positive normal float, got " +
-               std::to_string(config.score_softcap.value_or(0));
-    });
     if (config.rope_base) {
         const int64_t rotary = config.rotary_dimension ? config.rotary_dimension : D;
         rope_.emplace(rotary, *config.rope_base, config.rope_scaling);

@@ -86,10 +86,35 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
     return cfg;
 }
 
-DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w) : config_(c), rope_(c.rope_dim, c.rope_theta) {
+void DsaConfig::validate() const {
+    const std::pair<const char *, int64_t> sizes[] = {{"hidden", hidden},
+                                                      {"heads", heads},
+                                                      {"q_lora_rank", q_lora_rank},
+                                                      {"kv_lora_rank", kv_lora_rank},
+                                                      {"nope_dim", nope_dim},
+                                                      {"rope_dim", rope_dim},
+                                                      {"v_dim", v_dim},
+                                                      {"index_heads", index_heads},
+                                                      {"index_dim", index_dim},
+                                                      {"index_topk", index_topk}};
+    for (const auto &[name, value] : sizes) {
+        require(value > 0, [&] { return std::string("glm_dsa: ") + name + " must be positive, got " + str(value); });
+    }
+    require(rope_dim % 2 == 0, [&] { return "glm_dsa: rope_dim must be even, got " + str(rope_dim); });
+    // The indexer rotates the first rope_dim dims of its keys and queries.
+    require(rope_dim <= index_dim, [&] {
+        return "glm_dsa: rope_dim (" + str(rope_dim) + ") must not exceed index_dim (" + str(index_dim) + ")";
+    });
+    require(std::isfinite(rope_theta) && rope_theta > 0,
+            [&] { return "glm_dsa: rope_theta must be positive, got " + std::to_string(rope_theta); });
+    require(std::isfinite(rms_eps) && rms_eps > 0,
+            [&] { return "glm_dsa: rms_eps must be positive, got " + std::to_string(rms_eps); });
+}
+
+// Validated first: the members below are built from it.
+DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w)
+    : config_((c.validate(), c)), rope_(c.rope_dim, c.rope_theta) {
     const int64_t E = c.hidden, H = c.heads, R = c.kv_lora_rank;
-    // What the weights' shapes do not check, for a config built by hand rather than by from().
-    require(c.index_topk > 0, [&] { return "glm_dsa: index_topk must be positive, got " + str(c.index_topk); });
     const auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {
         if (!c.bias) return std::nullopt;
         return w.get(name, {n});

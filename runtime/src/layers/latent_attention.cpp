@@ -157,8 +157,38 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
     return cfg;
 }
 
+void LatentAttentionConfig::validate() const {
+    require(hidden > 0 && heads > 0 && kv_heads > 0 && head_dim > 0 && heads % kv_heads == 0, [&] {
+        return "latent_attention: hidden=" + str(hidden) + " heads=" + str(heads) + " kv_heads=" + str(kv_heads) +
+               " head_dim=" + str(head_dim) + ": each must be positive, and heads a multiple of kv_heads";
+    });
+    require(num_conv_layers >= 0 && num_conv_layers <= 2,
+            [&] { return "latent_attention: num_conv_layers must be 0, 1 or 2, got " + str(num_conv_layers); });
+    require(conv_kernel_seq >= 1 && conv_kernel_ch >= 1, [&] {
+        return "latent_attention: conv_kernel_seq and conv_kernel_ch must be at least 1, got " + str(conv_kernel_seq) +
+               " and " + str(conv_kernel_ch);
+    });
+    // The value shift splits the value latent into a current and a delayed half.
+    require(!value_shift || kv_rank() % 2 == 0,
+            [&] { return "latent_attention: value_shift needs an even kv_heads * head_dim, got " + str(kv_rank()); });
+    require(rotary_dim >= 2 && rotary_dim % 2 == 0 && rotary_dim <= head_dim, [&] {
+        return "latent_attention: rotary_dim must be even and in 2..head_dim (" + str(head_dim) + "), got " +
+               str(rotary_dim);
+    });
+    require(std::isfinite(rope_base) && rope_base > 0,
+            [&] { return "latent_attention: rope_base must be positive, got " + std::to_string(rope_base); });
+    require(std::isfinite(norm_eps) && norm_eps > 0,
+            [&] { return "latent_attention: norm_eps must be positive, got " + std::to_string(norm_eps); });
+    // ZAYA1's checkpoints have both convolutions and the value shift, and no BitLinear; the seed's
+    // modules have no biases.
+    require(!zaya_names || (num_conv_layers == 2 && value_shift && !bitnet),
+            "latent_attention: ZAYA1's layer has two convolutions, the value shift and no BitLinear");
+    require(zaya_names || !bias, "latent_attention: the seed's CCA and CCGQA projections have no biases");
+}
+
 LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weights &w)
-    : config_(config), rope_(config.rotary_dim, config.rope_base) {
+    // Validated first: the members below are built from it.
+    : config_((config.validate(), config)), rope_(config.rotary_dim, config.rope_base) {
     const int64_t E = config.hidden, P = config.packed(), Lq = config.query_rank(), Lkv = config.kv_rank();
     const int64_t dh = config.head_dim;
     auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {

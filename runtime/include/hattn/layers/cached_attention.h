@@ -113,6 +113,11 @@ struct CachedAttentionConfig {
     // index (sliding or full, with RoPE or without) needs the second form.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
+
+    // Throws Error naming the field if this config describes no layer (sizes, windows, scales,
+    // norms). The constructor calls it, so a config built by hand is checked like a read one;
+    // from()'s own checks come first and name the file's keys.
+    void validate() const;
 };
 
 class CachedAttention {

@@ -27,6 +27,11 @@ struct DsaConfig {
 
     // HF config.json keys; errors name the key and values. Unknown keys are ignored.
     static DsaConfig from(const ConfigReader &config);
+
+    // Throws Error naming the field if this config describes no layer. The constructor calls it,
+    // so a config built by hand is checked like a read one; from()'s own checks come first and
+    // name the file's keys.
+    void validate() const;
 };
 
 // Top-k key indices per query: [B, S, K] with K = index_topk, or the state's capacity where that is

@@ -45,6 +45,11 @@ struct LatentAttentionConfig {
     static LatentAttentionConfig cca(const ConfigReader &config, bool grouped);
     // ZAYA1's config.json keys.
     static LatentAttentionConfig zaya(const ConfigReader &config);
+
+    // Throws Error naming the field if this config describes no layer. The constructor calls it,
+    // so a config built by hand is checked like a read one; cca()'s and zaya()'s own checks come
+    // first and name the file's keys.
+    void validate() const;
 };
 
 // Per batch of sequences: the compressed K/V cache (Lkv floats each per token) and what the
