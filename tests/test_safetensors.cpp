@@ -196,6 +196,22 @@ TEST_F(SafetensorsTest, WeightsPrefixLookup) {
                     {path, "tensor 'model.layer.w' has shape [2], expected [1, 2]"});
 }
 
+// The file reader widens every value as stored (above); a layer's weights must be finite, as the
+// kernels assume: Weights names the tensor and the element.
+TEST_F(SafetensorsTest, WeightsRefuseNonFiniteValues) {
+    const std::string header = "{" + entry("h", "F16", "[3]", 0, 6) + ", " + entry("b", "BF16", "[2]", 6, 10) + ", " +
+                               entry("f", "F16", "[2]", 10, 14) + "}";
+    const std::string path =
+        write("nf.safetensors", blob(header, u16_bytes({0x3C00, 0x3C00, 0x7E00, 0xFF80, 0x3F80, 0x3C00, 0xC000})));
+    const Weights weights = Weights::open(path);
+    EXPECT_EQ(error_message([&] { weights.get("h"); }),
+              path + ": tensor 'h': element 2 is NaN; weights must be finite");
+    EXPECT_EQ(error_message([&] { weights.get("b", {2}); }),
+              path + ": tensor 'b': element 0 is infinite; weights must be finite");
+    EXPECT_EQ(weights.get("f").values(), (std::vector<float>{1, -2}));
+    EXPECT_TRUE(std::isnan(SafetensorsFile::open(path).load("h").values()[2]));
+}
+
 // A Hugging Face layer's index is read from its prefix (Gemma 3's layers differ by it).
 TEST_F(SafetensorsTest, ALayerPrefixNamesItsIndex) {
     const std::string path = write("l.safetensors", blob("{" + entry("w", "F32", "[1]", 0, 4) + "}", f32_bytes({1})));

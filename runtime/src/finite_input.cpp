@@ -9,7 +9,7 @@
 
 namespace hattn::detail {
 
-void require_finite(const std::string &what, const Tensor &t) {
+void require_finite(const std::string &what, const Tensor &t, const char *kind) {
     // A float is NaN or infinite exactly when its exponent bits are all set. The largest exponent
     // over the tensor is an integer reduction, which the compiler vectorises (a search for the
     // first bad value stops early and does not): a layer's whole input is checked in a fraction of
@@ -25,7 +25,7 @@ void require_finite(const std::string &what, const Tensor &t) {
     if (largest != exponent) return;
     const float *bad = std::find_if(values, values + t.size(), [](float v) { return !std::isfinite(v); });
     throw Error(what + ": element " + std::to_string(bad - values) + " is " + (std::isnan(*bad) ? "NaN" : "infinite") +
-                "; inputs must be finite");
+                "; " + kind + " must be finite");
 }
 
 }  // namespace hattn::detail

@@ -9,7 +9,8 @@
 
 namespace hattn::detail {
 
-// Throws "<what>: element 13 is NaN; inputs must be finite" for the first non-finite value.
-void require_finite(const std::string &what, const Tensor &t);
+// Throws "<what>: element 13 is NaN; inputs must be finite" for the first non-finite value
+// (`kind`: "inputs", or "weights" for a layer's weights as loaded).
+void require_finite(const std::string &what, const Tensor &t, const char *kind = "inputs");
 
 }  // namespace hattn::detail

@@ -16,6 +16,7 @@
 
 #include "hattn/config.h"
 #include "hattn/error.h"
+#include "finite_input.h"
 #include "json_parse.h"
 
 // F32 tensors are copied straight from the file, whose byte order is little-endian.
@@ -380,7 +381,12 @@ bool Weights::has(const std::string &name) const { return location_.count(prefix
 
 Tensor Weights::get(const std::string &name) const {
     const std::string full_name = prefix_ + name;
-    return file_of(full_name).load(full_name);
+    const SafetensorsFile &file = file_of(full_name);
+    Tensor t = file.load(full_name);
+    // The kernels assume no NaN or Inf (fast-math): a broken checkpoint is named here rather than
+    // giving meaningless output at every call.
+    detail::require_finite(file.path() + ": tensor '" + full_name + "'", t, "weights");
+    return t;
 }
 
 Tensor Weights::get(const std::string &name, const Shape &expected) const {
@@ -391,7 +397,7 @@ Tensor Weights::get(const std::string &name, const Shape &expected) const {
         fail(file.path(), "tensor '" + full_name + "' has shape " + shape_to_string(actual) +
                               ", expected " + shape_to_string(expected));
     }
-    return file.load(full_name);
+    return get(name);
 }
 
 std::vector<std::string> Weights::names() const { return names_; }

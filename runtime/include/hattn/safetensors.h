@@ -74,6 +74,8 @@ public:
     std::optional<int64_t> layer_index() const;
 
     bool has(const std::string &name) const;
+    // The tensor as float32. One holding a NaN or an infinity is refused (Error naming the file,
+    // the tensor and the element): the kernels assume finite values.
     Tensor get(const std::string &name) const;
     // Also checks the shape before reading any data.
     Tensor get(const std::string &name, const Shape &expected) const;

@@ -253,7 +253,6 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     }
     if (config.sinks) {
         sinks_ = w.get("sinks", {config.heads});
-        detail::require_finite("cached_attention: " + w.prefix() + "sinks", *sinks_);
         sinks_->keep_on_device(Residency::ReadOnly);
     }
     if (config.rope_base) {
