@@ -151,6 +151,15 @@ void CachedAttentionConfig::validate() const {
         return "cached_attention: rotary_dimension must be even and at most the head dimension " + std::to_string(D) +
                ", got " + std::to_string(rotary_dimension);
     });
+    if (rope_base) {
+        require(std::isfinite(*rope_base) && *rope_base > 0,
+                [&] { return "cached_attention: rope_base must be positive, got " + std::to_string(*rope_base); });
+        // RoPE pairs dims: it turns an even count of them (rotary_dimension 0: the whole head).
+        require(rotary_dimension > 0 || D % 2 == 0, [&] {
+            return "cached_attention: RoPE needs an even head dimension (or a rotary_dimension), got " +
+                   std::to_string(D);
+        });
+    }
     // Scale, caps and clip reach the kernels as floats: positive normal floats (a tiny cap would
     // round to 0, which the kernels read as none; a huge scale to inf).
     const auto require_positive_float = [](const std::optional<double> &v, const char *name) {
