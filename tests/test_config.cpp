@@ -137,6 +137,8 @@ TEST(ConfigTest, FromFile) {
     // Nesting that would overflow the stack of a reader's copy or an error message's dump().
     const std::string deep = write("deep.json", "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
     EXPECT_EQ(error_message([&] { ConfigReader::from_file(deep); }), deep + ": JSON nested deeper than 64 levels");
+    const std::string huge = write("huge.json", "{\"rope_base\": 1e400}");
+    EXPECT_EQ(error_message([&] { ConfigReader::from_file(huge); }), huge + ": number overflow parsing '1e400'");
     const std::string nested = write("nested.json", "{\"a\": " + std::string(63, '[') + std::string(63, ']') + "}");
     EXPECT_TRUE(ConfigReader::from_file(nested).has("a"));
 

@@ -62,6 +62,22 @@ TEST(RowNorm, WeightsThatDoNotFitAreRefused) {
     EXPECT_EQ(testing::error_message([&] { layer_norm(x.view(), w, b, 1e-6f, y.view()); }),
               "layer_norm: x [6, 8], y [6, 8], weight [4, 8] and bias [8] do not fit (each [n], or [k, n] with k "
               "dividing the rows)");
+    // A weight of no dimensions (a default Tensor) is named too, not read past its shape.
+    EXPECT_EQ(testing::error_message([&] { rms_norm(x.view(), Tensor(), 1e-6f, y.view()); }),
+              "rms_norm: x [6, 8], y [6, 8], weight [] and bias [] do not fit (each [n], or [k, n] with k dividing "
+              "the rows)");
+}
+
+// eps keeps a zero row finite: zero, negative or NaN would give NaN rows from fast-math kernels.
+TEST(RowNorm, EpsMustBePositiveAndFinite) {
+    const Tensor x({2, 8}), w({8}), b({8});
+    Tensor y({2, 8});
+    for (float eps : {0.0f, -1e-6f, NAN}) {
+        EXPECT_EQ(testing::error_message([&] { rms_norm(x.view(), w, eps, y.view()); }),
+                  "rms_norm: eps must be positive and finite, got " + std::to_string(eps));
+        EXPECT_EQ(testing::error_message([&] { layer_norm(x.view(), w, b, eps, y.view()); }),
+                  "layer_norm: eps must be positive and finite, got " + std::to_string(eps));
+    }
 }
 
 const bool checks_registered =

@@ -197,12 +197,17 @@ TEST_F(NpyTest, WritesReplaceWholeOrSayWhy) {
     EXPECT_FALSE(std::filesystem::exists(file + ".partial"));
     if (std::filesystem::exists("/dev/full")) {
         try {
-            hattn::write_npy("/dev/full", hattn::Tensor({1024}));
+            hattn::write_npy("/dev/full", hattn::Tensor({1}));  // fails only as the file is closed
             ADD_FAILURE() << "writing to /dev/full succeeded";
         } catch (const hattn::Error &e) {
             expect_contains(e.what(), {"/dev/full", "write failed", std::strerror(ENOSPC)});
         }
     }
+    // A default Tensor has shape [] (one value) and holds none: its file would not read back.
+    EXPECT_EQ(error_message([&] { hattn::write_npy(file, hattn::Tensor()); }),
+              file + ": the tensor holds no values (a default-constructed Tensor)");
+    EXPECT_EQ(error_message([&] { hattn::write_npy("", hattn::Tensor({1})); }), "an output file's path is empty");
+    EXPECT_EQ(hattn::read_npy_f32(file).values(), std::vector<float>({4, 5, 6}));
 }
 
 }  // namespace

@@ -1,15 +1,19 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "hattn/error.h"
 #include "hattn/safetensors.h"
+#include "hattn/safetensors_writer.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -313,6 +317,7 @@ TEST_F(SafetensorsTest, RejectsLyingHeaders) {
         {"{" + entry("w", "F32", "[2.5]", 0, 8) + "}", {"tensor 'w'", "non-integer"}},
         {"{" + entry("w", "I64", "[1]", 0, 8) + "}", {"tensor 'w'", "dtype I64 is not supported (F32, F16, BF16)"}},
         {"{" + entry("w", "F32", "[4611686018427387904, 4]", 0, 8) + "}", {"tensor 'w'", "overflows"}},
+        {"{" + entry("w", "F32", "[1e400]", 0, 8) + "}", {"number overflow parsing '1e400'"}},
         {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})",
          {"tensor 'w'", "data_offsets must be two ordered non-negative integers"}},
         {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})", {"tensor 'w'", "data_offsets must be"}},
@@ -365,6 +370,33 @@ TEST_F(SafetensorsTest, MissingTensor) {
     const SafetensorsFile file = SafetensorsFile::open(path);
     EXPECT_EQ(file.find("nope"), nullptr);
     expect_contains(error_message([&] { file.load("nope"); }), {path, "tensor 'nope' not found"});
+}
+
+// What the reader would refuse is refused before a byte is written; a failed write says why and
+// leaves the file it would have replaced as it was.
+TEST_F(SafetensorsTest, TheWriterWritesOnlyWhatTheReaderReads) {
+    const std::string path = dir_.file("w.safetensors");
+    hattn::write_safetensors(path, {{"a", Tensor({2}, {1, 2})}});
+    const std::vector<std::pair<std::map<std::string, Tensor>, std::string>> refused = {
+        {{{"__metadata__", Tensor({1})}}, "'__metadata__' cannot name a tensor (the format reserves it)"},
+        {{{"a", Tensor({1})}, {"empty", Tensor()}}, "tensor 'empty' holds no values (a default-constructed Tensor)"},
+        {{{"bad\xff", Tensor({1})}}, "a tensor name is not valid UTF-8"},
+    };
+    for (const auto &[tensors, message] : refused) {
+        EXPECT_EQ(error_message([&] { hattn::write_safetensors(path, tensors); }), path + ": " + message);
+    }
+    hattn::write_safetensors(path, {{"", Tensor({1}, {3})}});  // an empty name is a name
+    EXPECT_EQ(Weights::open(path).get("").values(), std::vector<float>{3});
+    EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+    // A write too small to fail before the file is closed still fails.
+    if (std::filesystem::exists("/dev/full")) {
+        try {
+            hattn::write_safetensors("/dev/full", {{"a", Tensor({1})}});
+            ADD_FAILURE() << "writing to /dev/full succeeded";
+        } catch (const hattn::Error &e) {
+            expect_contains(e.what(), {"/dev/full", "write failed", std::strerror(ENOSPC)});
+        }
+    }
 }
 
 TEST_F(SafetensorsTest, FileIsMovable) {

@@ -2,6 +2,9 @@
 // failing change names its owner and leaves every length as it was.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+
 #include "hattn/kv_cache.h"
 #include "hattn/sequence_lengths.h"
 #include "support/errors.h"
@@ -22,6 +25,23 @@ TEST(SequenceLengths, CommitIsAllOrNothing) {
     EXPECT_EQ(testing::error_message([&] { lengths.commit(-1); }), "test state: cannot append -1 tokens");
     lengths.commit(3);
     EXPECT_EQ(lengths.values(), Lengths({8, 5, 8}));
+    // A count whose sum with a length would overflow is as full as any other.
+    const int64_t huge = std::numeric_limits<int64_t>::max();
+    EXPECT_EQ(testing::error_message([&] { lengths.commit(huge); }),
+              "test state full: sequence 0 holds 8 of 8 tokens, cannot append " + std::to_string(huge));
+    EXPECT_EQ(lengths.values(), Lengths({8, 5, 8}));
+}
+
+// The same for a cache's own checks (its rows, its slots).
+TEST(SequenceLengths, ACacheRefusesCountsThatWouldOverflow) {
+    const int64_t huge = std::numeric_limits<int64_t>::max();
+    KVCache cache(1, 1, 1, 8);
+    cache.commit(3);
+    EXPECT_THROW(cache.commit(huge - 1), Error);
+    EXPECT_THROW(cache.check_room(huge), Error);
+    EXPECT_THROW(cache.key_slot(0, huge), Error);
+    EXPECT_FALSE(cache.fits_in_rows(huge));
+    EXPECT_EQ(cache.lengths(), Lengths({3}));
 }
 
 TEST(SequenceLengths, TruncateAndResetOnlyShorten) {
@@ -60,6 +80,8 @@ TEST(SequenceLengths, ImpossibleShapesAreRefused) {
               "test state: batch and capacity must be positive, got batch 0, capacity 8");
     EXPECT_EQ(testing::error_message([] { SequenceLengths("test state", 1, int64_t{1} << 31); }),
               "test state: capacity 2147483648 too large");
+    EXPECT_EQ(testing::error_message([] { SequenceLengths("test state", int64_t{1} << 40, 8); }),
+              "test state: batch 1099511627776 too large");
 }
 
 TEST(SequenceLengths, ANamedCacheSaysWhichItIs) {

@@ -8,16 +8,18 @@
 
 namespace hattn::detail {
 
+std::string without_nlohmann_tag(const std::string &what) {
+    const size_t tag_end = what.find("] ");
+    return tag_end == std::string::npos ? what : what.substr(tag_end + 2);
+}
+
 nlohmann::json parse_json_object(const std::string &text, const std::string &source) {
     nlohmann::json value;
     try {
         value = parse_json<nlohmann::json>(text.begin(), text.end(), source);
     } catch (const nlohmann::json::parse_error &e) {
-        // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest says what and where.
-        std::string detail = e.what();
-        const size_t tag_end = detail.find("] ");
-        if (tag_end != std::string::npos) detail.erase(0, tag_end + 2);
-        throw Error(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + detail);
+        throw Error(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
+                    without_nlohmann_tag(e.what()));
     }
     require(value.is_object(), source + ": top level must be a JSON object, got " + value.type_name());
     return value;

@@ -20,13 +20,16 @@ namespace hattn::detail {
 
 constexpr int max_json_depth = 64;
 
+// Drops nlohmann's "[json.exception.parse_error.101] " tag; the rest says what and where.
+std::string without_nlohmann_tag(const std::string &what);
+
 // Json::parse(first, last) with the depth limit and unique keys; parse errors are nlohmann's, for the
-// caller to word.
+// caller to word. A number past a double's range (1e400) is an Error naming the source.
 template <class Json, class Iterator>
 Json parse_json(Iterator first, Iterator last, const std::string &source) {
     using Event = typename Json::parse_event_t;
     std::vector<std::set<std::string>> keys_of_open_objects;
-    return Json::parse(first, last, [&](int depth, Event event, Json &parsed) {
+    const auto check = [&](int depth, Event event, Json &parsed) {
         if (depth > max_json_depth) {
             throw Error(source + ": JSON nested deeper than " + std::to_string(max_json_depth) + " levels");
         }
@@ -38,7 +41,12 @@ Json parse_json(Iterator first, Iterator last, const std::string &source) {
                     [&] { return source + ": key '" + key + "' appears twice in one object"; });
         }
         return true;
-    });
+    };
+    try {
+        return Json::parse(first, last, check);
+    } catch (const typename Json::out_of_range &e) {
+        throw Error(source + ": " + without_nlohmann_tag(e.what()));
+    }
 }
 
 // The JSON object in `text`. Throws Error naming `source` when it is not valid JSON (with the byte

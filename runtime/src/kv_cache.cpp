@@ -50,7 +50,7 @@ KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int6
 
 void KVCache::check_room(int64_t count) const { lengths_.require_room(count); }
 
-bool KVCache::fits(int64_t b, int64_t count) const { return lengths_[b] - first_position_[b] + count <= rows(); }
+bool KVCache::fits(int64_t b, int64_t count) const { return count <= rows() - (lengths_[b] - first_position_[b]); }
 
 bool KVCache::fits_in_rows(int64_t count) const {
     for (int64_t b = 0; b < batch(); b++) {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "hattn/error.h"
+#include "whole_file.h"
 
 // Element data is copied straight between little-endian files and host memory.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "hattn assumes a little-endian host");
@@ -204,33 +205,13 @@ void write_npy_bytes(const std::string &path, NpyArray::Type type, const Shape &
         fail(path, "shape " + shape_to_string(shape) + " makes the header too long");
     }
 
-    // A regular file (or a new one) is written beside its place and renamed over it once whole,
-    // so a failed write (a full disk) leaves the old file as it was. Other paths (/dev/stdout, a
-    // pipe) are written directly.
-    std::error_code ec;
-    const bool replace = !fs::exists(path, ec) || fs::is_regular_file(path, ec);
-    const std::string written = replace ? path + ".partial" : path;
-    std::ofstream out(written, std::ios::binary | std::ios::trunc);
-    if (!out.is_open()) fail(path, std::string("cannot create: ") + std::strerror(errno));
-    const char version_and_length[4] = {1, 0, char(header.size() & 0xff), char(header.size() >> 8)};
-    out.write(magic, magic_size);
-    out.write(version_and_length, sizeof(version_and_length));
-    out << header;
-    if (bytes > 0) out.write(static_cast<const char *>(data), std::streamsize(bytes));
-    out.close();
-    const int write_error = errno;
-    if (!out) {
-        if (replace) fs::remove(written, ec);
-        throw Error(path + ": write failed: " + std::strerror(write_error), Error::Kind::Internal);
-    }
-    if (replace) {
-        fs::rename(written, path, ec);
-        if (ec) {
-            const std::string why = ec.message();
-            fs::remove(written, ec);
-            fail(path, "cannot replace: " + why);
-        }
-    }
+    detail::write_whole_file(path, [&](std::ostream &out) {
+        const char version_and_length[4] = {1, 0, char(header.size() & 0xff), char(header.size() >> 8)};
+        out.write(magic, magic_size);
+        out.write(version_and_length, sizeof(version_and_length));
+        out << header;
+        if (bytes > 0) out.write(static_cast<const char *>(data), std::streamsize(bytes));
+    });
 }
 
 }  // namespace
@@ -330,6 +311,9 @@ Tensor read_npy_f32(const std::string &path) {
 }
 
 void write_npy(const std::string &path, const Tensor &tensor) {
+    // A default Tensor has shape [] (one value) and none: its file would not read back.
+    require(tensor.size() == element_count(tensor.shape()),
+            [&] { return path + ": the tensor holds no values (a default-constructed Tensor)"; });
     write_npy_bytes(path, NpyArray::Type::F32, tensor.shape(), tensor.data(),
                     size_t(tensor.size()) * sizeof(float));
 }

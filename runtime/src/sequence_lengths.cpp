@@ -17,9 +17,11 @@ SequenceLengths::SequenceLengths(std::string owner, int64_t batch, int64_t capac
         return owner_ + ": batch and capacity must be positive, got batch " + str(batch) + ", capacity " +
                str(capacity);
     });
-    // Lengths are int32 because the kernels take them so.
+    // Lengths are int32 because the kernels take them so; a batch is a buffer extent, int32 too.
     require(capacity <= std::numeric_limits<int32_t>::max(),
             [&] { return owner_ + ": capacity " + str(capacity) + " too large"; });
+    require(batch <= std::numeric_limits<int32_t>::max(),
+            [&] { return owner_ + ": batch " + str(batch) + " too large"; });
     lengths_.assign(batch, 0);
 }
 
@@ -31,7 +33,7 @@ void SequenceLengths::require_sequence(int64_t sequence, const char *role) const
 void SequenceLengths::require_room(int64_t count, int64_t sequence) const {
     require_sequence(sequence);
     require(count >= 0, [&] { return owner_ + ": cannot append " + str(count) + " tokens"; });
-    require(lengths_[sequence] + count <= capacity_, [&] {
+    require(count <= capacity_ - lengths_[sequence], [&] {  // (a sum could overflow)
         return owner_ + " full: sequence " + str(sequence) + " holds " + str(lengths_[sequence]) + " of " +
                str(capacity_) + " tokens, cannot append " + str(count);
     });

@@ -32,6 +32,8 @@ NpyArray read_npy(const std::string &path);
 // As read_npy, and the array must be float32.
 Tensor read_npy_f32(const std::string &path);
 
+// Writers replace a file only once the new one is whole (a failed write leaves the old one);
+// a write that fails is an Error naming the file.
 void write_npy(const std::string &path, const Tensor &tensor);
 // `values` holds element_count(shape) bytes, each written as 0 or 1.
 void write_npy_bool(const std::string &path, const Shape &shape,

@@ -9,7 +9,9 @@
 
 namespace hattn {
 
-// Writes `tensors` (sorted by name) as F32; throws Error naming the file if it cannot be written.
+// Writes `tensors` (sorted by name) as F32, replacing a file only once the new one is whole;
+// throws Error naming the file if it cannot be written, or if the reader would refuse a name
+// (__metadata__, not UTF-8) or a tensor (a default Tensor, which holds no values).
 void write_safetensors(const std::string &path, const std::map<std::string, Tensor> &tensors);
 
 }  // namespace hattn

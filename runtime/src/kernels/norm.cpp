@@ -1,5 +1,8 @@
 #include "hattn/kernels/norm.h"
 
+#include <cmath>
+#include <string>
+
 #include "halide_call.h"
 #include "hattn/error.h"
 #include "kernel_variants.h"
@@ -13,7 +16,7 @@ void row_norm(bool layer, const ConstTensorView &x, const Tensor &weight, const 
     const char *name = layer ? "layer_norm" : "rms_norm";
     // [n], or [k, n] with k dividing the rows.
     const auto fits = [&](const Tensor &t) {
-        return t.shape().back() == x.dim(1) &&
+        return t.rank() >= 1 && x.rank() == 2 && t.shape().back() == x.dim(1) &&
                (t.rank() == 1 || (t.rank() == 2 && t.dim(0) > 0 && x.dim(0) % t.dim(0) == 0));
     };
     require(x.rank() == 2 && y.shape == x.shape && fits(weight) && fits(bias), [&] {
@@ -21,6 +24,9 @@ void row_norm(bool layer, const ConstTensorView &x, const Tensor &weight, const 
                shape_to_string(weight.shape()) + " and bias " + shape_to_string(bias.shape()) +
                " do not fit (each [n], or [k, n] with k dividing the rows)";
     });
+    // eps keeps a zero (or, for LayerNorm, constant) row finite; the kernels are fast-math.
+    require(std::isfinite(eps) && eps > 0,
+            [&] { return std::string(name) + ": eps must be positive and finite, got " + std::to_string(eps); });
     if (x.size() == 0) return;
     auto xb = detail::halide_buffer(x), yb = detail::halide_buffer(y);
     // Both as [k, n] (k = 1 for one row of weights), which Halide sees as (n, k).

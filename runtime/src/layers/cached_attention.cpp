@@ -175,7 +175,8 @@ void CachedAttentionConfig::validate() const {
     require(names != Names::HuggingFaceFusedQkv || !bias,
             "cached_attention: a fused qkv_proj has no biases here (Phi-3 has none)");
     if (qk_norm) {
-        require(std::isfinite(qk_norm->eps) && qk_norm->eps > 0, [&] {
+        // (as the float the norm kernels take)
+        require(std::isfinite(qk_norm->eps) && static_cast<float>(qk_norm->eps) > 0, [&] {
             return "cached_attention: the QK-norm's eps must be positive, got " + std::to_string(qk_norm->eps);
         });
         require(qk_norm->span == QkNorm::Span::EachHead || !qk_norm->weights_per_head,
