@@ -50,6 +50,24 @@ TEST(Rope, ATableOfBadFrequenciesIsRefused) {
     EXPECT_THROW(RopeTable({-1.0}, 4), Error);
     EXPECT_THROW(RopeTable(std::vector<double>{}, 4), Error);
     EXPECT_EQ(RopeTable({1.0, 0.0}, 4).rotary_dim(), 4);
+    EXPECT_EQ(testing::error_message([] { RopeTable({1.0}, 4, RopeAmplitude{}); }),
+              "RoPE: a table's amplitude function is empty");
+}
+
+// Scaling parameters that are not finite would give zero or NaN frequencies.
+TEST(Rope, ScalingThatIsNotFiniteIsRefused) {
+    RopeScaling linear;
+    linear.type = RopeScaling::Type::Linear;
+    linear.factor = INFINITY;
+    EXPECT_EQ(testing::error_message([&] { rope_frequencies(8, 100.0, linear); }),
+              "RoPE: scaling factor must be positive and finite, got inf");
+    EXPECT_EQ(testing::error_message([&] { rope_frequencies(8, INFINITY); }), "RoPE: base must be positive, got inf");
+    RopeScaling dynamic;
+    dynamic.type = RopeScaling::Type::Dynamic;
+    dynamic.factor = 2.0;
+    dynamic.length = std::nan("");
+    EXPECT_EQ(testing::error_message([&] { rope_frequencies(8, 100.0, dynamic); }),
+              "RoPE: dynamic scaling needs a finite length and original context");
 }
 
 // LongRoPE divides each pair's frequency by its own factor, the short set or (past the original

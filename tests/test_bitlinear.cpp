@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "hattn/error.h"
@@ -10,6 +11,7 @@
 #include "hattn/kernels/bitlinear.h"
 #include "reference/latent_attention.h"
 #include "support/compare.h"
+#include "support/errors.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
 
@@ -52,6 +54,30 @@ TEST(BitLinear, RejectsWrongShapes) {
     const PackedTernary p = pack_ternary(testing::random_tensor({4, 8}, 5));
     Tensor x({2, 9}), y({2, 4});
     EXPECT_THROW(bitlinear(x.view(), p, y.view()), Error);
+}
+
+// Packed weights built by hand must agree with themselves as pack_ternary's do; a weight that
+// is not finite has no scale.
+TEST(BitLinear, RejectsPackedWeightsThatDisagreeAndWeightsThatAreNotFinite) {
+    const PackedTernary good = pack_ternary(testing::random_tensor({4, 8}, 5));
+    const Tensor x({2, 8});
+    Tensor y({2, 4});
+    const std::vector<std::function<void(PackedTernary &)>> breaks = {
+        [](PackedTernary &p) { p.codes.clear(); },         [](PackedTernary &p) { p.in_padded = 4; },
+        [](PackedTernary &p) { p.in_padded = 260; },       [](PackedTernary &p) { p.in_padded = 512; },
+        [](PackedTernary &p) { p.scale = std::nanf(""); }, [](PackedTernary &p) { p.scale = 0; },
+    };
+    for (const auto &change : breaks) {
+        PackedTernary p = good;
+        change(p);
+        const std::string message = testing::error_message([&] { bitlinear(x.view(), p, y.view()); });
+        EXPECT_NE(message.find("do not agree (as pack_ternary makes them)"), std::string::npos) << message;
+    }
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+        Tensor w = testing::random_tensor({4, 8}, 6);
+        w.data()[5] = bad;
+        EXPECT_EQ(testing::error_message([&] { pack_ternary(w); }), "BitLinear: the weight holds a NaN or an infinity");
+    }
 }
 
 // The quantisation kernel is checked through the whole BitLinear: one activation rounded the

@@ -567,6 +567,16 @@ TEST(DsaKernels, SharedKeysMatchReference) {
 TEST(DsaKernels, SparseRejectsIndicesOutsideTheCache) {
     Tensor q({1, 1, 1, 4}), k({1, 3, 1, 4}), out({1, 1, 1, 4});
     EXPECT_THROW(dsa_sparse_attention(q.view(), k.view(), k.view(), {3}, 1, 1.0f, out.view()), Error);
+    // With B * S = 4, a K of 2^62 + 1 makes B * S * K wrap to 4, the indices' count: not a K of one.
+    Tensor q4({1, 4, 1, 4}), out4({1, 4, 1, 4});
+    EXPECT_EQ(testing::error_message([&] {
+                  dsa_sparse_attention(q4.view(), k.view(), k.view(), {0, 0, 0, 0}, (int64_t{1} << 62) + 1, 1.0f,
+                                       out4.view());
+              }),
+              "dsa sparse attention: indices must be [B, S, K]");
+    EXPECT_EQ(
+        testing::error_message([&] { dsa_sparse_attention(q.view(), k.view(), k.view(), {0}, 1, NAN, out.view()); }),
+        "dsa sparse attention: scale must be finite, got nan");
 }
 
 const bool checks_registered =

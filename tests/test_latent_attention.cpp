@@ -550,6 +550,47 @@ double qk_latent_error(int64_t H, int64_t Hkv, int64_t dh, int64_t k0, int64_t k
 
 TEST(CcaQkLatent, MatchesReference) { EXPECT_LE(qk_latent_error(8, 2, 16, 4, 3, 13, 40), 1e-5); }
 
+// A small CCGQA case for the kernel's own checks: H = 4, Hkv = 2, dh = 8, k0 = 3, k1 = 2, S = 3.
+struct QkLatentCall {
+    int64_t H = 4, Hkv = 2, dh = 8, S = 3;
+    CcaConvWeights conv{scaled({48, 1, 3}, 1, 0.6f), Tensor({48}), scaled({48, 8, 2}, 2, 0.3f), Tensor({48})};
+    Tensor rows = scaled({1, 3 + 3, 48}, 3, 1.0f), key_scale = Tensor({2}, {1.0f, 1.0f});
+    Tensor q = Tensor({1, 3, 4, 8}), k = Tensor({1, 3, 2, 8});
+    void run(const RopeTable &rope, std::vector<int32_t> start, float eps = 1e-6f) {
+        cca_qk_latent(rows.view(), conv, key_scale, rope, start, true, eps, q.view(), k.view());
+    }
+};
+
+// A table of rows from a later position is read by position, as apply_rope reads it.
+TEST(CcaQkLatent, ReadsATableOfRowsByPosition) {
+    QkLatentCall whole, rows;
+    whole.run(RopeTable(8, 10000.0, 20), {12});
+    rows.run(RopeTable::rows(rope_frequencies(8, 10000.0), 10, 20), {12});
+    EXPECT_EQ(rows.q.values(), whole.q.values());
+    EXPECT_EQ(rows.k.values(), whole.k.values());
+    EXPECT_EQ(testing::error_message([&] { rows.run(RopeTable::rows(rope_frequencies(8, 10000.0), 10, 20), {9}); }),
+              "cca: positions 9 to 12 are outside the table's 10 to 20");
+}
+
+TEST(CcaQkLatent, RefusesWhatDoesNotFit) {
+    const RopeTable rope(8, 10000.0, 20);
+    QkLatentCall c;
+    EXPECT_EQ(testing::error_message([&] { c.run(RopeTable(10, 10000.0, 20), {0}); }),
+              "cca: rotary dimension 10 exceeds head dimension 8");
+    EXPECT_EQ(testing::error_message([&] { c.run(rope, {0}, 0.0f); }),
+              "cca: norm_eps must be positive and finite, got 0.000000");
+    QkLatentCall no_kv;
+    no_kv.k = Tensor({1, 3, 0, 8}), no_kv.key_scale = Tensor({0});
+    no_kv.conv = {scaled({32, 1, 3}, 1, 0.6f), Tensor({32}), scaled({32, 8, 2}, 2, 0.3f), Tensor({32})};
+    no_kv.rows = Tensor({1, 6, 32});
+    EXPECT_EQ(testing::error_message([&] { no_kv.run(rope, {0}); }), "cca: 4 query heads cannot share 0 KV heads");
+    QkLatentCall no_taps;
+    no_taps.conv.w0 = Tensor({48, 1, 0});
+    no_taps.rows = Tensor({1, 3, 48});  // pad (0 - 1) + (2 - 1) = 0
+    EXPECT_EQ(testing::error_message([&] { no_taps.run(rope, {0}); }),
+              "cca: convolution kernels must be at least 1 wide, got 0 and 2");
+}
+
 const bool cca_check_registered = testing::register_kernel_check(
     "cca_qk_latent", {[] { return qk_latent_error(6, 2, 8, 3, 2, 19, 41); }, 1e-5,
                       [] { return qk_latent_error(16, 4, 64, 4, 3, 2048, 42); }});

@@ -19,6 +19,8 @@ PackedTernary pack_ternary(const Tensor &w) {
     p.in_padded = (p.in + k_multiple - 1) / k_multiple * k_multiple;
     double total = 0;
     for (float v : w.values()) total += std::fabs(v);
+    // A NaN or an infinity would make the scale NaN or 0 (every code 0, or undefined).
+    require(std::isfinite(total), "BitLinear: the weight holds a NaN or an infinity");
     const float mean = static_cast<float>(total / double(std::max<int64_t>(w.size(), 1)));
     p.scale = 1.0f / std::max(mean, 1e-5f);
     p.codes.assign(p.out * (p.in_padded / 4), 0x55);  // code 1 (weight 0) everywhere, padding included
@@ -34,6 +36,16 @@ PackedTernary pack_ternary(const Tensor &w) {
 }
 
 void bitlinear(const ConstTensorView &x, const PackedTernary &w, const TensorView &y) {
+    // A PackedTernary built by hand rather than by pack_ternary: its parts must agree.
+    constexpr int64_t k_multiple = kernel_contract::bitlinear_k_multiple;
+    require(w.out >= 0 && w.in >= 0 && w.in_padded >= w.in && w.in_padded % k_multiple == 0 &&
+                w.in_padded - w.in < k_multiple && w.bytes() == w.out * (w.in_padded / 4) && std::isnormal(w.scale) &&
+                w.scale > 0,
+            [&] {
+                return "BitLinear: packed weights out " + std::to_string(w.out) + ", in " + std::to_string(w.in) +
+                       ", in_padded " + std::to_string(w.in_padded) + ", " + std::to_string(w.bytes()) +
+                       " code bytes, scale " + std::to_string(w.scale) + " do not agree (as pack_ternary makes them)";
+            });
     require(x.rank() >= 1 && x.shape.back() == w.in && x.is_contiguous(), [&] {
         return "BitLinear: input " + shape_to_string(x.shape) + " must be contiguous [..., " + std::to_string(w.in) +
                "]";

@@ -1,5 +1,8 @@
 #include "hattn/kernels/cca.h"
 
+#include <cmath>
+#include <string>
+
 #include "halide_call.h"
 #include "hattn/error.h"
 #include "kernel_variants.h"
@@ -25,9 +28,18 @@ void cca_qk_latent(const ConstTensorView &qk, const CcaConvWeights &conv, const 
                 return "cca: convolution weights do not match P = " + std::to_string(P) +
                        ", dh = " + std::to_string(dh);
             });
+    require(k0 >= 1 && k1 >= 1, [&] {
+        return "cca: convolution kernels must be at least 1 wide, got " + std::to_string(k0) + " and " +
+               std::to_string(k1);
+    });
+    // Each KV head serves H / Hkv query heads.
+    require(Hkv > 0 && H % Hkv == 0, [&] {
+        return "cca: " + std::to_string(H) + " query heads cannot share " + std::to_string(Hkv) + " KV heads";
+    });
     require(key_scale.shape() == Shape({Hkv}), "cca: one key scale per KV head");
-    require(static_cast<int64_t>(start.size()) == B, "cca: one start position per sequence");
-    for (int32_t p : start) require(p >= 0 && p + S <= rope.positions(), "cca: positions exceed the RoPE table");
+    require(std::isfinite(norm_eps) && norm_eps > 0,
+            [&] { return "cca: norm_eps must be positive and finite, got " + std::to_string(norm_eps); });
+    const std::vector<int32_t> rows = rope.rows_for(start, B, S, dh, "cca");
     if (q.size() == 0) return;
 
     auto qk_b = detail::halide_buffer(qk);
@@ -36,7 +48,7 @@ void cca_qk_latent(const ConstTensorView &qk, const CcaConvWeights &conv, const 
     auto w1 = detail::halide_buffer(conv.w1.view());
     auto scale = detail::halide_buffer(key_scale.view());
     auto cos_b = detail::halide_buffer(rope.cos()), sin_b = detail::halide_buffer(rope.sin());
-    Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(start.data()), static_cast<int>(B));
+    Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(rows.data()), static_cast<int>(B));
     auto qb = detail::halide_buffer(q), kb = detail::halide_buffer(k);
     detail::call_kernel("cca_qk_latent", detail::cca_qk_latent_kernel(), qk_b.raw_buffer(), w0.raw_buffer(),
                         b0.raw_buffer(), w1.raw_buffer(), b1.raw_buffer(), scale.raw_buffer(),

@@ -1,6 +1,8 @@
 #include "hattn/kernels/dsa.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "halide_call.h"
 #include "hattn/error.h"
@@ -20,6 +22,8 @@ void dsa_index_scores(const ConstTensorView &iq, const ConstTensorView &ik, cons
                        ", " + shape_to_string(head_w.shape) + ", " + shape_to_string(scores.shape) + " do not fit";
             });
     for (int32_t len : kv_len) require(len >= S && len <= cap, "dsa index scores: KV length outside the cache");
+    require(std::isfinite(scale),
+            [&] { return "dsa index scores: scale must be finite, got " + std::to_string(scale); });
     if (scores.size() == 0) return;
     // No query sees a key past the longest sequence: the kernel scores the keys up to there (a
     // decode step in a large cache, or a prefill block, costs what its queries see), and the rest
@@ -47,7 +51,12 @@ void dsa_sparse_attention(const ConstTensorView &q, const ConstTensorView &keys,
                        ", values " + shape_to_string(values.shape) + ", out " + shape_to_string(out.shape) +
                        " do not fit";
             });
-    require(k > 0 && static_cast<int64_t>(indices.size()) == B * S * k, "dsa sparse attention: indices must be [B, S, K]");
+    int64_t index_count = 0;  // B * S * k, which a huge k would overflow
+    require(
+        k > 0 && !__builtin_mul_overflow(B * S, k, &index_count) && static_cast<int64_t>(indices.size()) == index_count,
+        "dsa sparse attention: indices must be [B, S, K]");
+    require(std::isfinite(scale),
+            [&] { return "dsa sparse attention: scale must be finite, got " + std::to_string(scale); });
     for (int32_t t : indices) {
         require(t >= -1 && t < cap, [&] {
             return "dsa sparse attention: key index " + std::to_string(t) + " outside the cache of " +

@@ -14,12 +14,15 @@ namespace hattn {
 std::vector<double> rope_frequencies(int64_t rotary_dim, double base, const RopeScaling &scaling) {
     require(rotary_dim >= 2 && rotary_dim % 2 == 0,
             [&] { return "RoPE: rotary dimension must be even and positive, got " + std::to_string(rotary_dim); });
-    require(base > 0, [&] { return "RoPE: base must be positive, got " + std::to_string(base); });
-    require(scaling.type == RopeScaling::Type::None || scaling.factor > 0,
-            [&] { return "RoPE: scaling factor must be positive, got " + std::to_string(scaling.factor); });
+    require(std::isfinite(base) && base > 0,
+            [&] { return "RoPE: base must be positive, got " + std::to_string(base); });
+    require(scaling.type == RopeScaling::Type::None || (std::isfinite(scaling.factor) && scaling.factor > 0),
+            [&] { return "RoPE: scaling factor must be positive and finite, got " + std::to_string(scaling.factor); });
     if (scaling.type == RopeScaling::Type::Dynamic) {
         require(rotary_dim > 2, "RoPE: dynamic scaling needs a rotary dimension above 2");
-        require(scaling.alpha > 0,
+        require(std::isfinite(scaling.length) && std::isfinite(scaling.original_context),
+                "RoPE: dynamic scaling needs a finite length and original context");
+        require(std::isfinite(scaling.alpha) && scaling.alpha > 0,
                 [&] { return "RoPE: dynamic scaling's alpha must be positive, got " + std::to_string(scaling.alpha); });
         const double d = double(rotary_dim);
         // Past the original context transformers' dynamic update recomputes the base without
@@ -116,6 +119,7 @@ RopeTable::RopeTable(const RopeTable *prefix, std::vector<double> frequencies, i
                      int64_t first)
     : frequencies_(std::move(frequencies)), amplitude_(std::move(amplitude)), first_(first), positions_(positions) {
     require(!frequencies_.empty(), "RoPE: a table needs at least one frequency");
+    require(static_cast<bool>(amplitude_), "RoPE: a table's amplitude function is empty");
     for (double f : frequencies_) {
         require(std::isfinite(f) && f >= 0,
                 [&] { return "RoPE: frequencies must be finite and non-negative, got " + std::to_string(f); });
@@ -193,26 +197,31 @@ std::shared_ptr<const RopeTable> GrowingRopeTable::covering(int64_t positions) c
     return current;
 }
 
+std::vector<int32_t> RopeTable::rows_for(const std::vector<int32_t> &start, int64_t batch, int64_t count,
+                                         int64_t head_dim, const std::string &who) const {
+    require(rotary_dim() <= head_dim, [&] {
+        return who + ": rotary dimension " + std::to_string(rotary_dim()) + " exceeds head dimension " +
+               std::to_string(head_dim);
+    });
+    require(static_cast<int64_t>(start.size()) == batch, who + ": one start position per sequence");
+    std::vector<int32_t> rows(start.size());
+    for (size_t b = 0; b < start.size(); b++) {
+        require(start[b] >= first_ && start[b] + count <= positions_, [&] {
+            return who + ": positions " + std::to_string(start[b]) + " to " + std::to_string(start[b] + count) +
+                   " are outside the table's " + std::to_string(first_) + " to " + std::to_string(positions_);
+        });
+        rows[b] = static_cast<int32_t>(start[b] - first_);
+    }
+    return rows;
+}
+
 void apply_rope(const ConstTensorView &x, const RopeTable &table, const std::vector<int32_t> &start,
                 const TensorView &y, RopeLayout layout) {
     require(x.rank() == 4, [&] { return "RoPE: input must be [B, S, H, D], got " + shape_to_string(x.shape); });
     require(y.shape == x.shape, [&] {
         return "RoPE: output " + shape_to_string(y.shape) + " differs from input " + shape_to_string(x.shape);
     });
-    require(table.rotary_dim() <= x.dim(3), [&] {
-        return "RoPE: rotary dimension " + std::to_string(table.rotary_dim()) + " exceeds head dimension " +
-               std::to_string(x.dim(3));
-    });
-    require(static_cast<int64_t>(start.size()) == x.dim(0), "RoPE: one start position per sequence");
-    std::vector<int32_t> rows(start.size());  // each sequence's first row in the table
-    for (size_t b = 0; b < start.size(); b++) {
-        require(start[b] >= table.first_position() && start[b] + x.dim(1) <= table.positions(), [&] {
-            return "RoPE: positions " + std::to_string(start[b]) + " to " + std::to_string(start[b] + x.dim(1)) +
-                   " are outside the table's " + std::to_string(table.first_position()) + " to " +
-                   std::to_string(table.positions());
-        });
-        rows[b] = static_cast<int32_t>(start[b] - table.first_position());
-    }
+    std::vector<int32_t> rows = table.rows_for(start, x.dim(0), x.dim(1), x.dim(3), "RoPE");
     if (x.size() == 0) return;
     auto cos_b = detail::halide_buffer(table.cos()), sin_b = detail::halide_buffer(table.sin());
     Halide::Runtime::Buffer<int32_t> start_b(rows.data(), static_cast<int>(rows.size()));

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "hattn/tensor.h"
@@ -82,6 +83,13 @@ public:
 
     // The same table for more positions, reusing these values (growth costs only the new rows).
     RopeTable extended(int64_t positions) const;
+
+    // Each of `batch` sequences' first row in this table for its positions start[b] .. start[b] +
+    // count - 1, rotating heads of head_dim dims. Throws Error naming `who` where a position is
+    // outside the table or the rotary dimension exceeds the head's (what every kernel reading a
+    // table checks).
+    std::vector<int32_t> rows_for(const std::vector<int32_t> &start, int64_t batch, int64_t count, int64_t head_dim,
+                                  const std::string &who) const;
 
     // [positions - first_position, rotary_dim / 2]. Resident on a GPU: uploaded once per table, not
     // per call.
