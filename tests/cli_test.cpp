@@ -360,6 +360,11 @@ TEST_F(Cli, BenchTakesOnlyItsOwnFlagsOnce) {
                            "bench layer --decode takes --kv-len, not --seq");
     expect_one_line_naming(hattn("bench --heads 4 decode"), "the benchmark comes first");
     expect_one_line_naming(hattn("run --case x --case x --output o.npy"), "--case is given twice");
+    // A flag's value is never the next flag, and a number has no white space around it.
+    expect_one_line_naming(hattn("run --case --output o.npy"), "--case needs a value");
+    expect_one_line_naming(hattn("bench decode --heads ' 4' --kv-len 16 --head-dim 16"), "--heads must be an integer");
+    expect_one_line_naming(hattn("bench decode --heads '4 ' --kv-len 16 --head-dim 16"), "--heads must be an integer");
+    expect_one_line_naming(hattn("run --case x --output ''"), "--output must name a file, got ''");
 }
 
 TEST_F(Cli, BenchReportsTheThreadsItRanOn) {

@@ -182,6 +182,12 @@ TEST(KVCacheSlots, AppendRefusesMalformedViewsAndChangesNothing) {
     EXPECT_EQ(testing::error_message([&] { cache.append(short_strides, kv.view()); }),
               "KV cache append: keys and values must be views with data and one stride per dimension");
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({0}));
+    // Rows of the cache's own storage could be overwritten before they are read.
+    cache.append(kv.view(), kv.view());
+    const ConstTensorView own(cache.keys().data, {1, 2, 2, 4});
+    EXPECT_EQ(testing::error_message([&] { cache.append(kv.view(), own); }),
+              "KV cache append: keys and values must not lie in the cache's own storage (copy them first)");
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({2}));
 }
 
 TEST(CachedAttentionDecode, TruncateThenDecodeEqualsAFreshRun) {

@@ -155,8 +155,7 @@ TEST_F(NpyTest, RejectsBadFiles) {
         {good + "xyz", {"3 trailing bytes"}},
         {npy_blob("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", two_floats),
          {"fortran_order True is not supported"}},
-        {npy_blob("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", two_floats),
-         {"big-endian dtype '>f4'"}},
+        {npy_blob("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", two_floats), {"big-endian dtype '>f4'"}},
         {npy_blob("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", two_floats),
          {"dtype '<f8' is not supported"}},
         {npy_blob("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1), }", two_floats),
@@ -172,6 +171,10 @@ TEST_F(NpyTest, RejectsBadFiles) {
         {npy_blob("{'descr': '<f4', 'fortran_order': False, "
                   "'shape': (4611686018427387904, 4), }",
                   two_floats),
+         {"overflows"}},
+        {npy_blob("{'descr': '<f4', 'fortran_order': False, "
+                  "'shape': (0, 4611686018427387904, 4), }",
+                  ""),
          {"overflows"}},
         {npy_blob(std::string("{'descr':\0'<f4', 'fortran_order': False, 'shape': (2,), }"), two_floats),
          {"malformed header dict"}},

@@ -48,6 +48,8 @@ TEST(TensorTest, ShapeHelpers) {
                         hattn::element_count({int64_t(1) << 40, int64_t(1) << 40});
                     }),
                     "overflows");
+    // A zero extent first makes no difference: the others' strides would overflow all the same.
+    expect_contains(error_message([] { hattn::element_count({0, int64_t(1) << 40, int64_t(1) << 40}); }), "overflows");
 }
 
 TEST(TensorTest, HalideBufferReversesDimensionsAndAliases) {
@@ -110,6 +112,10 @@ TEST(TensorTest, CropSelectsARangeOfOneDimension) {
     EXPECT_EQ(t.view().crop(0, 2, 2).size(), 0);
     expect_contains(error_message([&] { t.view().crop(2, 3, 5); }), "outside shape [2, 3, 4]");
     expect_contains(error_message([&] { t.view().crop(3, 0, 1); }), "dimension 3");
+    hattn::TensorView short_strides = t.view();
+    short_strides.strides = {1};  // a public field: set wrongly, it is named before it is read
+    EXPECT_EQ(error_message([&] { short_strides.crop(2, 0, 1); }),
+              "crop: a view of shape [2, 3, 4] has 1 strides (none, or one per dimension)");
 }
 
 // What a const object shows can only be read: the compiler refuses writes through it.

@@ -177,8 +177,9 @@ Workload projection_workload(int64_t rows, int64_t in, int64_t out) {
         Tensor x, w, b, y;
     };
     auto st = std::make_shared<State>();
-    st->x = random({rows, in}, 1);
+    // The weight first: a shape too large for memory fails before any other tensor is filled.
     st->w = random({out, in}, 2);
+    st->x = random({rows, in}, 1);
     st->b = random({out}, 3);
     st->y = Tensor({rows, out});
     Workload w = make(st, [st] {
@@ -196,8 +197,8 @@ Workload bitlinear_workload(int64_t rows, int64_t in, int64_t out) {
         PackedTernary w;
     };
     auto st = std::make_shared<State>();
+    st->w = pack_ternary(random({out, in}, 2));  // first, as above
     st->x = random({rows, in}, 1);
-    st->w = pack_ternary(random({out, in}, 2));
     st->y = Tensor({rows, out});
     Workload w = make(st, [st] { bitlinear(st->x.view(), st->w, st->y.view()); });
     w.flops = 2.0 * rows * in * out;

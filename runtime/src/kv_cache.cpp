@@ -140,6 +140,17 @@ void KVCache::check_tokens(const ConstTensorView &keys, const ConstTensorView &v
     });
     require(keys.is_contiguous() && values.is_contiguous(),
             [&] { return lengths_.owner() + " append: keys and values must be contiguous"; });
+    // Rows read from the cache's own storage could be overwritten (or moved, in a sliding cache)
+    // before they are copied.
+    const auto within_storage = [&](const ConstTensorView &t) {
+        const auto overlaps = [&](const Tensor &storage) {
+            return t.data < storage.data() + storage.size() && storage.data() < t.data + t.size();
+        };
+        return t.size() > 0 && (overlaps(k_) || overlaps(v_));
+    };
+    require(!within_storage(keys) && !within_storage(values), [&] {
+        return lengths_.owner() + " append: keys and values must not lie in the cache's own storage (copy them first)";
+    });
 }
 
 void KVCache::write_past_end(const ConstTensorView &keys, const ConstTensorView &values) {

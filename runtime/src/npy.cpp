@@ -253,11 +253,11 @@ NpyArray read_npy(const std::string &path) {
                            bytes.begin() + header_start + header_size);
     const Header header = HeaderParser(path, text).parse();
 
-    uint64_t count = 1;
-    for (int64_t dim : header.shape) {
-        if (__builtin_mul_overflow(count, uint64_t(dim), &count)) {
-            fail(path, "element count of shape " + shape_to_string(header.shape) + " overflows");
-        }
+    uint64_t count = 0;
+    try {
+        count = static_cast<uint64_t>(element_count(header.shape));
+    } catch (const Error &e) {  // a count past int64, where a zero extent comes too
+        fail(path, e.what());
     }
     uint64_t expected = 0;
     if (__builtin_mul_overflow(count, item_size(header.type), &expected)) {

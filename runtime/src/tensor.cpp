@@ -25,13 +25,17 @@ std::string shape_to_string(const Shape &shape) {
 }
 
 int64_t element_count(const Shape &shape) {
+    // The other extents' product is checked whatever order a zero comes in: a view's row-major
+    // strides are products of them, so [0, 2^62, 2^62] is refused as [2^62, 2^62, 0] is.
     int64_t count = 1;
+    bool empty = false;
     for (int64_t extent : shape) {
         require(extent >= 0, [&] { return "shape " + shape_to_string(shape) + " has a negative dimension"; });
-        require(!__builtin_mul_overflow(count, extent, &count),
+        empty |= extent == 0;
+        require(extent == 0 || !__builtin_mul_overflow(count, extent, &count),
                 [&] { return "element count of shape " + shape_to_string(shape) + " overflows int64"; });
     }
-    return count;
+    return empty ? 0 : count;
 }
 
 int64_t detail::no_such_dimension(int dim, const Shape &shape) {
@@ -86,6 +90,10 @@ BasicTensorView<T> BasicTensorView<T>::crop(int dim, int64_t begin, int64_t end)
     require(dim >= 0 && dim < rank() && begin >= 0 && begin <= end && end <= shape[dim], [&] {
         return "crop [" + std::to_string(begin) + ", " + std::to_string(end) + ") of dimension " + std::to_string(dim) +
                " is outside shape " + shape_to_string(shape);
+    });
+    require(strides_fit(shape, strides), [&] {
+        return "crop: a view of shape " + shape_to_string(shape) + " has " + std::to_string(strides.size()) +
+               " strides (none, or one per dimension)";
     });
     Shape steps = strides.empty() ? contiguous_strides(shape) : strides;
     Shape cropped = shape;

@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include <cctype>
 #include <cmath>
 
 #include "hattn/error.h"
@@ -20,7 +21,8 @@ Args::Args(const std::string &command, const std::vector<std::string> &argv, con
                 switches_.insert(a);
                 continue;
             }
-            require(i + 1 < argv.size(), a + " needs a value");
+            // The next flag is not this one's value (`--case --output x` lacks the case).
+            require(i + 1 < argv.size() && argv[i + 1].rfind("--", 0) != 0, a + " needs a value");
             values_[a] = argv[++i];
         } else {
             throw Error(command + ": unknown flag " + a);
@@ -46,13 +48,15 @@ std::string Args::required(const std::string &flag) const {
 
 namespace {
 
-// `text` read whole by `parse` (std::stoll, std::stod), or nothing where it is not one number.
+// `text` read whole by `parse` (std::stoll, std::stod), or nothing where it is not one number
+// (the parsers skip leading white space; " 5" is no more a number than "5 ").
 template <typename T, typename Parse>
 std::optional<T> parse_whole(const std::string &text, Parse parse) {
+    if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
     size_t used = 0;
     try {
         const T n = parse(text, &used);
-        if (used == text.size() && !text.empty()) return n;
+        if (used == text.size()) return n;
     } catch (const std::exception &) {
     }
     return std::nullopt;

@@ -42,6 +42,7 @@ int run_command(const std::vector<std::string> &argv) {
     require(args.positional().empty(), "run: unexpected argument '" +
                                            (args.positional().empty() ? "" : args.positional()[0]) + "'");
     const std::string output = args.required("--output");
+    require(!output.empty(), "--output must name a file, got ''");
     select_device(args);
 
     // Everything is read and validated before a kernel runs.

@@ -53,7 +53,8 @@ using ConstTensorView = BasicTensorView<const float>;
 extern template struct BasicTensorView<float>;
 extern template struct BasicTensorView<const float>;
 
-// Copies src into dst element by element; both views must have the same shape, any strides.
+// Copies src into dst element by element; both views must have the same shape, any strides, and
+// must not overlap (a copy within one buffer goes through a tensor of its own).
 // Resident memory stays consistent: a copy into it reaches its device copy, and a copy from kernel
 // results kept on a GPU (Residency::DeviceOutput) runs there.
 void copy_into(const ConstTensorView &src, const TensorView &dst);

@@ -17,7 +17,8 @@ struct MaskView {
 // out [B, Sq, H, D] = softmax(q k^T * scale) v per head, for q [B, Sq, H, D] against the first
 // kv_len[b] tokens of the cache storage k_cache, v_cache [B, Hkv, capacity, D] (read in place).
 // The queries are the last Sq of those tokens; `causal` hides keys after a query's position.
-// Query head h reads KV head h / (H / Hkv). A query with no visible key outputs zeros.
+// Query head h reads KV head h / (H / Hkv). A query with no visible key outputs zeros. out may
+// be q itself, but must not overlap the cache (it is read while out is written).
 //
 // `sinks` (gpt-oss's attention sinks), when given, is [H]: head h's softmax also counts a key of
 // score sinks[h] and value zero, which takes weight from the real keys and adds nothing.

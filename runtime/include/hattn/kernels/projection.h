@@ -7,7 +7,8 @@ namespace hattn {
 
 // x [..., in] and y [..., out] share their leading (row) dimensions; each row's values are
 // contiguous and the rows one stride apart (contiguous tensors, or slices such as one head's of
-// [rows, H, in], read and written in place), y's rows not overlapping; weight is [out, in] as
+// [rows, H, in], read and written in place), y's rows overlapping neither each other nor x, the
+// weight or the bias (y = x in place would read rows already written); weight is [out, in] as
 // safetensors stores it; bias is [out] or null for none; clip 0 (none) or positive and
 // finite. Shapes are checked first and a mismatch throws Error naming both shapes.
 void project(const ConstTensorView &x, const ConstTensorView &weight, const ConstTensorView *bias,
