@@ -365,6 +365,10 @@ TEST_F(Cli, BenchTakesOnlyItsOwnFlagsOnce) {
     expect_one_line_naming(hattn("bench decode --heads ' 4' --kv-len 16 --head-dim 16"), "--heads must be an integer");
     expect_one_line_naming(hattn("bench decode --heads '4 ' --kv-len 16 --head-dim 16"), "--heads must be an integer");
     expect_one_line_naming(hattn("run --case x --output ''"), "--output must name a file, got ''");
+    // A layer benchmark's config comes from its flags and the seed's defaults: its errors say so.
+    expect_one_line_naming(hattn("bench layer --layer ccgqa --hidden 64 --heads 4"),
+                           "bench layer ccgqa --hidden 64 --heads 4 (the seed's defaults for the rest): "
+                           "ccgqa_value_shift needs an even number of KV heads, got 1");
 }
 
 TEST_F(Cli, BenchReportsTheThreadsItRanOn) {

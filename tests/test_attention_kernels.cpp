@@ -354,6 +354,17 @@ TEST(AttentionPrefillErrors, HeadsMustDivide) {
                  Error);
 }
 
+// A mask's entries are counted in int32 by the kernel: a larger one (never read here: the check
+// comes first) is named, not read with wrapped strides.
+TEST(AttentionPrefillErrors, AMaskPastInt32EntriesIsRefused) {
+    Tensor q({1, 2, 2, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8}), out({1, 2, 2, 8});
+    const uint8_t byte = 0;
+    const MaskView huge{&byte, {1, 1, 2, (int64_t{1} << 32) + 8}};
+    EXPECT_EQ(testing::error_message(
+                  [&] { attention_prefill(q.view(), k.view(), v.view(), {4}, 1.0f, false, &huge, out.view()); }),
+              "attention mask [1, 1, 2, 4294967304] has more than 2^31 - 1 entries");
+}
+
 // ---------------------------------------------------------------- decode
 
 struct DecodeCase {

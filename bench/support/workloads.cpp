@@ -319,8 +319,13 @@ namespace {
 // A seed CCA / CCGQA layer (decoder mode, the seed's defaults) with random weights.
 std::unique_ptr<LatentAttention> random_latent_attention(const LayerShape &s) {
     const bool grouped = s.layer == "ccgqa";
+    // The seed's defaults derive the rest from --hidden and --heads; the message says so.
+    const std::string source = "bench layer " + s.layer + " --hidden " + std::to_string(s.hidden) + " --heads " +
+                               std::to_string(s.heads) + " (the seed's defaults for the rest)";
     const LatentAttentionConfig c = LatentAttentionConfig::cca(
-        ConfigReader::parse(nlohmann::json{{"hidden_size", s.hidden}, {"num_heads", s.heads}, {"mode", "decoder"}}.dump(), "bench"), grouped);
+        ConfigReader::parse(
+            nlohmann::json{{"hidden_size", s.hidden}, {"num_heads", s.heads}, {"mode", "decoder"}}.dump(), source),
+        grouped);
     const int64_t E = c.hidden, P = c.packed(), Lq = c.query_rank(), Lkv = c.kv_rank();
     const float a = 1.0f / std::sqrt(float(E));
     std::map<std::string, Tensor> w{{"linear_qk.weight", random({P, E}, 1, a)},

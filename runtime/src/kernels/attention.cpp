@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "halide_call.h"
 #include "hattn/error.h"
@@ -142,6 +143,11 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
                 return "attention: mask " + shape_to_string(mask->shape) + " must be [" + std::to_string(q.dim(0)) +
                        ", 1, " + std::to_string(Sq) + ", >=" + std::to_string(max_len) + "]";
             });
+    // Halide's extents and strides are int32: the mask's entries must be counted in one.
+    int64_t entries = 0;
+    require(!__builtin_mul_overflow(q.dim(0) * Sq, mask->shape[3], &entries) &&
+                entries <= std::numeric_limits<int32_t>::max(),
+            [&] { return "attention mask " + shape_to_string(mask->shape) + " has more than 2^31 - 1 entries"; });
     halide_dimension_t dims[4] = {
         {0, static_cast<int32_t>(mask->shape[3]), 1, 0},
         {0, static_cast<int32_t>(Sq), static_cast<int32_t>(mask->shape[3]), 0},
