@@ -339,6 +339,16 @@ TEST(CachedAttentionCross, AContextCacheOfAnotherShapeIsRefused) {
               "cached_attention: context cache [Hkv=4, D=16] does not fit this layer's [Hkv=2, D=16]");
 }
 
+TEST(CachedAttentionMask, AMaskWithoutDataIsNamed) {
+    TestLayer t({64, 4, 2, 16, true, std::nullopt});
+    const MaskView no_data{nullptr, {1, 1, 3, 3}};
+    EXPECT_EQ(testing::error_message([&] {
+                  const Tensor x = testing::random_tensor({1, 3, 64}, 82);
+                  t.layer->forward(x, &x, &x, &no_data);
+              }),
+              "cached_attention: mask [1, 1, 3, 3] has no data");
+}
+
 TEST(CachedAttentionCross, FullyMaskedRowOutputsTheBias) {
     TestLayer t({64, 4, 2, 16, true, std::nullopt});
     const Tensor x = testing::random_tensor({1, 3, 64}, 80), context = testing::random_tensor({1, 5, 64}, 81);

@@ -127,6 +127,10 @@ TEST(ConfigTest, FromFile) {
     expect_contains(message, "line 2");
     EXPECT_EQ(message.find('\n'), std::string::npos);
 
+    // A NUL byte would end nlohmann's input there, and what follows would go unread.
+    const std::string nul = write("nul.json", std::string("{\"a\": 1}\0{\"garbage", 19));
+    EXPECT_EQ(error_message([&] { ConfigReader::from_file(nul); }), nul + ": invalid JSON at byte 8: a NUL byte");
+
     const std::string array = write("array.json", "[1, 2]");
     EXPECT_EQ(error_message([&] { ConfigReader::from_file(array); }),
               array + ": top level must be a JSON object, got array");

@@ -318,6 +318,7 @@ TEST_F(SafetensorsTest, RejectsLyingHeaders) {
         {"{" + entry("w", "I64", "[1]", 0, 8) + "}", {"tensor 'w'", "dtype I64 is not supported (F32, F16, BF16)"}},
         {"{" + entry("w", "F32", "[4611686018427387904, 4]", 0, 8) + "}", {"tensor 'w'", "overflows"}},
         {"{" + entry("w", "F32", "[1e400]", 0, 8) + "}", {"number overflow parsing '1e400'"}},
+        {"{" + entry("w", "F32", "[2]", 0, 8) + "}" + std::string(1, '\0') + " ", {"a NUL byte"}},
         {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})",
          {"tensor 'w'", "data_offsets must be two ordered non-negative integers"}},
         {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})", {"tensor 'w'", "data_offsets must be"}},

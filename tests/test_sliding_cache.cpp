@@ -86,6 +86,19 @@ TEST(SlidingKVCache, KeepsItsLastTokensFromRowZeroAsItForgets) {
     EXPECT_GT(forgot, 4);  // the checks saw rows that had moved
 }
 
+// Cross-attention reads every sequence from row 0 as position 0: a cache that has forgotten its
+// first tokens cannot be a context, while one that has not yet can.
+TEST(SlidingKVCache, OnlyOneThatForgotNothingIsAConditioningCache) {
+    KVCache cache = KVCache::sliding(1, 1, 2, 100, {3, 5, 1}, "context cache");
+    append_named(cache, 4);
+    const ConditioningCache whole(cache);
+    EXPECT_EQ(whole.kv().lengths(), std::vector<int32_t>({4}));
+    append_named(cache, 3);
+    EXPECT_EQ(testing::error_message([&] { ConditioningCache{cache}; }),
+              "context cache: a conditioning cache holds its sequences from position 0; this one has forgotten "
+              "tokens (a sliding cache)");
+}
+
 TEST(SlidingKVCache, TruncatesAsFarAsItHoldsTheWindowBefore) {
     KVCache cache = KVCache::sliding(1, 1, 2, 100, {3, 6, 1});  // a window of 3 needs 2 tokens before the end
     append_named(cache, 9);  // keeps 6, 7 and 8

@@ -8,6 +8,8 @@
 // refuses such headers, and Python's json keeps the last).
 #pragma once
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +44,11 @@ Json parse_json(Iterator first, Iterator last, const std::string &source) {
         }
         return true;
     };
+    // nlohmann stops at a NUL byte as at the end: what follows one would be ignored, unread.
+    const Iterator nul = std::find(first, last, 0);
+    if (nul != last) {
+        throw Error(source + ": invalid JSON at byte " + std::to_string(std::distance(first, nul)) + ": a NUL byte");
+    }
     try {
         return Json::parse(first, last, check);
     } catch (const typename Json::out_of_range &e) {

@@ -235,4 +235,13 @@ ConstTensorView tokens_as_cache(const ConstTensorView &tokens) {
     return ConstTensorView(tokens.data, {B, Hkv, S, D}, {S * Hkv * D, D, Hkv * D, 1});
 }
 
+ConditioningCache::ConditioningCache(KVCache kv) : kv_(std::move(kv)) {
+    const auto &first = kv_.first_positions();
+    require(std::all_of(first.begin(), first.end(), [](int32_t p) { return p == 0; }), [&] {
+        return kv_.name() +
+               ": a conditioning cache holds its sequences from position 0; this one has forgotten "
+               "tokens (a sliding cache)";
+    });
+}
+
 }  // namespace hattn

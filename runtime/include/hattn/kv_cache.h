@@ -46,6 +46,7 @@ public:
     int64_t rows() const { return k_.dim(2); }                 // rows per sequence: the capacity unless sliding
     int64_t head_dim() const { return k_.dim(3); }
     const std::vector<int32_t> &lengths() const { return lengths_.values(); }
+    const std::string &name() const { return lengths_.owner(); }  // as its errors name it
     // What a sliding cache keeps; none for a full one.
     const std::optional<Sliding> &sliding_params() const { return sliding_; }
     // The position each sequence's row 0 holds: 0 unless a sliding cache forgot earlier tokens.
@@ -126,7 +127,9 @@ ConstTensorView tokens_as_cache(const ConstTensorView &tokens);
 // and never appended to.
 class ConditioningCache {
 public:
-    explicit ConditioningCache(KVCache kv) : kv_(std::move(kv)) {}
+    // Cross-attention reads every sequence from row 0: a cache whose sequences start later (a
+    // sliding one that has forgotten tokens) is refused.
+    explicit ConditioningCache(KVCache kv);
     const KVCache &kv() const { return kv_; }
 
 private:

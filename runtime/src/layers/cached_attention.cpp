@@ -409,8 +409,10 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         // Checked here, before the window or chunk rows read it: [B, 1, S, at least every key].
         int64_t keys = 0;
         for (int64_t b = 0; b < B; b++) keys = std::max<int64_t>(keys, (cache ? cache->lengths()[b] : 0) + S);
-        require(mask->data && mask->shape.size() == 4 && mask->shape[0] == B && mask->shape[1] == 1 &&
-                    mask->shape[2] == S && mask->shape[3] >= keys,
+        require(mask->data || element_count(mask->shape) == 0,
+                [&] { return "cached_attention: mask " + shape_to_string(mask->shape) + " has no data"; });
+        require(mask->shape.size() == 4 && mask->shape[0] == B && mask->shape[1] == 1 && mask->shape[2] == S &&
+                    mask->shape[3] >= keys,
                 [&] {
                     return "cached_attention: mask " + shape_to_string(mask->shape) + " must be [" + std::to_string(B) +
                            ", 1, " + std::to_string(S) + ", >=" + std::to_string(keys) + "]";
