@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
 #include <utility>
 
 #include "hattn/error.h"
@@ -144,7 +145,8 @@ void KVCache::check_tokens(const ConstTensorView &keys, const ConstTensorView &v
     // before they are copied.
     const auto within_storage = [&](const ConstTensorView &t) {
         const auto overlaps = [&](const Tensor &storage) {
-            return t.data < storage.data() + storage.size() && storage.data() < t.data + t.size();
+            const std::less<const float *> before;  // (an order over unrelated pointers too)
+            return before(t.data, storage.data() + storage.size()) && before(storage.data(), t.data + t.size());
         };
         return t.size() > 0 && (overlaps(k_) || overlaps(v_));
     };
