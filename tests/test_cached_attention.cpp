@@ -16,6 +16,7 @@
 #include "support/compare.h"
 #include "support/config.h"
 #include "support/device.h"
+#include "support/config_changes.h"
 #include "support/errors.h"
 #include "support/stateful_layer.h"
 #include "support/random.h"
@@ -305,25 +306,22 @@ TEST(CachedAttentionConfig, AHandBuiltConfigIsChecked) {
                                " D=16: each must be positive, and H a multiple of Hkv");
     }
     // validate() alone, and rules no weight's shape would catch.
-    const std::vector<std::pair<std::function<void(CachedAttentionConfig &)>, std::string>> cases = {
-        {[](auto &c) { c.rotary_dimension = 18; },
-         "rotary_dimension must be even and at most the head dimension 16, got 18"},
-        {[](auto &c) { c.sliding_window = 0; }, "sliding_window must be positive, got 0"},
-        {[](auto &c) { c.rope_base = 0.0; }, "rope_base must be positive, got 0.000000"},
-        {[](auto &c) { c.rope_base = 1e4, c.head_dimension = 15, c.embedding_dimension = 60; },
-         "RoPE needs an even head dimension (or a rotary_dimension), got 15"},
-        {[](auto &c) { c.attention_scale = 1e-300; }, "attention_scale must be a positive normal float, got 0.000000"},
-        {[](auto &c) { c.qk_norm.emplace().eps = 0; }, "the QK-norm's eps must be positive, got 0.000000"},
-        {[](auto &c) { c.names = CachedAttentionConfig::Names::HuggingFaceFusedQkv; },
-         "a fused qkv_proj has no biases here (Phi-3 has none)"},
-    };
-    EXPECT_NO_THROW(t.layer->config().validate());
-    for (const auto &[change, message] : cases) {
-        CachedAttentionConfig config = t.layer->config();
-        change(config);
-        EXPECT_EQ(testing::error_message([&] { config.validate(); }), "cached_attention: " + message);
-        EXPECT_EQ(testing::error_message([&] { t.with_config(config); }), "cached_attention: " + message);
-    }
+    testing::expect_each_change_refused<CachedAttentionConfig>(
+        t.layer->config(),
+        {
+            {[](auto &c) { c.rotary_dimension = 18; },
+             "rotary_dimension must be even and at most the head dimension 16, got 18"},
+            {[](auto &c) { c.sliding_window = 0; }, "sliding_window must be positive, got 0"},
+            {[](auto &c) { c.rope_base = 0.0; }, "rope_base must be positive, got 0.000000"},
+            {[](auto &c) { c.rope_base = 1e4, c.head_dimension = 15, c.embedding_dimension = 60; },
+             "RoPE needs an even head dimension (or a rotary_dimension), got 15"},
+            {[](auto &c) { c.attention_scale = 1e-300; },
+             "attention_scale must be a positive normal float, got 0.000000"},
+            {[](auto &c) { c.qk_norm.emplace().eps = 0; }, "the QK-norm's eps must be positive, got 0.000000"},
+            {[](auto &c) { c.names = CachedAttentionConfig::Names::HuggingFaceFusedQkv; },
+             "a fused qkv_proj has no biases here (Phi-3 has none)"},
+        },
+        "cached_attention", [&](const CachedAttentionConfig &config) { t.with_config(config); });
 }
 
 // A context cache of another KV head count would pass the kernel (any count that divides H does)

@@ -21,6 +21,7 @@
 #include "hattn/safetensors_writer.h"
 #include "reference/dsa_attention.h"
 #include "support/compare.h"
+#include "support/config_changes.h"
 #include "support/errors.h"
 #include "support/config.h"
 #include "support/stateful_layer.h"
@@ -607,24 +608,19 @@ TEST(DsaConfig, AHandBuiltConfigIsCheckedByTheLayer) {
     testing::TempDir dir;
     write_safetensors(dir.file("w.safetensors"), weights);
     const DsaConfig read = DsaConfig::from(testing::config_of(small_config(4)));
-    EXPECT_NO_THROW(read.validate());
-    const std::vector<std::pair<std::function<void(DsaConfig &)>, std::string>> cases = {
-        {[](DsaConfig &c) { c.index_topk = -2; }, "index_topk must be positive, got -2"},
-        {[](DsaConfig &c) { c.v_dim = 0; }, "v_dim must be positive, got 0"},
-        {[](DsaConfig &c) { c.rope_dim = 3; }, "rope_dim must be even, got 3"},
-        {[](DsaConfig &c) { c.rope_dim = c.index_dim + 2; }, "rope_dim (" + std::to_string(read.index_dim + 2) +
-                                                                 ") must not exceed index_dim (" +
-                                                                 std::to_string(read.index_dim) + ")"},
-        {[](DsaConfig &c) { c.rope_theta = -1; }, "rope_theta must be positive, got -1.000000"},
-        {[](DsaConfig &c) { c.rms_eps = 0; }, "rms_eps must be positive, got 0.000000"},
-    };
-    for (const auto &[change, message] : cases) {
-        DsaConfig c = read;
-        change(c);
-        EXPECT_EQ(testing::error_message([&] { c.validate(); }), "glm_dsa: " + message);
-        EXPECT_EQ(testing::error_message([&] { DsaAttention(c, Weights::open(dir.file("w.safetensors"))); }),
-                  "glm_dsa: " + message);
-    }
+    testing::expect_each_change_refused<DsaConfig>(
+        read,
+        {
+            {[](DsaConfig &c) { c.index_topk = -2; }, "index_topk must be positive, got -2"},
+            {[](DsaConfig &c) { c.v_dim = 0; }, "v_dim must be positive, got 0"},
+            {[](DsaConfig &c) { c.rope_dim = 3; }, "rope_dim must be even, got 3"},
+            {[](DsaConfig &c) { c.rope_dim = c.index_dim + 2; }, "rope_dim (" + std::to_string(read.index_dim + 2) +
+                                                                     ") must not exceed index_dim (" +
+                                                                     std::to_string(read.index_dim) + ")"},
+            {[](DsaConfig &c) { c.rope_theta = -1; }, "rope_theta must be positive, got -1.000000"},
+            {[](DsaConfig &c) { c.rms_eps = 0; }, "rms_eps must be positive, got 0.000000"},
+        },
+        "glm_dsa", [&](const DsaConfig &c) { DsaAttention(c, Weights::open(dir.file("w.safetensors"))); });
 }
 
 TEST(DsaConfig, RejectsWhatIsOutOfScope) {

@@ -20,6 +20,7 @@
 #include "support/config.h"
 #include "support/stateful_layer.h"
 #include "support/device.h"
+#include "support/config_changes.h"
 #include "support/errors.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
@@ -449,32 +450,31 @@ TEST(LatentConfig, AHandBuiltConfigIsChecked) {
                                                                                       {"ccgqa_kv_latent_rank", 8}}),
                                                                   true);
     const LatentAttentionConfig zaya = LatentAttentionConfig::zaya(testing::config_of({{"hidden_size", 256}}));
-    EXPECT_NO_THROW(seed.validate());
     EXPECT_NO_THROW(zaya.validate());
-    const std::vector<std::pair<std::function<void(LatentAttentionConfig &)>, std::string>> cases = {
-        {[](auto &c) { c.kv_heads = 3; },
-         "hidden=64 heads=4 kv_heads=3 head_dim=4: each must be positive, and heads a multiple of kv_heads"},
-        {[](auto &c) { c.head_dim = 0; },
-         "hidden=64 heads=4 kv_heads=2 head_dim=0: each must be positive, and heads a multiple of kv_heads"},
-        {[](auto &c) { c.num_conv_layers = 3; }, "num_conv_layers must be 0, 1 or 2, got 3"},
-        {[](auto &c) { c.conv_kernel_ch = 0; }, "conv_kernel_seq and conv_kernel_ch must be at least 1, got 4 and 0"},
-        {[](auto &c) { c.kv_heads = 1, c.head_dim = 3, c.rotary_dim = 2; },
-         "value_shift needs an even kv_heads * head_dim, got 3"},
-        {[](auto &c) { c.rotary_dim = 6; }, "rotary_dim must be even and in 2..head_dim (4), got 6"},
-        {[](auto &c) { c.rotary_dim = 3; }, "rotary_dim must be even and in 2..head_dim (4), got 3"},
-        {[](auto &c) { c.rope_base = 0; }, "rope_base must be positive, got 0.000000"},
-        {[](auto &c) { c.norm_eps = 0; }, "norm_eps must be positive, got 0.000000"},
-        {[](auto &c) { c.bias = true; }, "the seed's CCA and CCGQA projections have no biases"},
-    };
     testing::TempDir dir;
     write_safetensors(dir.file("w.safetensors"), {{"unrelated", Tensor({1})}});
-    for (const auto &[change, message] : cases) {
-        LatentAttentionConfig c = seed;
-        change(c);
-        EXPECT_EQ(testing::error_message([&] { c.validate(); }), "latent_attention: " + message);
-        EXPECT_EQ(testing::error_message([&] { LatentAttention(c, Weights::open(dir.file("w.safetensors"))); }),
-                  "latent_attention: " + message);
-    }
+    const auto build = [&](const LatentAttentionConfig &c) {
+        LatentAttention(c, Weights::open(dir.file("w.safetensors")));
+    };
+    testing::expect_each_change_refused<LatentAttentionConfig>(
+        seed,
+        {
+            {[](auto &c) { c.kv_heads = 3; },
+             "hidden=64 heads=4 kv_heads=3 head_dim=4: each must be positive, and heads a multiple of kv_heads"},
+            {[](auto &c) { c.head_dim = 0; },
+             "hidden=64 heads=4 kv_heads=2 head_dim=0: each must be positive, and heads a multiple of kv_heads"},
+            {[](auto &c) { c.num_conv_layers = 3; }, "num_conv_layers must be 0, 1 or 2, got 3"},
+            {[](auto &c) { c.conv_kernel_ch = 0; },
+             "conv_kernel_seq and conv_kernel_ch must be at least 1, got 4 and 0"},
+            {[](auto &c) { c.kv_heads = 1, c.head_dim = 3, c.rotary_dim = 2; },
+             "value_shift needs an even kv_heads * head_dim, got 3"},
+            {[](auto &c) { c.rotary_dim = 6; }, "rotary_dim must be even and in 2..head_dim (4), got 6"},
+            {[](auto &c) { c.rotary_dim = 3; }, "rotary_dim must be even and in 2..head_dim (4), got 3"},
+            {[](auto &c) { c.rope_base = 0; }, "rope_base must be positive, got 0.000000"},
+            {[](auto &c) { c.norm_eps = 0; }, "norm_eps must be positive, got 0.000000"},
+            {[](auto &c) { c.bias = true; }, "the seed's CCA and CCGQA projections have no biases"},
+        },
+        "latent_attention", build);
     for (const auto &change : std::vector<std::function<void(LatentAttentionConfig &)>>{
              [](auto &c) { c.num_conv_layers = 1; }, [](auto &c) { c.value_shift = false; },
              [](auto &c) { c.bitnet = true; }}) {
