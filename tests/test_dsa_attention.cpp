@@ -350,23 +350,28 @@ TEST(DsaAttention, FullCacheThrowsAndKeepsTheState) {
     EXPECT_EQ(state.lengths(), std::vector<int32_t>({2}));
 }
 
-// A state holds rows of its layer's widths: a layer of another latent or index width would write
-// past them (or read them at the wrong width).
-TEST(DsaAttention, AStateOfAnotherLayerShapeIsRefused) {
+// A state belongs to the layer that made it: a layer of another latent or index width would write
+// past its rows (or read them at the wrong width), and one of the same widths would read latents
+// and index keys that another layer wrote. Each is refused, the state unchanged: which layer made
+// a state decides, not its widths or weights (the last layer here even loads the same weights).
+TEST(DsaAttention, AStateOfAnotherLayerIsRefused) {
     nlohmann::json wider_latent = small_config(4), wider_index = small_config(4);
     wider_latent["kv_lora_rank"] = 48;
     wider_index["index_head_dim"] = 24;
     const DsaAttention layer = make_layer(small_config(4));
     DsaState state = layer.make_state(1, 4);
-    for (const nlohmann::json &other : {wider_latent, wider_index}) {
+    for (const nlohmann::json &other : {wider_latent, wider_index, small_config(4)}) {
         const DsaAttention other_layer = make_layer(other);
         const std::string message = testing::error_message([&] {
             other_layer.prefill(testing::random_tensor({1, 2, 64}, 30), state);
         });
-        EXPECT_NE(message.find("(a state of another layer)"), std::string::npos) << message;
+        EXPECT_EQ(message,
+                  "glm_dsa: the state was made by another layer (a layer takes only the states its make_state made)");
         EXPECT_EQ(state.lengths(), std::vector<int32_t>({0}));
         DsaState other_state = other_layer.make_state(1, 4);
         EXPECT_THROW(layer.prefill(testing::random_tensor({1, 2, 64}, 30), other_state), Error);
+        EXPECT_EQ(testing::error_message([&] { state.assign_sequence(0, other_state); }),
+                  "glm_dsa state: cannot take a sequence from a state another layer made");
     }
 }
 

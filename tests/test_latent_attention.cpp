@@ -261,21 +261,31 @@ TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
     EXPECT_EQ(s.prev_value().values(), prev.values());
 }
 
-// A state made by a layer with value shift has a row of delayed values that one without lacks:
-// either layer refuses the other's state, which stays as it was.
-TEST(LatentState, AStateOfAnotherLayerShapeIsRefused) {
-    SeedLayer shift({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+// A state belongs to the layer that made it. A layer with value shift has a row of delayed
+// values that one without lacks, and a layer of the same shape but other weights would read rows
+// (and a first delayed value) that are not its own: each layer refuses the other's state, which
+// stays as it was. A copy of a layer holds the same weights and takes its states.
+TEST(LatentState, AStateOfAnotherLayerIsRefused) {
+    const nlohmann::json json{{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}};
+    SeedLayer shift(json, false), same_shape(json, false, 11);
     SeedLayer no_shift({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}, {"cca_value_shift", false}}, false);
     LatentState without = no_shift.layer->make_state(1, 6), with = shift.layer->make_state(1, 6);
-    const std::string message = testing::error_message([&] {
-        shift.layer->decode_step(testing::random_tensor({1, 1, 64}, 1), without);
-    });
-    EXPECT_NE(message.find("the state was made by a layer of another shape"), std::string::npos) << message;
-    EXPECT_THROW(no_shift.layer->decode_step(testing::random_tensor({1, 1, 64}, 1), with), Error);
+    const Tensor token = testing::random_tensor({1, 1, 64}, 1);
+    const std::string message = testing::error_message([&] { shift.layer->decode_step(token, without); });
+    EXPECT_EQ(message,
+              "latent attention: the state was made by another layer (a layer takes only the states its make_state "
+              "made)");
+    EXPECT_THROW(no_shift.layer->decode_step(token, with), Error);
+    EXPECT_THROW(same_shape.layer->decode_step(token, with), Error);
     EXPECT_EQ(without.kv().lengths(), std::vector<int32_t>({0}));
     EXPECT_EQ(with.kv().lengths(), std::vector<int32_t>({0}));
-    const std::string assigned = testing::error_message([&] { with.assign_sequence(0, without); });
-    EXPECT_NE(assigned.find("value shift 0 vs 8 floats"), std::string::npos) << assigned;
+    LatentState same_shape_state = same_shape.layer->make_state(1, 6);
+    EXPECT_EQ(testing::error_message([&] { with.assign_sequence(0, same_shape_state); }),
+              "latent state: cannot take a sequence from a state another layer made");
+    EXPECT_THROW(with.assign_sequence(0, without), Error);
+    const LatentAttention copy = *shift.layer;
+    EXPECT_EQ(copy.decode_step(token, with).shape(), Shape({1, 1, 64}));
+    EXPECT_EQ(with.kv().lengths(), std::vector<int32_t>({1}));
 }
 
 TEST(LatentState, NoTokensChangeNothing) {

@@ -150,7 +150,7 @@ DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w)
 }
 
 DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
-    return DsaState(batch, capacity, config_.kv_lora_rank + config_.rope_dim, config_.index_dim);
+    return DsaState(identity_, batch, capacity, config_.kv_lora_rank + config_.rope_dim, config_.index_dim);
 }
 
 Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) const {
@@ -186,11 +186,10 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     require(state.batch() == B, [&] {
         return "glm_dsa: state batch " + str(state.batch()) + " does not fit input " + shape_to_string(x.shape());
     });
-    // A state made by a layer of another shape would be written past its rows.
-    require(state.latent_.dim(2) == L && state.index_keys_.dim(2) == ID, [&] {
-        return "glm_dsa: state rows of " + str(state.latent_.dim(2)) + " latent and " + str(state.index_keys_.dim(2)) +
-               " index floats do not fit this layer's " + str(L) + " and " + str(ID) + " (a state of another layer)";
-    });
+    // Another layer's state would be written past its rows where its widths are smaller; where
+    // they agree, its rows are still another layer's latents and index keys.
+    require(state.maker_ == identity_,
+            "glm_dsa: the state was made by another layer (a layer takes only the states its make_state made)");
     state.lengths_.require_room(S);
     if (shared) {
         // No queries select nothing: an empty call's selection (K = 0) is a valid one to share.

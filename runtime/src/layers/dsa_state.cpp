@@ -7,8 +7,9 @@
 
 namespace hattn {
 
-DsaState::DsaState(int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim)
-    : lengths_("glm_dsa state", batch, capacity),
+DsaState::DsaState(LayerIdentity maker, int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim)
+    : maker_(maker),
+      lengths_("glm_dsa state", batch, capacity),
       latent_({batch, capacity, latent_width}),
       index_keys_({batch, capacity, index_dim}) {
     // On a GPU both caches stay on the device; each step uploads only its new rows.
@@ -24,8 +25,8 @@ void DsaState::truncate_to(int64_t length, int64_t sequence) { lengths_.truncate
 void DsaState::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
 
 void DsaState::assign_sequence(int64_t target, const DsaState &from, int64_t source) {
-    require(from.latent_.dim(2) == latent_.dim(2) && from.index_keys_.dim(2) == index_keys_.dim(2),
-            "glm_dsa state: cannot take a sequence from a state of another layer shape");
+    // Another layer's rows differ in width, or in what they mean where the widths agree.
+    require(from.maker_ == maker_, "glm_dsa state: cannot take a sequence from a state another layer made");
     const int64_t len = lengths_.check_assign(target, from.lengths_, source);
     if (&from == this && source == target) return;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&latent_, &from.latent_}, {&index_keys_, &from.index_keys_}}) {

@@ -257,7 +257,7 @@ void LatentAttention::require_decoder(const char *call) const {
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
     require_decoder("make_state");
     KVCache kv(batch, config_.kv_heads, config_.head_dim, capacity, "latent state");  // checks batch and capacity
-    return LatentState(std::move(kv), Tensor({batch, config_.history(), config_.packed()}), first_value_);
+    return LatentState(identity_, std::move(kv), Tensor({batch, config_.history(), config_.packed()}), first_value_);
 }
 
 Tensor LatentAttention::forward(const Tensor &x) const {
@@ -291,16 +291,12 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
             return "latent attention: state for batch " + str(state->kv_.batch()) + " does not fit input " +
                    shape_to_string(x.shape());
         });
-        // A state of another layer would be read and written at the wrong widths (or, without the
-        // value shift's row, past its storage).
-        require(state->kv_.kv_heads() == Hkv && state->kv_.head_dim() == dh &&
-                    state->qk_history_.shape() == Shape({B, hist, P}) &&
-                    state->first_value_.size() == first_value_.size(),
-                [&] {
-                    return "latent attention: the state was made by a layer of another shape (" + str(Hkv) + " x " +
-                           str(dh) + " latent KV, " + str(hist) + " x " + str(P) + " conv history and value shift " +
-                           (c.value_shift ? "on" : "off") + " here)";
-                });
+        // Another layer's state would be read and written at the wrong widths (or, without the
+        // value shift's row, past its storage); where the widths agree, its rows and first value
+        // are still another layer's.
+        require(state->maker_ == identity_,
+                "latent attention: the state was made by another layer (a layer takes only the states its "
+                "make_state made)");
         state->kv_.check_room(S);
     }
     if (S == 0 || B == 0) return Tensor({B, S, c.hidden});  // no tokens: nothing to compute or remember

@@ -7,8 +7,8 @@
 
 namespace hattn {
 
-LatentState::LatentState(KVCache kv, Tensor qk_history, Tensor first_value)
-    : kv_(std::move(kv)), qk_history_(std::move(qk_history)), first_value_(std::move(first_value)) {
+LatentState::LatentState(LayerIdentity maker, KVCache kv, Tensor qk_history, Tensor first_value)
+    : maker_(maker), kv_(std::move(kv)), qk_history_(std::move(qk_history)), first_value_(std::move(first_value)) {
     if (first_value_.size() > 0) {
         prev_value_ = Tensor({batch(), first_value_.size()});
         for (int64_t b = 0; b < batch(); b++) clear_rows(b);
@@ -40,12 +40,8 @@ void LatentState::reset(int64_t sequence) {
 void LatentState::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
 
 void LatentState::assign_sequence(int64_t target, const LatentState &from, int64_t source) {
-    require(from.history_floats() == history_floats() && from.first_value_.size() == first_value_.size(), [&] {
-        return "latent state: cannot take a sequence from a state of another layer shape (history " +
-               std::to_string(from.history_floats()) + " vs " + std::to_string(history_floats()) +
-               " floats, value shift " + std::to_string(from.first_value_.size()) + " vs " +
-               std::to_string(first_value_.size()) + " floats)";
-    });
+    // Another layer's rows differ in width, or in what they mean where the widths agree.
+    require(from.maker_ == maker_, "latent state: cannot take a sequence from a state another layer made");
     kv_.assign_sequence(target, from.kv_, source);  // checks the sequences first (its messages name the latent state)
     if (&from == this && source == target) return;
     for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&qk_history_, &from.qk_history_},

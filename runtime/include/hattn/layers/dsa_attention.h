@@ -8,6 +8,7 @@
 
 #include "hattn/config.h"
 #include "hattn/kernels/rope.h"
+#include "hattn/layers/layer_identity.h"
 #include "hattn/layers/linear.h"
 #include "hattn/safetensors.h"
 #include "hattn/sequence_lengths.h"
@@ -64,13 +65,14 @@ public:
     void fork(int64_t source, int64_t target);           // sequence `target` becomes a copy of `source`
     // Sequence `target` becomes a copy of sequence `source` of another state of the same layer
     // (target first, like an assignment; continuous batching: prefill a new prompt in a state of
-    // its own, then move it into a slot).
+    // its own, then move it into a slot). A state made by another layer is refused.
     void assign_sequence(int64_t target, const DsaState &from, int64_t source = 0);
 
 private:
     friend class DsaAttention;
-    DsaState(int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim);
+    DsaState(LayerIdentity maker, int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim);
 
+    LayerIdentity maker_;  // a layer reads and writes only the states it made
     SequenceLengths lengths_;
     Tensor latent_, index_keys_;
 };
@@ -114,6 +116,7 @@ private:
     Tensor q_a_norm_, kv_a_norm_, index_norm_w_, index_norm_b_;
     GrowingRopeTable rope_;        // on the Rd rotary dims (interleaved layout)
     std::vector<Linear> key_absorb_;  // per head: W_kvb's key rows transposed, [R, N]
+    LayerIdentity identity_;          // recorded by the states make_state makes
 };
 
 }  // namespace hattn

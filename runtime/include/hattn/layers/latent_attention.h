@@ -11,6 +11,7 @@
 #include "hattn/kernels/cca.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/kv_cache.h"
+#include "hattn/layers/layer_identity.h"
 #include "hattn/layers/linear.h"
 #include "hattn/safetensors.h"
 #include "hattn/tensor.h"
@@ -70,7 +71,7 @@ public:
     void fork(int64_t source, int64_t target);  // sequence `target` becomes a copy of `source`
     // Sequence `target` becomes a copy of sequence `source` of another state of the same layer
     // (target first, like an assignment; continuous batching: prefill a new prompt in a state of
-    // its own, then move it into a slot).
+    // its own, then move it into a slot). A state made by another layer is refused.
     void assign_sequence(int64_t target, const LatentState &from, int64_t source = 0);
 
     // The K/V cache alone, for benchmarks that fill it with synthetic rows and rewind it: changes
@@ -79,10 +80,11 @@ public:
 
 private:
     friend class LatentAttention;
-    LatentState(KVCache kv, Tensor qk_history, Tensor first_value);
+    LatentState(LayerIdentity maker, KVCache kv, Tensor qk_history, Tensor first_value);
     void clear_rows(int64_t sequence);
     int64_t history_floats() const { return qk_history_.size() / batch(); }  // per sequence
 
+    LayerIdentity maker_;  // a layer reads and writes only the states it made
     KVCache kv_;
     Tensor qk_history_;   // zeros before a sequence's first token
     Tensor prev_value_;   // empty without value shift
@@ -119,6 +121,7 @@ private:
     Tensor key_scale_;    // [Hkv]
     Tensor first_value_;  // [Lkv / 2] with value shift: token 0's delayed half (bias or zeros)
     GrowingRopeTable rope_;
+    LayerIdentity identity_;  // recorded by the states make_state makes
 };
 
 }  // namespace hattn
