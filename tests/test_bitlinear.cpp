@@ -63,9 +63,14 @@ TEST(BitLinear, RejectsPackedWeightsThatDisagreeAndWeightsThatAreNotFinite) {
     const Tensor x({2, 8});
     Tensor y({2, 4});
     const std::vector<std::function<void(PackedTernary &)>> breaks = {
-        [](PackedTernary &p) { p.codes.clear(); },         [](PackedTernary &p) { p.in_padded = 4; },
-        [](PackedTernary &p) { p.in_padded = 260; },       [](PackedTernary &p) { p.in_padded = 512; },
-        [](PackedTernary &p) { p.scale = std::nanf(""); }, [](PackedTernary &p) { p.scale = 0; },
+        [](PackedTernary &p) { p.codes.clear(); },
+        [](PackedTernary &p) { p.in_padded = 4; },
+        [](PackedTernary &p) { p.in_padded = 260; },
+        [](PackedTernary &p) { p.in_padded = 512; },
+        [](PackedTernary &p) { p.scale = std::nanf(""); },
+        [](PackedTernary &p) { p.scale = 0; },
+        // out * in_padded / 4 wraps around to the 4 * 64 code bytes there are
+        [](PackedTernary &p) { p.out += int64_t{1} << 58; },
     };
     for (const auto &change : breaks) {
         PackedTernary p = good;

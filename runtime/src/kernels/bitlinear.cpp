@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "generators/common/kernel_contract.h"
 #include "halide_call.h"
@@ -36,11 +37,12 @@ PackedTernary pack_ternary(const Tensor &w) {
 }
 
 void bitlinear(const ConstTensorView &x, const PackedTernary &w, const TensorView &y) {
-    // A PackedTernary built by hand rather than by pack_ternary: its parts must agree.
-    constexpr int64_t k_multiple = kernel_contract::bitlinear_k_multiple;
-    require(w.out >= 0 && w.in >= 0 && w.in_padded >= w.in && w.in_padded % k_multiple == 0 &&
-                w.in_padded - w.in < k_multiple && w.bytes() == w.out * (w.in_padded / 4) && std::isnormal(w.scale) &&
-                w.scale > 0,
+    // A PackedTernary built by hand rather than by pack_ternary: its parts must agree. Its extents
+    // are the kernels' (Halide's are int32), which also keeps out * in_padded from overflowing.
+    constexpr int64_t k_multiple = kernel_contract::bitlinear_k_multiple, extent_limit = INT32_MAX;
+    require(w.out >= 0 && w.in >= 0 && w.out <= extent_limit && w.in_padded <= extent_limit && w.in_padded >= w.in &&
+                w.in_padded % k_multiple == 0 && w.in_padded - w.in < k_multiple &&
+                w.bytes() == w.out * (w.in_padded / 4) && std::isnormal(w.scale) && w.scale > 0,
             [&] {
                 return "BitLinear: packed weights out " + std::to_string(w.out) + ", in " + std::to_string(w.in) +
                        ", in_padded " + std::to_string(w.in_padded) + ", " + std::to_string(w.bytes()) +
