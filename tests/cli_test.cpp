@@ -128,6 +128,15 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
                                          "10000; QK-norm per head by 1 + w eps 1e-06; scale 0.0625; window 257 both ways; "
                                          "biases none\n  layer 5: E=768 H=3 Hkv=1 D=256; RoPE theta 1e+06; QK-norm per head "
                                          "by 1 + w eps 1e-06; scale 0.0625; every key both ways; biases none\n");
+    // Gemma 3 with attn_logit_softcapping stated: not capped, as transformers does not, and so noted.
+    const std::string capped_gemma3 = tmp.file("capped_gemma3.json");
+    std::ofstream(capped_gemma3) << R"({"model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 4,
+        "num_hidden_layers": 1, "attn_logit_softcapping": 30.0, "layer_types": ["full_attention"]})";
+    const CliResult uncapped = hattn("inspect " + capped_gemma3);
+    EXPECT_EQ(uncapped.out, capped_gemma3 + ": cached_attention, 1 layers\n  layer 0: E=64 H=4 Hkv=4 D=256; RoPE theta "
+                                            "1e+06; QK-norm per head by 1 + w eps 1e-06; scale 0.0625; every key; biases "
+                                            "none\n  note: attn_logit_softcapping is ignored: transformers' Gemma3Attention "
+                                            "stores it and never applies it\n");
     // Gemma 2: sliding and full layers alternate, their scores soft-capped (50 by default).
     const std::string gemma2 = tmp.file("gemma2.json");
     std::ofstream(gemma2) << R"({"model_type": "gemma2", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2})";

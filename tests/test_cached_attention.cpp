@@ -581,18 +581,10 @@ Tensor prompt_then_decode(const CachedAttention &layer, const Tensor &x, int64_t
     return outputs_of_calls(layer, x, calls);
 }
 
-// Tokens [begin, end) of a reference's output [B, S, E].
-std::vector<double> reference_tokens(const std::vector<double> &out, int64_t B, int64_t S, int64_t begin, int64_t end) {
-    const int64_t E = static_cast<int64_t>(out.size()) / (B * S);
-    std::vector<double> tokens;
-    for (int64_t b = 0; b < B; b++) tokens.insert(tokens.end(), out.begin() + (b * S + begin) * E, out.begin() + (b * S + end) * E);
-    return tokens;
-}
-
 // A layer that is not causal (an encoder's bidirectional attention), whole or within a window of
-// `window` keys each way: a prompt of `prompt` tokens attends both ways, against the float64
-// reference of the prompt alone; the decode steps after it see what a causal layer's see.
-void check_bidirectional(std::optional<int64_t> window, int64_t tokens, int64_t prompt) {
+// `window` keys each way: `tokens` tokens attend both ways, against the float64 reference. It has
+// no prefill/decode split, so a cache and a decode step are refused, the cache left as it was.
+void check_bidirectional(std::optional<int64_t> window, int64_t tokens) {
     TestLayer seed({64, 4, 2, 16, false, 10000.0});
     testing::TempDir dir;
     write_safetensors(dir.file("model.safetensors"), hugging_face_tensors(seed, false));
@@ -605,40 +597,39 @@ void check_bidirectional(std::optional<int64_t> window, int64_t tokens, int64_t 
     ref.window = window;
     ref.causal = false;
     const Tensor x = testing::random_tensor({2, tokens, 64}, 149);
-    const std::vector<double> both_ways = reference::cached_attention(ref, x.tokens(0, prompt), {}, {}, 0);
-    EXPECT_LE(testing::relative_l2(layer.self_attention(x.tokens(0, prompt)), both_ways), 1e-5);
-    const Tensor out = prompt_then_decode(layer, x, prompt);
-    EXPECT_LE(testing::relative_l2(out.tokens(0, prompt), both_ways), 1e-5);
+    const Tensor out = layer.self_attention(x);
+    EXPECT_LE(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-5);
+    // The causal outputs differ: the check can fail.
     ref.causal = true;
-    const std::vector<double> causal = reference::cached_attention(ref, x, {}, {}, 0);
-    EXPECT_LE(testing::relative_l2(out.tokens(prompt, tokens), reference_tokens(causal, 2, tokens, prompt, tokens)), 1e-5);
-    // The prompt's causal outputs differ: the check can fail.
-    EXPECT_GT(testing::relative_l2(out.tokens(0, prompt), reference_tokens(causal, 2, tokens, 0, prompt)), 1e-2);
+    EXPECT_GT(testing::relative_l2(out, reference::cached_attention(ref, x, {}, {}, 0)), 1e-2);
+
+    const std::string refusal = "a bidirectional layer (causal false, EmbeddingGemma's use_bidirectional_attention) "
+                                "takes no cache and no decode step";
+    testing::expect_contains(testing::error_message([&] { layer.make_cache(2, tokens); }), refusal);
+    KVCache cache(2, 2, 16, tokens);
+    testing::expect_contains(testing::error_message([&] { layer.self_attention(x.tokens(0, 1), &cache); }), refusal);
+    testing::expect_contains(testing::error_message([&] { layer.decode_step(x.tokens(0, 1), cache); }), refusal);
+    testing::expect_contains(testing::error_message([&] { layer.forward(x, &x, &x, nullptr, &cache); }), refusal);
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>(2, 0));
     if (!window) return;
 
-    // A mask of the caller's own within the window both ways: sequences of 3 and 6 tokens, then the
-    // prompt, against the layer without a window given both masks at once.
+    // A mask of the caller's own within the window both ways, against the layer without a window
+    // given both masks at once.
     CachedAttentionConfig unwindowed = config;
     unwindowed.sliding_window.reset();
     const CachedAttention whole(unwindowed, Weights::open(dir.file("model.safetensors"), "model.layers.0.self_attn."));
-    KVCache ours = layer.make_cache(2, 6 + prompt), theirs = whole.make_cache(2, 6 + prompt);
-    const Tensor first = testing::random_tensor({2, 6, 64}, 153);
-    for (auto [attention, kv] : {std::pair{&layer, &ours}, {&whole, &theirs}}) {
-        attention->self_attention(first, kv);
-        kv->truncate_to(3, 0);
-    }
+    const std::vector<int32_t> from_0(2, 0);
     const KeyRule outside = [w = *window](int64_t p, int64_t j) { return j <= p - w || j >= p + w; };
-    const TestMask own = test_mask(ours.lengths(), prompt, true), both = test_mask(ours.lengths(), prompt, true, outside);
-    const TestMask window_only = test_mask(ours.lengths(), prompt, false, outside);
+    const TestMask own = test_mask(from_0, tokens, true), both = test_mask(from_0, tokens, true, outside);
+    const TestMask window_only = test_mask(from_0, tokens, false, outside);
     const MaskView own_view = own.view(), both_view = both.view(), window_view = window_only.view();
-    KVCache spare = theirs;  // for the window alone
-    const Tensor masked_out = layer.self_attention(x.tokens(0, prompt), &ours, &own_view);
-    EXPECT_LE(testing::relative_l2(masked_out, whole.self_attention(x.tokens(0, prompt), &theirs, &both_view)), 1e-6);
-    EXPECT_GT(testing::relative_l2(masked_out, whole.self_attention(x.tokens(0, prompt), &spare, &window_view)), 1e-2);
+    const Tensor masked_out = layer.self_attention(x, nullptr, &own_view);
+    EXPECT_LE(testing::relative_l2(masked_out, whole.self_attention(x, nullptr, &both_view)), 1e-6);
+    EXPECT_GT(testing::relative_l2(masked_out, whole.self_attention(x, nullptr, &window_view)), 1e-2);
 }
-TEST(CachedAttention, ALayerThatIsNotCausalSeesLaterKeys) { check_bidirectional(std::nullopt, 9, 5); }
+TEST(CachedAttention, ALayerThatIsNotCausalSeesLaterKeys) { check_bidirectional(std::nullopt, 9); }
 // Past 256 queries the windowed prompt takes several calls of the kernels.
-TEST(CachedAttention, ABidirectionalWindowHidesKeysFartherThanItEitherWay) { check_bidirectional(40, 264, 260); }
+TEST(CachedAttention, ABidirectionalWindowHidesKeysFartherThanItEitherWay) { check_bidirectional(40, 264); }
 
 // Qwen3 norms each head of q and k, OLMo 2 all of a token's heads at once (RMSNorm, before RoPE):
 // 4 tokens prefilled, 5 decoded, against the float64 reference of the 9 at once.
@@ -1559,8 +1550,8 @@ TEST_P(CachedOnGpu, Glm45HalvesAndNormsMatchTheReference) {
 }
 TEST_P(CachedOnGpu, BidirectionalLayersMatchTheReference) {
     const testing::OnDevice on(GetParam());
-    check_bidirectional(std::nullopt, 9, 5);
-    check_bidirectional(40, 264, 260);
+    check_bidirectional(std::nullopt, 9);
+    check_bidirectional(40, 264);
 }
 TEST_P(CachedOnGpu, QueriesScaledFromPositionZeroMatchTheReference) {
     const testing::OnDevice on(GetParam());
@@ -1784,9 +1775,14 @@ TEST(CachedAttentionHuggingFace, WhatTheLayerDoesNotDoIsRefusedByName) {
     EXPECT_EQ(layer_error("{" + smollm3 + R"(, "no_rope_layer_interval": 0})", 2),
               "c: no_rope_layer_interval must be positive, got 0");
     testing::expect_contains(config_error("{" + smollm3 + "}"), "smollm3 layers differ by index (with RoPE or without)");
-    // Gemma 3 caps scores where its config says so (its class default is none).
-    EXPECT_EQ(layer(R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 30.0})", 0)
-                  .score_softcap.value_or(0), 30.0);
+    // Gemma 3 never caps scores, whatever its config states (transformers' Gemma3Attention stores
+    // attn_logit_softcapping and does not apply it); the stated key is named as unused.
+    const std::string capped_gemma3 = R"({"model_type": "gemma3_text", "hidden_size": 64, "attn_logit_softcapping": 30.0})";
+    EXPECT_FALSE(layer(capped_gemma3, 0).score_softcap.has_value());
+    const std::vector<std::string> unused = CachedAttentionConfig::unused_keys(ConfigReader::parse(capped_gemma3, "c"));
+    ASSERT_EQ(unused.size(), 1u);
+    testing::expect_contains(unused[0], "attn_logit_softcapping is ignored");
+    EXPECT_TRUE(CachedAttentionConfig::unused_keys(ConfigReader::parse("{" + gemma3 + "}", "c")).empty());
     EXPECT_FALSE(local.score_softcap.has_value());
     // Gemma 2: sliding layers first, then alternating; capped at 50 unless the config says otherwise
     // (null: not capped; 0, which transformers divides by, is refused).

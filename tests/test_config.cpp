@@ -119,7 +119,7 @@ TEST(ConfigTest, FromFile) {
     EXPECT_EQ(ConfigReader::from_file(good).get_int("a"), 1);
 
     const std::string missing = dir.file("missing.json");
-    EXPECT_EQ(error_message([&] { ConfigReader::from_file(missing); }), missing + ": file not found");
+    EXPECT_EQ(error_message([&] { ConfigReader::from_file(missing); }), missing + ": cannot open: file not found");
 
     const std::string broken = write("broken.json", "{\"a\": 1,\n \"b\": }");
     const std::string message = error_message([&] { ConfigReader::from_file(broken); });

@@ -315,7 +315,7 @@ TEST_F(SafetensorsTest, RejectsLyingHeaders) {
          {"'w' and 'v'", "overlapping"}},
         {"{" + entry("w", "F32", "[-2]", 0, 8) + "}", {"tensor 'w'", "negative dimension"}},
         {"{" + entry("w", "F32", "[2.5]", 0, 8) + "}", {"tensor 'w'", "non-integer"}},
-        {"{" + entry("w", "I64", "[1]", 0, 8) + "}", {"tensor 'w'", "dtype I64 is not supported (F32, F16, BF16)"}},
+        {"{" + entry("w", "I64", "[1]", 0, 8) + "}", {"tensor 'w'", "dtype 'I64' is not supported (F32, F16, BF16)"}},
         {"{" + entry("w", "F32", "[4611686018427387904, 4]", 0, 8) + "}", {"tensor 'w'", "overflows"}},
         {"{" + entry("w", "F32", "[1e400]", 0, 8) + "}", {"number overflow parsing '1e400'"}},
         {"{" + entry("w", "F32", "[2]", 0, 8) + "}" + std::string(1, '\0') + " ", {"a NUL byte"}},

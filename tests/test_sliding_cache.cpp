@@ -189,8 +189,9 @@ TEST(SlidingKVCache, ImpossibleSizesAreRefused) {
     EXPECT_EQ(small.rows(), 10);
 }
 
-// A layer of window 7 (Mistral's 4096), both ways or causal, or of chunks of 7 (Llama 4's 8192).
-enum class Reach { Window, BothWays, Chunks };
+// A layer of window 7 (Mistral's 4096), or of chunks of 7 (Llama 4's 8192). (A bidirectional layer
+// takes no cache.)
+enum class Reach { Window, Chunks };
 struct WindowedLayer {
     testing::TestLayer seed{{64, 4, 2, 16, false, 10000.0}};
     CachedAttention layer;
@@ -198,7 +199,6 @@ struct WindowedLayer {
     static CachedAttentionConfig bounded(const testing::TestLayer &seed, Reach reach) {
         CachedAttentionConfig config = seed.layer->config();
         (reach == Reach::Chunks ? config.attention_chunk : config.sliding_window) = 7;
-        config.causal = reach != Reach::BothWays;
         return config;
     }
 };
@@ -246,14 +246,6 @@ TEST(SlidingCache, ALayerAttendsThroughItAsThroughAFullCache) {
     int forgot = 0;
     EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-6);
     EXPECT_GT(forgot, 10);  // the sliding cache did forget
-}
-
-// A bidirectional layer's queries see later keys of their call: a window's worth each way.
-TEST(SlidingCache, ABidirectionalWindowedLayerToo) {
-    const WindowedLayer w(Reach::BothWays);
-    int forgot = 0;
-    EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-6);
-    EXPECT_GT(forgot, 10);
 }
 
 // A query of a chunked layer sees its chunk's keys up to itself: at most the 6 before it.
@@ -327,7 +319,7 @@ TEST(SlidingCache, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
 class SlidingCacheOnGpu : public testing::OnEachGpu {};
 TEST_P(SlidingCacheOnGpu, LayersAttendThroughItAsThroughAFullCache) {
     const testing::OnDevice on(GetParam());
-    for (const Reach reach : {Reach::Window, Reach::BothWays, Reach::Chunks}) {
+    for (const Reach reach : {Reach::Window, Reach::Chunks}) {
         const WindowedLayer w(reach);
         int forgot = 0;
         EXPECT_LE(sliding_against_full(w.layer, sliding_calls, forgot), 1e-5);

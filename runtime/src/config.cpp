@@ -1,14 +1,17 @@
 #include "hattn/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "hattn/error.h"
 #include "json_parse.h"
+#include "quoted.h"
 
 namespace hattn {
 
@@ -28,7 +31,7 @@ public:
         // dump() escapes line breaks, so the message stays one line; long values are cut short.
         std::string shown = value_.dump();
         if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
-        throw Error(where_ + ": key '" + key_ + "' must be " + expected + ", got " + shown);
+        throw Error(where_ + ": key " + detail::quoted(key_) + " must be " + expected + ", got " + shown);
     }
 
     // Integers are read in the int32 range: every size a kernel takes must fit Halide's 32-bit
@@ -132,10 +135,42 @@ bool ConfigReader::states_null(const std::string &key) const {
     return it != json().value.end() && it->is_null();
 }
 
+namespace {
+
+// The optimal string alignment distance of a and b (an edit is an insertion, a deletion, a
+// substitution or a swap of neighbours), or limit + 1 once it is known to exceed limit.
+size_t edit_distance(const std::string &a, const std::string &b, size_t limit) {
+    if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); i++) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); j++) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); i++) {
+        for (size_t j = 1; j <= b.size(); j++) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+void ConfigReader::refuse_likely_typos(const std::vector<std::string> &known) const {
+    for (const auto &item : json().value.items()) {
+        const std::string &key = item.key();
+        if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+        for (const std::string &meant : known) {
+            require(edit_distance(key, meant, 2) > 2, [&] {
+                return source() + ": unknown key " + detail::quoted(key) + " (did you mean '" + meant + "'?)";
+            });
+        }
+    }
+}
+
 ConfigReader ConfigReader::object(const std::string &key) const {
     const std::string path = path_.empty() ? key : path_ + "." + key;
     const nlohmann::json *value = find(json().value, key);
-    require(value != nullptr, source() + ": missing key '" + key + "'");
+    require(value != nullptr, source() + ": missing key " + detail::quoted(key));
     if (!value->is_object()) KeyValue(source(), key, *value).wrong_type("an object");
     return ConfigReader(std::make_shared<const Json>(Json{*value}), file_, path);
 }
@@ -146,7 +181,7 @@ namespace {
 template <typename Read>
 auto required(const nlohmann::json &object, const std::string &where, const std::string &key, Read as) {
     const nlohmann::json *value = find(object, key);
-    require(value != nullptr, where + ": missing key '" + key + "'");
+    require(value != nullptr, where + ": missing key " + detail::quoted(key));
     return std::invoke(as, KeyValue(where, key, *value));
 }
 

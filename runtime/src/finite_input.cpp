@@ -4,12 +4,27 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <sstream>
 
 #include "hattn/error.h"
 
 namespace hattn::detail {
 
-void require_finite(const std::string &what, const Tensor &t, const char *kind) {
+namespace {
+
+std::string element_text(const Tensor &t, const float *bad) {
+    return "element " + std::to_string(bad - t.data()) + " is " + (std::isnan(*bad) ? "NaN" : "infinite");
+}
+
+float largest_magnitude(const Tensor &t) {
+    float largest = 0.0f;
+    for (int64_t i = 0; i < t.size(); i++) largest = std::max(largest, std::fabs(t.data()[i]));
+    return largest;
+}
+
+}  // namespace
+
+const float *first_non_finite(const Tensor &t) {
     // A float is NaN or infinite exactly when its exponent bits are all set. The largest exponent
     // over the tensor is an integer reduction, which the compiler vectorises (a search for the
     // first bad value stops early and does not): a layer's whole input is checked in a fraction of
@@ -22,10 +37,36 @@ void require_finite(const std::string &what, const Tensor &t, const char *kind) 
         std::memcpy(&bits, values + i, sizeof bits);
         largest = std::max(largest, bits & exponent);
     }
-    if (largest != exponent) return;
-    const float *bad = std::find_if(values, values + t.size(), [](float v) { return !std::isfinite(v); });
-    throw Error(what + ": element " + std::to_string(bad - values) + " is " + (std::isnan(*bad) ? "NaN" : "infinite") +
-                "; " + kind + " must be finite");
+    if (largest != exponent) return nullptr;
+    return std::find_if(values, values + t.size(), [](float v) { return !std::isfinite(v); });
+}
+
+void require_finite(const std::string &what, const Tensor &t, const char *kind) {
+    if (const float *bad = first_non_finite(t)) {
+        throw Error(what + ": " + element_text(t, bad) + "; " + kind + " must be finite");
+    }
+}
+
+void require_finite_output(const std::string &layer, const Tensor &y, const std::function<std::string()> &origin) {
+    if (const float *bad = first_non_finite(y)) {
+        throw Error(layer + ": the output overflowed float32 (" + element_text(y, bad) +
+                    ") from finite inputs and weights; " + origin());
+    }
+}
+
+std::string magnitudes(const Tensor &input, std::initializer_list<std::pair<const char *, const Linear *>> weights) {
+    float largest = 0.0f;
+    const char *where = nullptr;
+    for (const auto &[name, linear] : weights) {
+        if (linear->ternary()) continue;
+        for (const Tensor *t : {&linear->weight(), linear->bias() ? &*linear->bias() : nullptr}) {
+            if (t && largest_magnitude(*t) > largest) largest = largest_magnitude(*t), where = name;
+        }
+    }
+    std::ostringstream text;
+    text << "the input's largest magnitude is " << largest_magnitude(input);
+    if (where) text << ", the largest weight " << largest << " (in " << where << ")";
+    return text.str();
 }
 
 }  // namespace hattn::detail

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "hattn/error.h"
+#include "quoted.h"
 
 namespace hattn::detail {
 
@@ -145,7 +146,7 @@ HfRope hf_rope(const ConfigReader &c, const HfRopeDefaults &defaults) {
         rope.scaling = dynamic_ntk(c, *p, defaults.reads_alpha);
     } else if (type != "default") {
         require(defaults.scaling_allowed && (type == "linear" || type == "llama3"),
-                p->source() + ": rope_type '" + type + "' is not supported " + supported);
+                p->source() + ": rope_type " + detail::quoted(type) + " is not supported " + supported);
         rope.scaling.type = type == "linear" ? RopeScaling::Type::Linear : RopeScaling::Type::Llama3;
         rope.scaling.factor = p->get_number("factor");
         require(rope.scaling.factor > 0, p->source() + ": factor must be positive");

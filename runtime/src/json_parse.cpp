@@ -2,9 +2,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include "hattn/input_file.h"
 
 namespace hattn::detail {
 
@@ -16,7 +17,7 @@ std::string without_nlohmann_tag(const std::string &what) {
 nlohmann::json parse_json_object(const std::string &text, const std::string &source) {
     nlohmann::json value;
     try {
-        value = parse_json<nlohmann::json>(text.begin(), text.end(), source);
+        value = parse_json(text.begin(), text.end(), source);
     } catch (const nlohmann::json::parse_error &e) {
         throw Error(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                     without_nlohmann_tag(e.what()));
@@ -26,9 +27,7 @@ nlohmann::json parse_json_object(const std::string &text, const std::string &sou
 }
 
 nlohmann::json read_json_object_file(const std::string &path) {
-    std::error_code ec;
-    require(std::filesystem::exists(path, ec), path + ": file not found");
-    require(!std::filesystem::is_directory(path, ec), path + ": is a directory");
+    require_regular_file(path);
     std::ifstream in(path, std::ios::binary);
     require(in.is_open(), path + ": cannot open: " + std::strerror(errno));
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

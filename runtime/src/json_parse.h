@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hattn/error.h"
+#include "quoted.h"
 
 namespace hattn::detail {
 
@@ -25,11 +27,20 @@ constexpr int max_json_depth = 64;
 // Drops nlohmann's "[json.exception.parse_error.101] " tag; the rest says what and where.
 std::string without_nlohmann_tag(const std::string &what);
 
-// Json::parse(first, last) with the depth limit and unique keys; parse errors are nlohmann's, for the
-// caller to word. A number past a double's range (1e400) is an Error naming the source.
-template <class Json, class Iterator>
-Json parse_json(Iterator first, Iterator last, const std::string &source) {
-    using Event = typename Json::parse_event_t;
+// A bound on the keys of the top-level object (a safetensors header's tensors), and what they are.
+struct TopLevelKeys {
+    size_t limit = SIZE_MAX;
+    const char *what = "keys";
+};
+
+// nlohmann::json::parse(first, last) with the depth limit, unique keys and the top-level key bound,
+// in O(n log n) for n keys (nlohmann's ordered_json inserts in linear time: quadratic); parse errors
+// are nlohmann's, for the caller to word. A number past a double's range (1e400) is an Error naming
+// the source.
+template <class Iterator>
+nlohmann::json parse_json(Iterator first, Iterator last, const std::string &source, TopLevelKeys top = {}) {
+    using Json = nlohmann::json;
+    using Event = Json::parse_event_t;
     std::vector<std::set<std::string>> keys_of_open_objects;
     const auto check = [&](int depth, Event event, Json &parsed) {
         if (depth > max_json_depth) {
@@ -38,9 +49,12 @@ Json parse_json(Iterator first, Iterator last, const std::string &source) {
         if (event == Event::object_start) keys_of_open_objects.emplace_back();
         if (event == Event::object_end) keys_of_open_objects.pop_back();
         if (event == Event::key) {
-            const std::string key = parsed.template get<std::string>();
-            require(keys_of_open_objects.back().insert(key).second,
-                    [&] { return source + ": key '" + key + "' appears twice in one object"; });
+            std::string key = parsed.get<std::string>();
+            require(keys_of_open_objects.size() > 1 || keys_of_open_objects.back().size() < top.limit, [&] {
+                return source + ": more than " + std::to_string(top.limit) + " " + top.what + ", the limit";
+            });
+            require(keys_of_open_objects.back().insert(std::move(key)).second,
+                    [&] { return source + ": key " + detail::quoted(parsed.get<std::string>()) + " appears twice in one object"; });
         }
         return true;
     };

@@ -10,6 +10,7 @@
 #include "hattn/layers/cached_attention.h"
 #include "hattn/layers/dsa_attention.h"
 #include "hattn/layers/latent_attention.h"
+#include "quoted.h"
 
 namespace hattn {
 
@@ -19,7 +20,7 @@ namespace {
 
 const KindInfo &require_kind(const std::string &name, const std::string &source) {
     const KindInfo *kind = find_kind(name);
-    require(kind != nullptr, source + ": unknown kind '" + name + "' (known: " +
+    require(kind != nullptr, source + ": unknown kind " + detail::quoted(name) + " (known: " +
                                  known_kind_names() + ")");
     return *kind;
 }
@@ -66,7 +67,7 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
         require(files.mask.empty(), files.mask + no + "mask (masks are cached_attention's)");
     }
     require(cross == !files.context.empty(),
-            cross ? "cross-attention needs a context input (context.npy), none given"
+            cross ? files.config + ": key 'cross' is true, but no context input (context.npy) is given"
                   : files.context + ": a context input is only valid for cross-attention");
     std::optional<Tensor> context;
     int64_t context_len = seq_len;
@@ -92,8 +93,11 @@ LayerCase load_inputs(const KindInfo &kind, ConfigReader config, int64_t batch, 
                      std::move(weights), std::move(x), std::move(context), std::move(mask)};
 }
 
+// Present when anything has that name, a link to nothing too: it is then read, and refused
+// there, rather than taken for absent.
 std::string optional_file(const fs::path &path) {
-    return fs::exists(path) ? path.string() : std::string();
+    std::error_code ec;
+    return fs::exists(fs::symlink_status(path, ec)) ? path.string() : std::string();
 }
 
 }  // namespace
@@ -102,7 +106,9 @@ bool LayerCase::causal() const {
     const std::string name = kind->name;
     // The layer's own reading of its mode, so that a mode it refuses is named as such.
     if (name == "cca" || name == "ccgqa") return LatentAttentionConfig::cca(config, name == "ccgqa").causal;
-    return !cross;  // cached self-attention, zaya_cca and glm_dsa are causal
+    // A bidirectional layer (EmbeddingGemma's) sees later keys: it has no prefill/decode split.
+    if (name == "cached_attention") return !cross && CachedAttentionConfig::from(config, weights).causal;
+    return true;  // zaya_cca and glm_dsa are causal
 }
 
 LayerCase load_case_dir(const std::string &dir) {
@@ -110,6 +116,7 @@ LayerCase load_case_dir(const std::string &dir) {
     require(fs::is_directory(root), dir + ": not a directory");
     const std::string config_path = (root / "config.json").string();
     const ConfigReader top = ConfigReader::from_file(config_path);
+    top.refuse_likely_typos({"kind", "config", "batch", "seq_len", "cross", "tolerance", "prefix", "dtype", "kv_dtype"});
     const KindInfo &kind = require_kind(top.get_string("kind"), config_path);
     require(top.has("config"), config_path + ": key 'config' must be an object holding the layer's keys");
     const int64_t batch = require_positive(top, "batch");
@@ -125,6 +132,7 @@ LayerCase load_case_dir(const std::string &dir) {
     files.input = (root / "x.npy").string();
     files.context = optional_file(root / "context.npy");
     files.mask = optional_file(root / "mask.npy");
+    files.weight_prefix = top.get_string("prefix", "");
     return load_inputs(kind, top.object("config"), batch,
                        seq_len, cross, tolerance, files);
 }
@@ -139,9 +147,13 @@ LayerCase load_case_files(const LayerFiles &files) {
 }
 
 void validate_prefill(const LayerCase &c, int64_t prefill) {
-    require(c.causal(), std::string("--prefill: kind ") + c.kind->name +
-                            (c.cross ? " with cross-attention" : " in encoder mode") +
-                            " is not causal, so it has no prefill/decode path");
+    require(c.causal(), [&] {
+        const char *why = c.cross                                          ? " with cross-attention"
+                          : std::string(c.kind->name) == "cached_attention" ? " with bidirectional attention"
+                                                                            : " in encoder mode";
+        return std::string("--prefill: kind ") + c.kind->name + why +
+               " is not causal (a query sees later keys), so it has no prefill/decode path";
+    });
     require(prefill >= 0 && prefill <= c.seq_len,
             "--prefill " + std::to_string(prefill) + " is outside 0.." + std::to_string(c.seq_len) +
                 " (the sequence length)");

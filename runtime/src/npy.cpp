@@ -8,7 +8,9 @@
 #include <limits>
 
 #include "hattn/error.h"
+#include "hattn/input_file.h"
 #include "whole_file.h"
+#include "quoted.h"
 
 // Element data is copied straight between little-endian files and host memory.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "hattn assumes a little-endian host");
@@ -65,7 +67,7 @@ public:
                 header.shape = parse_shape();
                 seen_shape = true;
             } else {
-                malformed("unexpected key '" + key + "'");
+                malformed("unexpected key " + detail::quoted(key));
             }
             if (!peek(',')) break;
             expect(',');
@@ -131,9 +133,9 @@ private:
             if (descr == npy_type_name(type)) return type;
         }
         if (!descr.empty() && descr[0] == '>') {
-            fail(path_, "big-endian dtype '" + descr + "' is not supported");
+            fail(path_, "big-endian dtype " + detail::quoted(descr) + " is not supported");
         }
-        fail(path_, "dtype '" + descr + "' is not supported (<f4, |b1, <i4, <i8)");
+        fail(path_, "dtype " + detail::quoted(descr) + " is not supported (<f4, |b1, <i4, <i8)");
     }
 
     // A tuple of non-negative integers: "()", "(3,)", "(2, 3)". Python 2 NumPy wrote "3L".
@@ -172,8 +174,7 @@ private:
 };
 
 std::vector<uint8_t> read_file(const std::string &path) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) fail(path, "is a directory");
+    require_regular_file(path);
     std::ifstream in(path, std::ios::binary);
     if (!in.is_open()) fail(path, std::string("cannot open: ") + std::strerror(errno));
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),

@@ -11,13 +11,15 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <string_view>
 #include <utility>
 
 #include "hattn/config.h"
 #include "hattn/error.h"
+#include "hattn/input_file.h"
 #include "finite_input.h"
 #include "json_parse.h"
+#include "quoted.h"
 
 // F32 tensors are copied straight from the file, whose byte order is little-endian.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "hattn assumes a little-endian host");
@@ -28,18 +30,13 @@ namespace {
 
 // Real headers are a few MiB at most; anything larger is a corrupt length field.
 constexpr uint64_t max_header_bytes = uint64_t(100) << 20;
+// The largest checkpoints hold tens of thousands; __metadata__ is one key more.
+constexpr size_t max_tensors = 1000000;
 
-// Tensor names come from the file, so line breaks are blanked to keep messages one line.
-[[noreturn]] void fail(const std::string &path, const std::string &problem) {
-    std::string message = path + ": " + problem;
-    for (char &c : message) {
-        if (c == '\n' || c == '\r') c = ' ';
-    }
-    throw Error(message);
-}
+[[noreturn]] void fail(const std::string &path, const std::string &problem) { throw Error(path + ": " + problem); }
 
 // A JSON value for an error message, cut short so a hostile header cannot flood the message.
-std::string brief(const nlohmann::ordered_json &value) {
+std::string brief(const nlohmann::json &value) {
     std::string text = value.dump();
     return text.size() > 60 ? text.substr(0, 57) + "..." : text;
 }
@@ -87,7 +84,7 @@ uint64_t read_u64le(const uint8_t *p) {
     return value;
 }
 
-Shape parse_shape(const std::string &where, const nlohmann::ordered_json &shape) {
+Shape parse_shape(const std::string &where, const nlohmann::json &shape) {
     if (!shape.is_array()) fail(where, "shape must be an array, got " + brief(shape));
     Shape dims;
     for (const auto &dim : shape) {
@@ -107,8 +104,8 @@ Shape parse_shape(const std::string &where, const nlohmann::ordered_json &shape)
 }
 
 TensorInfo parse_entry(const std::string &path, const std::string &name,
-                       const nlohmann::ordered_json &entry, uint64_t data_size) {
-    const std::string where = path + ": tensor '" + name + "'";
+                       const nlohmann::json &entry, uint64_t data_size) {
+    const std::string where = path + ": tensor " + detail::quoted(name);
     if (!entry.is_object()) fail(where, "entry is not an object");
     for (const char *field : {"dtype", "shape", "data_offsets"}) {
         if (!entry.contains(field)) fail(where, std::string("missing '") + field + "'");
@@ -118,7 +115,7 @@ TensorInfo parse_entry(const std::string &path, const std::string &name,
     const auto &dtype = entry["dtype"];
     if (!dtype.is_string()) fail(where, "dtype must be a string, got " + brief(dtype));
     if (!parse_dtype(dtype.get<std::string>(), &info.dtype)) {
-        fail(where, "dtype " + dtype.get<std::string>() + " is not supported (F32, F16, BF16)");
+        fail(where, "dtype " + detail::quoted(dtype.get<std::string>()) + " is not supported (F32, F16, BF16)");
     }
     info.shape = parse_shape(where, entry["shape"]);
 
@@ -150,27 +147,25 @@ TensorInfo parse_entry(const std::string &path, const std::string &name,
     return info;
 }
 
-// The tensors' data ranges tile the data section. Two tensors sharing bytes means the header lies
-// about at least one of them; bytes that belong to no tensor (a gap, or a tail), which the
-// safetensors library refuses too, mean a file padded or spliced by something that did not write it.
-void check_data_layout(const std::string &path, const std::vector<TensorInfo> &tensors, uint64_t data_size) {
-    std::vector<const TensorInfo *> by_begin;
-    for (const TensorInfo &info : tensors) {
-        if (info.begin != info.end) by_begin.push_back(&info);
-    }
-    std::sort(by_begin.begin(), by_begin.end(),
-              [](const TensorInfo *a, const TensorInfo *b) { return a->begin < b->begin; });
+// The tensors' data ranges, sorted by their start, tile the data section. Two tensors sharing bytes
+// means the header lies about at least one of them; bytes that belong to no tensor (a gap, or a
+// tail), which the safetensors library refuses too, mean a file padded or spliced by something that
+// did not write it.
+void check_data_layout(const std::string &path, const std::vector<TensorInfo> &by_begin, uint64_t data_size) {
     uint64_t covered = 0;
-    for (size_t i = 0; i < by_begin.size(); i++) {
-        if (by_begin[i]->begin < covered) {
-            fail(path, "tensors '" + by_begin[i - 1]->name + "' and '" + by_begin[i]->name +
-                           "' have overlapping data ranges");
+    const TensorInfo *last = nullptr;
+    for (const TensorInfo &info : by_begin) {
+        if (info.begin == info.end) continue;
+        if (info.begin < covered) {
+            fail(path, "tensors " + detail::quoted(last->name) + " and " + detail::quoted(info.name) +
+                           " have overlapping data ranges");
         }
-        if (by_begin[i]->begin > covered) {
-            fail(path, "data bytes [" + std::to_string(covered) + ", " + std::to_string(by_begin[i]->begin) +
+        if (info.begin > covered) {
+            fail(path, "data bytes [" + std::to_string(covered) + ", " + std::to_string(info.begin) +
                            ") belong to no tensor");
         }
-        covered = by_begin[i]->end;
+        covered = info.end;
+        last = &info;
     }
     if (covered != data_size) {
         fail(path,
@@ -200,7 +195,9 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
     SafetensorsFile file;
     file.path_ = path;
 
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    require_regular_file(path);
+    // O_NONBLOCK: a FIFO put in the file's place since the check must not block the open.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -233,15 +230,16 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
     }
     file.data_start_ = 8 + header_size;
 
-    nlohmann::ordered_json header;
+    nlohmann::json header;
     try {
-        header = detail::parse_json<nlohmann::ordered_json>(file.map_ + 8, file.map_ + file.data_start_, path);
+        header = detail::parse_json(file.map_ + 8, file.map_ + file.data_start_, path, {max_tensors + 1, "tensors"});
     } catch (const nlohmann::json::parse_error &e) {
         fail(path,
              "header is not valid JSON (error at header byte " + std::to_string(e.byte) + ")");
     }
     if (!header.is_object()) fail(path, "header is not a JSON object");
 
+    // Listed as their data lie in the file (the header's keys come sorted by name).
     for (const auto &[name, entry] : header.items()) {
         // Free text, ignored, but shaped as the format says (the safetensors library checks it too).
         if (name == "__metadata__") {
@@ -251,9 +249,11 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
             if (!strings) fail(path, "__metadata__ must be an object of strings (or null), got " + brief(entry));
             continue;
         }
-        file.index_.emplace(name, file.tensors_.size());
         file.tensors_.push_back(parse_entry(path, name, entry, size - file.data_start_));
     }
+    std::stable_sort(file.tensors_.begin(), file.tensors_.end(),
+                     [](const TensorInfo &a, const TensorInfo &b) { return a.begin < b.begin; });
+    for (size_t i = 0; i < file.tensors_.size(); i++) file.index_.emplace(file.tensors_[i].name, i);
     check_data_layout(path, file.tensors_, size - file.data_start_);
     return file;
 }
@@ -288,7 +288,7 @@ const TensorInfo *SafetensorsFile::find(const std::string &name) const {
 
 Tensor SafetensorsFile::load(const std::string &name) const {
     const TensorInfo *info = find(name);
-    if (info == nullptr) fail(path_, "tensor '" + name + "' not found");
+    if (info == nullptr) fail(path_, "tensor " + detail::quoted(name) + " not found");
     Tensor out(info->shape);
     // memcpy and byte reads throughout: the data section need not be aligned for any dtype.
     const uint8_t *src = map_ + data_start_ + info->begin;
@@ -309,13 +309,23 @@ Tensor SafetensorsFile::load(const std::string &name) const {
 }
 
 std::optional<int64_t> Weights::layer_index() const {
-    static const std::regex layer(R"((?:^|\.)layers\.(\d+)\.)");
-    std::smatch match;
-    if (!std::regex_search(prefix_, match, layer)) return std::nullopt;
-    // No model has a billion layers; past that the number would not fit, so it is refused here.
-    require(match[1].length() <= 9,
-            [&] { return "weight prefix '" + prefix_ + "': layer index " + match[1].str() + " is too large"; });
-    return std::stoll(match[1].str());
+    // The first "layers.N." at the start or after a dot, read by hand: a backtracking regex
+    // recursed once per digit and overflowed the stack on a prefix of 30,000 digits.
+    const std::string_view prefix = prefix_, word = "layers.";
+    for (size_t at = prefix.find(word); at != std::string_view::npos; at = prefix.find(word, at + 1)) {
+        if (at > 0 && prefix[at - 1] != '.') continue;
+        const size_t first = at + word.size();
+        size_t end = first;
+        while (end < prefix.size() && prefix[end] >= '0' && prefix[end] <= '9') end++;
+        if (end == first || end == prefix.size() || prefix[end] != '.') continue;
+        // No model has a billion layers; past that the number would not fit, so it is refused here.
+        require(end - first <= 9, [&] {
+            return "weight prefix " + detail::quoted(prefix) + ": layer index " +
+                   detail::escaped(prefix.substr(first, end - first), 20) + " is too large";
+        });
+        return std::stoll(std::string(prefix.substr(first, end - first)));
+    }
+    return std::nullopt;
 }
 
 Weights Weights::open(const std::string &path, std::string prefix) {
@@ -339,7 +349,7 @@ Weights Weights::open(const std::string &path, std::string prefix) {
     std::unordered_map<std::string, size_t> shard_position;
     for (const auto &[name, shard] : map->items()) {
         if (!shard.is_string()) {
-            fail(path, "weight_map entry '" + name + "' must be a shard file name, got " +
+            fail(path, "weight_map entry " + detail::quoted(name) + " must be a shard file name, got " +
                            shard.type_name());
         }
         const std::string shard_name = shard.get<std::string>();
@@ -348,9 +358,10 @@ Weights Weights::open(const std::string &path, std::string prefix) {
         const std::filesystem::path shard_path(shard_name);
         const bool climbs =
             std::any_of(shard_path.begin(), shard_path.end(), [](const auto &part) { return part == ".."; });
-        if (shard_name.empty() || shard_path.is_absolute() || climbs) {
-            fail(path, "weight_map entry '" + name + "' names shard '" + shard_name +
-                           "', which is not a file name within the index's folder");
+        // A NUL would end the name where the system reads it: another file than the one named.
+        if (shard_name.empty() || shard_path.is_absolute() || climbs || shard_name.find('\0') != std::string::npos) {
+            fail(path, "weight_map entry " + detail::quoted(name) + " names shard " + detail::quoted(shard_name) +
+                           ", which is not a file name within the index's folder");
         }
         auto found = shard_position.find(shard_name);
         if (found == shard_position.end()) {
@@ -362,8 +373,8 @@ Weights Weights::open(const std::string &path, std::string prefix) {
             found = shard_position.emplace(shard_name, weights.files_.size() - 1).first;
         }
         if (weights.files_[found->second].find(name) == nullptr) {
-            fail(path, "tensor '" + name + "' is mapped to shard '" + shard_name +
-                           "', which does not contain it");
+            fail(path, "tensor " + detail::quoted(name) + " is mapped to shard " + detail::quoted(shard_name) +
+                           ", which does not contain it");
         }
         weights.names_.push_back(name);
         weights.location_.emplace(name, found->second);
@@ -373,7 +384,7 @@ Weights Weights::open(const std::string &path, std::string prefix) {
 
 const SafetensorsFile &Weights::file_of(const std::string &full_name) const {
     const auto it = location_.find(full_name);
-    if (it == location_.end()) fail(source_, "tensor '" + full_name + "' not found");
+    if (it == location_.end()) fail(source_, "tensor " + detail::quoted(full_name) + " not found");
     return files_[it->second];
 }
 
@@ -385,7 +396,7 @@ Tensor Weights::get(const std::string &name) const {
     Tensor t = file.load(full_name);
     // The kernels assume no NaN or Inf (fast-math): a broken checkpoint is named here rather than
     // giving meaningless output at every call.
-    detail::require_finite(file.path() + ": tensor '" + full_name + "'", t, "weights");
+    detail::require_finite(file.path() + ": tensor " + detail::quoted(full_name), t, "weights");
     return t;
 }
 
@@ -394,7 +405,7 @@ Tensor Weights::get(const std::string &name, const Shape &expected) const {
     const SafetensorsFile &file = file_of(full_name);
     const Shape &actual = file.find(full_name)->shape;
     if (actual != expected) {
-        fail(file.path(), "tensor '" + full_name + "' has shape " + shape_to_string(actual) +
+        fail(file.path(), "tensor " + detail::quoted(full_name) + " has shape " + shape_to_string(actual) +
                               ", expected " + shape_to_string(expected));
     }
     return get(name);

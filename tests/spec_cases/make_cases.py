@@ -27,7 +27,9 @@ def noise(rng, *shape, scale=0.2, mean=0.0):
 def prefill_lengths(case):
     """The --prefill values run besides the forward: [0, 1, S/2] for causal cases."""
     kind, config = case['kind'], case['config']
-    causal = (kind in ('cached_attention', 'zaya_cca', 'glm_dsa') and not case.get('cross')) \
+    # A bidirectional layer (EmbeddingGemma's) has no prefill/decode split: hattn refuses --prefill.
+    causal = (kind in ('cached_attention', 'zaya_cca', 'glm_dsa') and not case.get('cross')
+              and not config.get('use_bidirectional_attention')) \
         or (kind in ('cca', 'ccgqa') and config.get('mode', 'encoder') == 'decoder')
     return [0, 1, case['seq_len'] // 2] if causal else []
 
@@ -36,9 +38,8 @@ def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=
                dtype='F32', layer=None, outputs_by_prefill=False):
     """Writes one case folder and its expected output; returns the folder. With `layer`, the case
     is layer `layer` of a whole model: its weights under the prefix model.layers.<layer>.self_attn.,
-    the model's config.json beside them as model_config.json (run_spec_cases runs it by files).
-    outputs_by_prefill: the output of each --prefill P may differ from the forward's (LongRoPE picks
-    its factors per call; a bidirectional layer sees the keys its calls have brought): written as
+    which config.json's "prefix" names (spec/cases.md). outputs_by_prefill: the output of each
+    --prefill P may differ from the forward's (LongRoPE picks its factors per call): written as
     y_prefill_P.npy, and so marked in config.json."""
     folder = os.path.join(out_dir, name)
     os.makedirs(folder)
@@ -46,10 +47,8 @@ def write_case(out_dir, name, kind, config, weights, x, tolerance=None, context=
     if outputs_by_prefill:
         case['outputs_by_prefill'] = True
     if layer is not None:
-        case['layer'] = layer
-        weights = {f'model.layers.{layer}.self_attn.{n}': t for n, t in weights.items()}
-        with open(os.path.join(folder, 'model_config.json'), 'w') as f:
-            json.dump(config, f, indent=1)
+        case['prefix'] = f'model.layers.{layer}.self_attn.'
+        weights = {case['prefix'] + n: t for n, t in weights.items()}
     if context is not None:
         case['cross'] = True
         np.save(os.path.join(folder, 'context.npy'), context)
@@ -348,14 +347,19 @@ def write_all(out_dir):
                     'head_dim': 16, 'query_pre_attn_scalar': 20, 'sliding_window': 4, 'rope_theta': 100.0,
                     'rope_scaling': {'rope_type': 'linear', 'factor': 8.0}, 'rms_norm_eps': 1e-6}, 1, 12,
                    biases=(), qk_norm='head', layer=5),
+        # A stated attn_logit_softcapping, which transformers' Gemma 3 stores and never applies.
+        llama_case(out_dir, 'gemma3_unused_softcap_layer_5', 38,
+                   {'model_type': 'gemma3_text', 'hidden_size': 48, 'num_attention_heads': 4, 'num_key_value_heads': 2,
+                    'head_dim': 16, 'query_pre_attn_scalar': 20, 'sliding_window': 4, 'rope_theta': 100.0,
+                    'attn_logit_softcapping': 0.5}, 2, 12, biases=(), qk_norm='head', layer=5),
         # EmbeddingGemma (use_bidirectional_attention): layer 0 slides both ways, |p - j| < 6 // 2 + 1
-        # (transformers' rewrite of sliding_window 6), layer 5 sees every key; over 13 tokens. A
-        # prompt fed in pieces sees only the keys its calls have brought (outputs by prefill).
+        # (transformers' rewrite of sliding_window 6), layer 5 sees every key; over 13 tokens. No
+        # prefill runs: a bidirectional layer refuses them.
         *[llama_case(out_dir, f'embeddinggemma_{kind}_layer_{layer}', 65,
                      {'model_type': 'gemma3_text', 'hidden_size': 48, 'num_attention_heads': 3,
                       'num_key_value_heads': 1, 'head_dim': 16, 'query_pre_attn_scalar': 16, 'sliding_window': 6,
                       'rope_local_base_freq': 100.0, 'rope_theta': 1000.0, 'use_bidirectional_attention': True},
-                     2, 13, biases=(), qk_norm='head', layer=layer, outputs_by_prefill=True)
+                     2, 13, biases=(), qk_norm='head', layer=layer)
           for layer, kind in ((0, 'sliding_both_ways'), (5, 'full_both_ways'))],
         # Cohere (Command R): RoPE on dims (2i, 2i + 1) in place, which the layer computes on the
         # de-interleaved head (the same scores); its biases per attention_bias.

@@ -451,17 +451,17 @@ def layer_slides(config, layer, pattern):
     return (layer + 1) % config.get('sliding_window_pattern', pattern) != 0
 
 
-def gemma3_attention(config, w, x, layer, prefill=None):
+def gemma3_attention(config, w, x, layer):
     """§1 as Gemma 3's layer `layer` computes it (transformers 4's Gemma3Attention): layer_types
     (else every sliding_window_pattern-th layer, default 6, is full) says whether it slides over
     sliding_window keys (default 4096) with an unscaled RoPE of rope_local_base_freq (default 1e4),
     or attends to all with rope_theta (default 1e6) scaled as rope_scaling says; q and k RMSNormed
     per head with weight 1 + w (eps rms_norm_eps, default 1e-6) before RoPE; scores scaled by
-    query_pre_attn_scalar^-1/2 (default 256); biases per attention_bias; class defaults for heads
-    (8), KV heads (4) and head_dim (256). With use_bidirectional_attention (EmbeddingGemma) query p
-    sees every key j its call and the earlier ones bring (j < call_ends[p]; `prefill` as in
-    llama_attention), a sliding layer those with |p - j| < (sliding_window // 2) + 1, the window
-    transformers' config keeps."""
+    query_pre_attn_scalar^-1/2 (default 256), never soft-capped (Gemma3Attention stores
+    attn_logit_softcapping and does not pass it on); biases per attention_bias; class defaults for
+    heads (8), KV heads (4) and head_dim (256). With use_bidirectional_attention (EmbeddingGemma)
+    query p sees every key, a sliding layer those with |p - j| < (sliding_window // 2) + 1, the
+    window transformers' config keeps."""
     heads = config.get('num_attention_heads', 8)
     kv_heads = config.get('num_key_value_heads', 4)
     head_dim = config.get('head_dim', 256)
@@ -486,8 +486,6 @@ def gemma3_attention(config, w, x, layer, prefill=None):
     p = np.arange(x.shape[1])
     both_ways = config.get('use_bidirectional_attention', False)
     mask = np.zeros((x.shape[1], x.shape[1]), bool)
-    if both_ways:  # keys the query's call has not brought yet stay hidden
-        mask |= p[None, :] >= call_ends(x.shape[1], prefill)[:, None]
     if sliding and both_ways:
         mask |= np.abs(p[None, :] - p[:, None]) >= config.get('sliding_window', 4096) // 2 + 1
     elif sliding:
@@ -889,8 +887,7 @@ def glm_dsa(config, w, x):
 
 def run_case(folder, prefill=None):
     """The expected output [B, S, E] (float64) of a case folder (spec/cases.md); `prefill` only
-    matters where the calls' split does (LongRoPE, bidirectional layers), and is P of `hattn run
-    --prefill P`."""
+    matters where the calls' split does (LongRoPE, dynamic NTK), and is P of `hattn run --prefill P`."""
     def path(name):
         return os.path.join(folder, name)
 
@@ -899,23 +896,25 @@ def run_case(folder, prefill=None):
     kind, config = case['kind'], case['config']
     w = safetensors_io.load(path('weights.safetensors'))
     x = np.load(path('x.npy')).astype(np.float64)
-    if 'layer' in case:  # one layer of a whole model's checkpoint: its names under the layer's prefix
-        prefix = f"model.layers.{case['layer']}.self_attn."
+    layer = None
+    if 'prefix' in case:  # one layer of a whole model's checkpoint: its names under the layer's prefix
+        prefix = case['prefix']
         w = {name[len(prefix):]: t for name, t in w.items() if name.startswith(prefix)}
+        layer = int(prefix.split('layers.')[1].split('.')[0])
     if kind == 'cached_attention' and config.get('model_type') == 'gemma3_text':
-        return gemma3_attention(config, w, x, case['layer'], prefill)
+        return gemma3_attention(config, w, x, layer)
     if kind == 'cached_attention' and config.get('model_type') == 'cohere2':
-        return cohere2_attention(config, w, x, case['layer'])
+        return cohere2_attention(config, w, x, layer)
     if kind == 'cached_attention' and config.get('model_type') == 'gpt_oss':
-        return gpt_oss_attention(config, w, x, case['layer'])
+        return gpt_oss_attention(config, w, x, layer)
     if kind == 'cached_attention' and config.get('model_type') == 'gemma2':
-        return gemma2_attention(config, w, x, case['layer'])
+        return gemma2_attention(config, w, x, layer)
     if kind == 'cached_attention' and config.get('model_type') == 'olmo3':
-        return olmo3_attention(config, w, x, case['layer'])
+        return olmo3_attention(config, w, x, layer)
     if kind == 'cached_attention' and config.get('model_type') == 'llama4_text':
-        return llama4_attention(config, w, x, case['layer'])
+        return llama4_attention(config, w, x, layer)
     if kind == 'cached_attention' and 'hidden_size' in config and 'embedding_dimension' not in config:
-        return llama_attention(config, w, x, case.get('layer'), prefill)
+        return llama_attention(config, w, x, layer, prefill)
     if kind == 'cached_attention':
         context = np.load(path('context.npy')).astype(np.float64) if case.get('cross') else None
         mask = np.load(path('mask.npy')) if os.path.exists(path('mask.npy')) else None

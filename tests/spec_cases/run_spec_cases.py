@@ -7,7 +7,8 @@ Writes the cases into DIR (kept afterwards; it must not hold them already) or in
 folder, then applies the rules of spec/cases.md to each: the whole-sequence forward and, for causal
 kinds, prefill of P = 0, 1 and S/2 tokens followed by one-token decode steps must match y.npy (or
 the case's y_prefill_P.npy, where the split changes the output) within the case's tolerance (1e-4
-unless config.json sets one) in relative L2 error, with no NaN/Inf.
+unless config.json sets one) in relative L2 error, with no NaN/Inf. A case that is not causal must
+refuse --prefill with one line.
 Prints one line per case; exits 1 when any case fails.
 """
 import argparse
@@ -26,10 +27,6 @@ def relative_error(hattn, folder, case, expected, prefill, scratch):
     """Runs hattn once; returns ||out - y|| / ||y||, or raises RuntimeError with the reason."""
     out = os.path.join(scratch, 'out.npy')
     command = [hattn, 'run', '--case', folder, '--output', out]
-    if 'layer' in case:  # one layer of a whole model: its files, the prefix naming the layer
-        command = [hattn, 'run', '--kind', case['kind'], '--config', os.path.join(folder, 'model_config.json'),
-                   '--weights', os.path.join(folder, 'weights.safetensors'), '--input', os.path.join(folder, 'x.npy'),
-                   '--prefix', f"model.layers.{case['layer']}.self_attn.", '--output', out]
     if prefill is not None:
         command += ['--prefill', str(prefill)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -65,6 +62,13 @@ def check_case(hattn, folder, scratch):
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             runs.append(f'{label} [{e}]')
             passed = False
+    if not make_cases.prefill_lengths(case):  # not causal: --prefill is refused in one line
+        out = os.path.join(scratch, 'refused.npy')
+        result = subprocess.run([hattn, 'run', '--case', folder, '--output', out, '--prefill', '0'],
+                                capture_output=True, text=True, timeout=300)
+        refused = result.returncode == 2 and 'not causal' in result.stderr and result.stderr.count('\n') == 1
+        runs.append('P=0 refused' if refused else f'P=0 [not refused: exit {result.returncode}]')
+        passed &= refused and not os.path.exists(out)
     verdict = 'PASS' if passed else 'FAIL'
     return passed, f'{verdict} {os.path.basename(folder):34s} tol {tolerance:.0e}  ' + '  '.join(runs)
 

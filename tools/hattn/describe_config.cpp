@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "hattn/config.h"
+#include "hattn/error.h"
 #include "hattn/layers/cached_attention.h"
 
 namespace hattn::cli {
@@ -73,21 +74,18 @@ std::string describe(const CachedAttentionConfig &c) {
     return out.str();
 }
 
-}  // namespace
+std::string unused_keys_text(const ConfigReader &config) {
+    std::string text;
+    for (const std::string &line : CachedAttentionConfig::unused_keys(config)) text += "  note: " + line + "\n";
+    return text;
+}
 
-void describe_attention_config(const std::string &path) {
-    const ConfigReader config = ConfigReader::from_file(path);
-    const ConfigReader text = text_model_config(config);
-    if (text.has("embedding_dimension") || !text.has("num_hidden_layers")) {
-        const std::string line = describe(CachedAttentionConfig::from(config));  // before any output: it may refuse
-        std::cout << path << ": cached_attention: " << line << "\n";
-        return;
-    }
-    // Every layer is read before anything is printed: a refused config prints only its error.
-    const int64_t layers = text.get_int("num_hidden_layers");
+// Past this many layers, layers that follow a rule are described by it, not one by one.
+constexpr int64_t max_listed_layers = 4096;
+
+// Each run of consecutive layers that read alike, on a line.
+std::string consecutive_layers(const ConfigReader &config, int64_t layers) {
     std::ostringstream out;
-    out << path << ": cached_attention, " << layers << " layers\n";
-    // Consecutive layers that read the same are one line.
     int64_t first = 0;
     std::string current;
     for (int64_t layer = 0; layer <= layers; layer++) {
@@ -99,7 +97,47 @@ void describe_attention_config(const std::string &path) {
         }
         current = line;
     }
-    std::cout << out.str();
+    return out.str();
+}
+
+// Layers whose rule repeats every `period` (every period-th layer reads otherwise), without
+// reading each: a config may state two billion layers.
+std::string periodic_layers(const ConfigReader &config, int64_t layers, int64_t period) {
+    const std::string most = describe(CachedAttentionConfig::from(config, 0));
+    const std::string every = period > 1 && period <= layers ? describe(CachedAttentionConfig::from(config, period - 1)) : most;
+    if (every == most) return "  layers 0-" + std::to_string(layers - 1) + ": " + most + "\n";
+    const std::string p = std::to_string(period);
+    return "  layers i with (i + 1) % " + p + " != 0: " + most + "\n  layers i with (i + 1) % " + p + " == 0 (" +
+           std::to_string(period - 1) + ", " + std::to_string(2 * period - 1) + ", ...): " + every + "\n";
+}
+
+}  // namespace
+
+void describe_attention_config(const std::string &path) {
+    const ConfigReader config = ConfigReader::from_file(path);
+    const ConfigReader text = text_model_config(config);
+    if (text.has("embedding_dimension") || !text.has("num_hidden_layers")) {
+        const std::string line = describe(CachedAttentionConfig::from(config));  // before any output: it may refuse
+        std::cout << path << ": cached_attention: " << line << "\n" << unused_keys_text(config);
+        return;
+    }
+    // Every layer is read before anything is printed: a refused config prints only its error.
+    const int64_t layers = text.get_int("num_hidden_layers");
+    require(layers >= 0, path + ": num_hidden_layers must not be negative, got " + std::to_string(layers));
+    std::ostringstream out;
+    out << path << ": cached_attention, " << layers << " layers\n";
+    const int64_t period = CachedAttentionConfig::layer_period(config);
+    // Each layer reads the whole list again: listing a hostile config's millions would take hours.
+    require(period > 0 || layers <= max_listed_layers, [&] {
+        return path + ": num_hidden_layers " + std::to_string(layers) + " with layers listed one by one (layer_types, "
+               "no_rope_layers): at most " + std::to_string(max_listed_layers) + " are described";
+    });
+    if (layers > max_listed_layers) {
+        out << periodic_layers(config, layers, period);
+    } else {
+        out << consecutive_layers(config, layers);
+    }
+    std::cout << out.str() << unused_keys_text(config);
 }
 
 }  // namespace hattn::cli

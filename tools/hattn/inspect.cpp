@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "describe_config.h"
 #include "hattn/error.h"
+#include "hattn/input_file.h"
 #include "hattn/npy.h"
 #include "hattn/safetensors.h"
 
@@ -31,7 +32,7 @@ int inspect_command(const std::vector<std::string> &argv) {
     const Args args("inspect", argv, {}, {});
     require(args.positional().size() == 1, "inspect: expected one FILE");
     const std::string &path = args.positional()[0];
-    require(std::ifstream(path).good(), path + ": cannot open file");
+    require_regular_file(path);
 
     // The name says what the file should be, so that a damaged one is judged by the right rules (a
     // broken .npy is not reported as a broken safetensors file); other names go by the content.

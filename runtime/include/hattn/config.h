@@ -28,6 +28,10 @@ public:
     std::string source() const;
 
     bool has(const std::string &key) const;
+    // Throws Error naming a key of this object that is not one of `known` but within edit distance
+    // 2 of one (a likely typo: "unknown key 'roqe_base' (did you mean 'rope_base'?)"); other keys
+    // pass, as a config may carry a model's other settings.
+    void refuse_likely_typos(const std::vector<std::string> &known) const;
     // Whether `key` is there with the value null, which some config classes read as "off" where a
     // missing key means their default (Gemma 2's attn_logit_softcapping).
     bool states_null(const std::string &key) const;

@@ -2,6 +2,7 @@
 // arrives as a hattn::Error carrying one line that names the file, tensor or key at fault.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -14,8 +15,13 @@ public:
     // Internal: hattn or the machine failed on valid input (the CLI exits 1).
     enum class Kind { InvalidInput, Internal };
 
+    // The message is kept to one line of at most max_message_bytes: control bytes and bytes that
+    // are not UTF-8 are escaped (\n, \x01), since messages echo strings taken from files.
     explicit Error(const std::string &message, Kind kind = Kind::InvalidInput)
-        : std::runtime_error(message), kind_(kind) {}
+        : std::runtime_error(one_line(message)), kind_(kind) {}
+
+    static constexpr size_t max_message_bytes = 2000;
+    static std::string one_line(const std::string &message);
 
     Kind kind() const { return kind_; }
     bool is_invalid_input() const { return kind_ == Kind::InvalidInput; }

@@ -11,6 +11,7 @@
 #include "hattn/error.h"
 #include "hattn/kernels/norm.h"
 #include "hattn/kernels/projection.h"
+#include "quoted.h"
 
 namespace hattn {
 
@@ -43,13 +44,21 @@ bool is_hugging_face(const ConfigReader &c) {
     return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
 }
 
-CachedAttentionConfig config_for(const ConfigReader &config, const Weights &weights) {
+}  // namespace
+
+CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config, const Weights &weights) {
     const std::optional<int64_t> layer = weights.layer_index();
-    return layer && is_hugging_face(config) ? CachedAttentionConfig::from(config, *layer)
-                                            : CachedAttentionConfig::from(config);
+    return layer && is_hugging_face(text_model_config(config)) ? from(config, *layer) : from(config);
 }
 
-}  // namespace
+std::vector<std::string> CachedAttentionConfig::unused_keys(const ConfigReader &config) {
+    return is_hugging_face(text_model_config(config)) ? detail::hugging_face_unused_keys(config)
+                                                      : std::vector<std::string>{};
+}
+
+int64_t CachedAttentionConfig::layer_period(const ConfigReader &config) {
+    return is_hugging_face(text_model_config(config)) ? detail::hugging_face_layer_period(config) : 1;
+}
 
 CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config, int64_t layer) {
     const ConfigReader c = text_model_config(config);
@@ -61,6 +70,8 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config, in
 CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config) {
     const ConfigReader c = text_model_config(config);
     if (is_hugging_face(c)) return detail::hugging_face_attention_config(c, std::nullopt);
+    c.refuse_likely_typos({"embedding_dimension", "number_of_heads", "number_of_key_value_heads", "head_dimension",
+                           "dropout", "bias", "attention_type", "rope_base"});
     const std::string src = c.source();
     CachedAttentionConfig cfg;
     cfg.embedding_dimension = c.get_int("embedding_dimension");
@@ -99,8 +110,8 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config) {
         });
         cfg.kv_heads = cfg.heads;
     } else {
-        throw Error(src + ": unsupported attention_type '" + type +
-                    "' (must be one of multi_head, grouped_query)");
+        throw Error(src + ": unsupported attention_type " + detail::quoted(type) +
+                    " (must be one of multi_head, grouped_query)");
     }
     cfg.bias = cfg.output_bias = c.get_bool("bias", true);
     cfg.rope_base = c.get_optional_number("rope_base");
@@ -187,7 +198,7 @@ void CachedAttentionConfig::validate() const {
 }
 
 CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weights)
-    : CachedAttention(config_for(config, weights), weights) {}
+    : CachedAttention(CachedAttentionConfig::from(config, weights), weights) {}
 
 CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weights &w)
     // Validated first: the members below are built from it.
@@ -195,7 +206,7 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     const std::optional<int64_t> weights_layer = w.layer_index();
     require(!config.layer || !weights_layer || *config.layer == *weights_layer, [&] {
         return "cached_attention: the config was read for layer " + std::to_string(config.layer.value_or(0)) +
-               ", the weights' prefix '" + w.prefix() + "' names layer " + std::to_string(weights_layer.value_or(0));
+               ", the weights' prefix " + detail::quoted(w.prefix()) + " names layer " + std::to_string(weights_layer.value_or(0));
     });
     const int64_t E = config.embedding_dimension, D = config.head_dimension;
     const int64_t q_width = config.heads * D, kv_width = config.kv_heads * D;
@@ -296,7 +307,14 @@ std::optional<int64_t> CachedAttention::keys_reached() const {
     return config_.sliding_window ? config_.sliding_window : config_.attention_chunk;
 }
 
+void CachedAttention::require_causal_for_cache() const {
+    require(config_.causal, "cached_attention: a bidirectional layer (causal false, EmbeddingGemma's "
+                            "use_bidirectional_attention) takes no cache and no decode step: its queries see "
+                            "later keys, so a sequence is attended in one call");
+}
+
 KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
+    require_causal_for_cache();
     const int64_t Hkv = config_.kv_heads, D = config_.head_dimension;
     const std::optional<int64_t> window = keys_reached();
     if (!window) return KVCache(batch, Hkv, D, capacity);
@@ -389,6 +407,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     if (&value_input != &x) detail::require_finite("cached_attention: value input", value_input);
     const int64_t B = x.dim(0), S = x.dim(1), Hkv = config_.kv_heads, D = config_.head_dimension;
     if (cache) {
+        require_causal_for_cache();
         require(cache->batch() == B && cache->kv_heads() == Hkv && cache->head_dim() == D, [&] {
             return "cached_attention: cache [B=" + std::to_string(cache->batch()) +
                    ", Hkv=" + std::to_string(cache->kv_heads()) + ", D=" + std::to_string(cache->head_dim()) +
@@ -525,6 +544,13 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
         prefill_kernel(q.view(), store.keys, store.values, rows_end, config_.causal, mask, attended.view());
     }
     Tensor y = output(attended);
+    detail::require_finite_output("cached_attention", y, [&] {
+        const char *stage = detail::first_non_finite(q)   ? "the query projection or its RoPE"
+                            : detail::first_non_finite(k) ? "the key projection or its RoPE"
+                            : detail::first_non_finite(v) ? "the value projection"
+                                                          : "the attention or the output projection";
+        return std::string("it first appears in ") + stage + "; " + weights_and(x);
+    });
     if (cache && in_rows) cache->commit(S);
     if (cache && !in_rows) cache->append(k.view(), v.view());
     return y;
@@ -634,7 +660,14 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     const Tensor q = project_heads(x, query_, config_.heads, query_norm_);
     Tensor attended = detail::scratch_tensor(q.shape());
     prefill_kernel(q.view(), kv.keys(), kv.values(), kv.lengths(), false, mask, attended.view());
-    return output(attended);
+    Tensor y = output(attended);
+    detail::require_finite_output("cached_attention: cross-attention", y, [&] { return weights_and(x); });
+    return y;
+}
+
+std::string CachedAttention::weights_and(const Tensor &input) const {
+    return detail::magnitudes(input, {{"the query projection", &query_}, {"the key projection", &key_},
+                                      {"the value projection", &value_}, {"the output projection", &output_}});
 }
 
 }  // namespace hattn

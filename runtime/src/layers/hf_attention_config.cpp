@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "hf_rope.h"
 #include "hattn/error.h"
+#include "quoted.h"
 
 namespace hattn::detail {
 
@@ -83,10 +85,14 @@ struct ModelType {
     bool rope_theta_stated = false;   // OLMo 3: transformers' default moved (1e4, then 5e5)
     bool query_pre_attn_scalar = false;  // scores scaled by query_pre_attn_scalar^-1/2 (Gemma 2, 3)
     bool attention_multiplier = false;   // scores scaled by attention_multiplier, default 1 (Granite)
-    // Reads attn_logit_softcapping (Gemma 2, 3), whose class default is default_softcap (none:
+    // Reads attn_logit_softcapping (Gemma 2), whose class default is default_softcap (none:
     // no cap) where the key is missing; a null one is none.
     bool reads_softcap = false;
     std::optional<double> default_softcap;
+    // A key the model's config states and its attention never reads (Gemma 3's
+    // attn_logit_softcapping): ignored as transformers ignores it, and why, for `hattn inspect`.
+    const char *unused_key = nullptr;
+    const char *unused_because = nullptr;
     bool cohere = false;              // use_qk_norm as below
     // use_qk_norm: a LayerNorm without bias of each head's q and k, each head its own weights
     // (Cohere, as Command R+ states; Cohere2's attention has none, so a stated one is refused).
@@ -172,7 +178,9 @@ const std::vector<ModelType> &model_types() {
             t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.rope_theta = 1e6;
             t.qk_norm = Span::EachHead, t.gemma3 = t.sliding_layers_unscaled = t.reads_bidirectional = true;
             t.sliding_pattern = 6;
-            t.query_pre_attn_scalar = true, t.reads_softcap = true;
+            t.query_pre_attn_scalar = true;
+            t.unused_key = "attn_logit_softcapping";
+            t.unused_because = "transformers' Gemma3Attention stores it and never applies it";
         }),
         type("cohere", [](ModelType &t) { t.cohere = t.pairs_in_place = true, t.per_head_layer_norms = true; }),
         type("cohere2", [](ModelType &t) {
@@ -306,7 +314,7 @@ const ModelType &model_type_of(const ConfigReader &c) {
         if (type == t.name) return t;
         known += std::string(known.empty() ? "" : ", ") + t.name;
     }
-    throw Error(c.source() + ": model_type '" + type + "' is not supported by cached_attention (" + known + ")");
+    throw Error(c.source() + ": model_type " + detail::quoted(type) + " is not supported by cached_attention (" + known + ")");
 }
 
 std::string str(double v) { return std::to_string(v); }
@@ -399,8 +407,8 @@ std::optional<std::string> stated_layer_type(const ConfigReader &c, const ModelT
     require(layer < static_cast<int64_t>(types->size()),
             src + ": layer_types lists " + std::to_string(types->size()) + " layers, not layer " + str(layer));
     const std::string &type = (*types)[layer];
-    require(type == special || type == "full_attention", src + ": layer_types[" + str(layer) + "] '" + type +
-                                                             "' is not supported for " + t.name + " (" + special +
+    require(type == special || type == "full_attention", src + ": layer_types[" + str(layer) + "] " + detail::quoted(type) +
+                                                             " is not supported for " + t.name + " (" + special +
                                                              ", full_attention)");
     return type;
 }
@@ -550,6 +558,15 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     }
 }
 
+// Whether the layers of this config read differently by their index.
+bool layers_differ(const ConfigReader &c, const ModelType &t) {
+    // EXAONE 4 with a null window: every layer full and rotating, whatever its index.
+    const bool windowless =
+        t.full_layers_rope == ModelType::FullLayersRope::NoneWhileWindowed && c.states_null("sliding_window");
+    const bool qwen_slides = t.qwen_windows && c.get_bool("use_sliding_window", false);
+    return (t.sliding_pattern && !windowless) || t.nope_layers || qwen_slides;
+}
+
 void read_window(const ConfigReader &c, const ModelType &t, bool layer_slides, CachedAttentionConfig &cfg) {
     const std::string src = c.source();
     std::optional<int64_t> window;
@@ -598,10 +615,7 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     check_qwen_windows(c, t, qwen_slides);
     std::optional<bool> slides;
     bool rotates = true;
-    // EXAONE 4 with a null window: every layer full and rotating, whatever its index.
-    using FullLayersRope = ModelType::FullLayersRope;
-    const bool windowless = t.full_layers_rope == FullLayersRope::NoneWhileWindowed && c.states_null("sliding_window");
-    if ((t.sliding_pattern && !windowless) || t.nope_layers || qwen_slides) {
+    if (layers_differ(c, t)) {
         const int64_t index = layer_index(c, t, layer);
         if (t.nope_layers) rotates = layer_rotates(c, t, index);
         // SmolLM3 slides its layers without RoPE where use_sliding_window and sliding_window say so.
@@ -611,7 +625,7 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
             read_llama4_layer(c, t, index, rotates, cfg);
         } else {
             slides = layer_slides(c, t, index, nope_slides);
-            if (!*slides && t.full_layers_rope != FullLayersRope::Rotate) rotates = false;
+            if (!*slides && t.full_layers_rope != ModelType::FullLayersRope::Rotate) rotates = false;
         }
     }
     read_rope(c, t, slides, rotates, cfg);
@@ -657,6 +671,28 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         cfg.score_softcap = softcap;
     }
     return cfg;
+}
+
+int64_t hugging_face_layer_period(const ConfigReader &config) {
+    const ConfigReader c = text_model_config(config);
+    const ModelType &t = model_type_of(c);
+    if (!layers_differ(c, t)) return 1;
+    if (c.has("layer_types")) return 0;
+    int64_t period = 1;
+    if (t.nope_layers) {
+        const auto rotates = c.get_optional_int_list("no_rope_layers");
+        if (rotates && !(t.llama4 && rotates->empty())) return 0;
+        period = c.get_int("no_rope_layer_interval", 4);
+    }
+    if (t.sliding_pattern) period = std::lcm(period, c.get_int("sliding_window_pattern", t.sliding_pattern));
+    return period > 0 ? period : 0;  // (not positive: refused when a layer is read)
+}
+
+std::vector<std::string> hugging_face_unused_keys(const ConfigReader &config) {
+    const ConfigReader c = text_model_config(config);
+    const ModelType &t = model_type_of(c);
+    if (!t.unused_key || !c.has(t.unused_key)) return {};
+    return {std::string(t.unused_key) + " is ignored: " + t.unused_because};
 }
 
 }  // namespace hattn::detail

@@ -9,6 +9,7 @@
 #include "hf_rope.h"
 #include "hattn/error.h"
 #include "hattn/kernels/attention.h"
+#include "quoted.h"
 
 namespace hattn {
 
@@ -42,6 +43,16 @@ Tensor identity_grouped(int64_t P, int64_t dh) {
 LatentAttentionConfig LatentAttentionConfig::cca(const ConfigReader &c, bool grouped) {
     const std::string src = c.source();
     const std::string p = grouped ? "ccgqa_" : "cca_";
+    // The seed's keys of both modules (a CCA config may carry CCGQA's keys, and the reverse).
+    std::vector<std::string> known{"hidden_size", "num_heads", "mode", "use_bitnet", "dropout", "rope_base",
+                                   "cca_latent_rank", "ccgqa_query_latent_rank", "ccgqa_kv_latent_rank",
+                                   "ccgqa_num_kv_heads"};
+    for (const char *prefix : {"cca_", "ccgqa_"}) {
+        for (const char *key : {"num_conv_layers", "conv_kernel_seq", "conv_kernel_ch", "qk_mean", "value_shift"}) {
+            known.push_back(std::string(prefix) + key);
+        }
+    }
+    c.refuse_likely_typos(known);
     LatentAttentionConfig cfg;
     cfg.hidden = c.get_int("hidden_size");
     cfg.heads = c.get_int("num_heads");
@@ -105,7 +116,7 @@ LatentAttentionConfig LatentAttentionConfig::cca(const ConfigReader &c, bool gro
     }
     const std::string mode = c.get_string("mode", "encoder");
     require(mode == "encoder" || mode == "decoder",
-            [&] { return src + ": mode must be encoder or decoder, got '" + mode + "'"; });
+            [&] { return src + ": mode must be encoder or decoder, got " + detail::quoted(mode); });
     cfg.causal = mode == "decoder";
     cfg.bitnet = c.get_bool("use_bitnet", false);
     cfg.rope_base = c.get_number("rope_base", 10000.0);
@@ -371,6 +382,10 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
     out_.apply(TensorView(attended.data(), {B, S, H * dh}), y.view());
+    detail::require_finite_output("latent attention", y, [&] {
+        return detail::magnitudes(x, {{"the qk projection", &qk_}, {"the value projection", &value_},
+                                      {"the delayed value projection", &value_delayed_}, {"the output projection", &out_}});
+    });
     if (!state) return y;
 
     // Everything succeeded: the new tokens become part of the state.

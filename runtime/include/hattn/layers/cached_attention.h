@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hattn/config.h"
 #include "hattn/kernels/attention.h"
@@ -44,9 +45,8 @@ struct CachedAttentionConfig {
     std::optional<int64_t> sliding_window;
     // Self-attention's query at position p sees the keys j <= p (causal), or every key of its
     // sequence, later ones too (false: an encoder's bidirectional attention, EmbeddingGemma's
-    // use_bidirectional_attention). A query sees the keys its call and the earlier ones bring, so
-    // a prompt fed in pieces differs from one pass where a layer is not causal (as in transformers);
-    // a decode step sees what a causal one sees. Not with attention_chunk.
+    // use_bidirectional_attention). Such a layer has no prefill/decode split: it takes no cache and
+    // no decode step, and refuses them. Not with attention_chunk.
     bool causal = true;
     // Hugging Face configs only (Llama 4's attention_chunk_size, on its layers with RoPE): the query
     // at position p sees the keys j <= p of its own chunk of this many positions, j / C == p / C.
@@ -113,6 +113,16 @@ struct CachedAttentionConfig {
     // index (sliding or full, with RoPE or without) needs the second form.
     static CachedAttentionConfig from(const ConfigReader &config);
     static CachedAttentionConfig from(const ConfigReader &config, int64_t layer);
+    // The layer the weights' prefix names ("model.layers.N.self_attn."): the second form where the
+    // prefix names one and the config is a Hugging Face one, else the first.
+    static CachedAttentionConfig from(const ConfigReader &config, const Weights &weights);
+    // What a Hugging Face config states that its model's attention ignores on purpose, as
+    // transformers does (Gemma 3's attn_logit_softcapping): a line each, naming the key and why.
+    static std::vector<std::string> unused_keys(const ConfigReader &config);
+    // How a model's layers differ by index where a rule says it: p where every p-th layer (p - 1,
+    // 2p - 1, ...) reads otherwise than the others, so layer i reads as layer i % p; 1 where every
+    // layer reads alike (a seed config too); 0 where a list says it (layer_types, no_rope_layers).
+    static int64_t layer_period(const ConfigReader &config);
 
     // Throws Error naming the field if this config describes no layer (sizes, windows, scales,
     // norms). The constructor calls it, so a config built by hand is checked like a read one;
@@ -135,7 +145,7 @@ public:
     // whatever the capacity (fewer where the capacity is smaller); a layer that attends in chunks
     // of C tokens, likewise with W = C (a query sees at most the C - 1 keys before it). A call
     // whose tokens its rows cannot take (a prompt longer than them) attends over a temporary copy
-    // of the kept and new tokens, as large as the call.
+    // of the kept and new tokens, as large as the call. A bidirectional layer (causal false) refuses.
     KVCache make_cache(int64_t batch, int64_t capacity) const;
     // How far back truncate_to can take a sliding-window layer's cache from make_cache, from the
     // length an append left (speculative decoding's rejected tokens); a cache of its own
@@ -159,6 +169,7 @@ public:
     Tensor self_attention(const Tensor &x, KVCache *cache = nullptr, const MaskView *mask = nullptr) const;
 
     // One token per sequence (x_t [B, 1, E]) through the cache, with the split-KV decode kernel.
+    // A bidirectional layer refuses it, and a cache given to self_attention or forward.
     Tensor decode_step(const Tensor &x_t, KVCache &cache) const;
 
     // Keys and values of a static context [B, Sk, E] (no RoPE), computed once.
@@ -210,6 +221,10 @@ private:
     // LongRoPE's long one, or dynamic NTK's of the call's own base; else the layer's.
     std::shared_ptr<const RopeTable> rope_table(int64_t first, int64_t end) const;
     void check_input(const Tensor &x, const char *what) const;
+    // Where an output overflowed: the input's largest magnitude and the largest weight, named.
+    std::string weights_and(const Tensor &input) const;
+    // A bidirectional layer refuses a cache: a query would miss the keys of later calls.
+    void require_causal_for_cache() const;
     // How far back a query reaches where a window or chunk bounds it, its own key included: the
     // window W (a bidirectional window reaches as far forward too), or the chunk C (a query sees
     // its chunk's keys up to itself); none otherwise. A sliding cache keeps the keys it reaches.
