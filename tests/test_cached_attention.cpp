@@ -97,6 +97,31 @@ TEST(CachedAttentionDecode, NonFiniteInputIsRefusedAndChangesNothing) {
               "cached_attention: value input: element 7 is NaN; inputs must be finite");
 }
 
+// Finite input or weights can overflow float32 inside the layer (the fast-math kernels then give
+// NaN): the output is checked, and the call refused with where it first appeared, the cache unchanged.
+TEST(CachedAttentionDecode, AnOverflowIsRefusedAndChangesNothing) {
+    TestLayer t(Shape4{64, 4, 2, 16, true, 10000.0});
+    double divergence = 1;
+    for (const std::string &message : testing::overflowing_input_messages(stateful(*t.layer), 64, 53, divergence)) {
+        testing::expect_contains(message, "cached_attention: the output overflowed float32 (element 0 is");
+        testing::expect_contains(message, "it first appears in the query projection or its RoPE; the input's largest "
+                                          "magnitude is 3e+38, the largest weight");
+    }
+    EXPECT_LE(divergence, 1e-6);
+    // One weight of 3e38, in the value projection.
+    std::map<std::string, Tensor> tensors = t.tensors;
+    tensors["value_projection.weight"].data()[5] = 3e38f;
+    testing::TempDir dir;
+    write_safetensors(dir.file("w.safetensors"), tensors);
+    const CachedAttention huge(t.layer->config(), Weights::open(dir.file("w.safetensors")));
+    KVCache cache = huge.make_cache(2, 4);
+    // (v itself stays below float32's largest value; the products after it overflow.)
+    testing::expect_contains(testing::error_message([&] { huge.self_attention(testing::random_tensor({2, 3, 64}, 54), &cache); }),
+                             "it first appears in the attention or the output projection; the input's largest magnitude "
+                             "is 0.996319, the largest weight 3e+38 (in the value projection)");
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>(2, 0));
+}
+
 TEST(CachedAttentionDecode, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
     for (Shape4 shape : {Shape4{64, 4, 4, 16, true, 10000.0}, Shape4{96, 6, 2, 16, false, 10000.0}}) {
         TestLayer t(shape);

@@ -342,6 +342,20 @@ TEST(DsaAttention, SharedIndicesAreUsedAndBoundsChecked) {
         << shared_indices_error(layer, x, short_one);
 }
 
+// An input of 3e38 overflows float32 in the projections (squared in the norms): the call is refused,
+// naming where, and the state goes on as if it had not been made.
+TEST(DsaAttention, AnOverflowIsRefusedAndKeepsTheState) {
+    const DsaAttention layer = make_layer(small_config(4));
+    DsaState state = layer.make_state(2, 8), clean = layer.make_state(2, 8);
+    const std::string message = testing::error_message(
+        [&] { layer.prefill(Tensor({2, 2, 64}, std::vector<float>(4 * 64, 3e38f)), state); });
+    testing::expect_contains(message, "glm_dsa: the output overflowed float32 (element 0 is NaN)");
+    testing::expect_contains(message, "the input's largest magnitude is 3e+38, the largest weight");
+    EXPECT_EQ(state.lengths(), std::vector<int32_t>(2, 0));
+    const Tensor prompt = testing::random_tensor({2, 3, 64}, 26);
+    EXPECT_LE(testing::relative_l2(layer.prefill(prompt, state), layer.prefill(prompt, clean)), 1e-6);
+}
+
 TEST(DsaAttention, FullCacheThrowsAndKeepsTheState) {
     DsaAttention layer = make_layer(small_config(4));
     DsaState state = layer.make_state(1, 3);

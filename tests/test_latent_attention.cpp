@@ -312,6 +312,16 @@ TEST(LatentState, NonFiniteInputIsRefusedAndChangesNothing) {
     EXPECT_LE(divergence, 1e-6);
 }
 
+TEST(LatentState, AnOverflowIsRefusedAndChangesNothing) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
+    double divergence = 1;
+    for (const std::string &message : testing::overflowing_input_messages(stateful(*layer.layer), 64, 45, divergence)) {
+        testing::expect_contains(message, "latent attention: the output overflowed float32 (element 0 is");
+        testing::expect_contains(message, "the input's largest magnitude is 3e+38, the largest weight");
+    }
+    EXPECT_LE(divergence, 1e-6);
+}
+
 TEST(LatentAttentionThreads, OneLayerServesThreadsThatEachHaveAState) {
     SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true);
     EXPECT_LE(testing::shared_by_threads_error(stateful(*layer.layer), 128, 42), 1e-6);

@@ -12,6 +12,7 @@
 
 #include "hattn/error.h"
 #include "hattn/npy.h"
+#include "support/errors.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -53,24 +54,8 @@ std::string read_bytes(const std::string &path) {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-std::string error_message(const std::function<void()> &action) {
-    try {
-        action();
-    } catch (const hattn::Error &e) {
-        EXPECT_TRUE(e.is_invalid_input());
-        const std::string message = e.what();
-        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-        return message;
-    }
-    ADD_FAILURE() << "expected hattn::Error";
-    return "";
-}
-
-void expect_contains(const std::string &text, const std::vector<std::string> &parts) {
-    for (const std::string &part : parts) {
-        EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
-    }
-}
+using hattn::testing::error_message;
+using hattn::testing::expect_contains_all;
 
 TEST_F(NpyTest, RoundTripsF32) {
     const Tensor t({2, 3}, {1.5f, -2.0f, 0.0f, 1e-38f, 3.0f, -7.25f});
@@ -111,7 +96,7 @@ TEST_F(NpyTest, ReadsBool) {
     EXPECT_EQ(array.type, NpyArray::Type::Bool);
     EXPECT_EQ(array.shape, (Shape{2, 2}));
     EXPECT_EQ(array.boolean, (std::vector<uint8_t>{1, 0, 0, 1}));
-    expect_contains(error_message([&] { hattn::read_npy_f32(file); }),
+    expect_contains_all(error_message([&] { hattn::read_npy_f32(file); }),
                     {file, "dtype '|b1' is not float32"});
 
     hattn::write_npy_bool(path("w.npy"), {3}, {0, 1, 1});
@@ -183,12 +168,12 @@ TEST_F(NpyTest, RejectsBadFiles) {
         const std::string file = write("bad" + std::to_string(i) + ".npy", cases[i].bytes);
         std::vector<std::string> expected = cases[i].expected;
         expected.push_back(file);
-        expect_contains(error_message([&] { hattn::read_npy(file); }), expected);
+        expect_contains_all(error_message([&] { hattn::read_npy(file); }), expected);
     }
-    expect_contains(error_message([&] { hattn::read_npy(path("absent.npy")); }),
+    expect_contains_all(error_message([&] { hattn::read_npy(path("absent.npy")); }),
                     {path("absent.npy"), "cannot open"});
     std::filesystem::create_directories(path("folder.npy"));
-    expect_contains(error_message([&] { hattn::read_npy(path("folder.npy")); }), {path("folder.npy"), "is a directory"});
+    expect_contains_all(error_message([&] { hattn::read_npy(path("folder.npy")); }), {path("folder.npy"), "is a directory"});
 }
 
 // A file is replaced only once the new array is written whole; a failed write names its cause.
@@ -203,7 +188,7 @@ TEST_F(NpyTest, WritesReplaceWholeOrSayWhy) {
             hattn::write_npy("/dev/full", hattn::Tensor({1}));  // fails only as the file is closed
             ADD_FAILURE() << "writing to /dev/full succeeded";
         } catch (const hattn::Error &e) {
-            expect_contains(e.what(), {"/dev/full", "write failed", std::strerror(ENOSPC)});
+            expect_contains_all(e.what(), {"/dev/full", "write failed", std::strerror(ENOSPC)});
         }
     }
     // A default Tensor has shape [] (one value) and holds none: its file would not read back.

@@ -14,6 +14,7 @@
 #include "hattn/error.h"
 #include "hattn/safetensors.h"
 #include "hattn/safetensors_writer.h"
+#include "support/errors.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -63,24 +64,8 @@ std::string entry(const std::string &name, const std::string &dtype, const std::
            ", \"data_offsets\": [" + std::to_string(begin) + ", " + std::to_string(end) + "]}";
 }
 
-std::string error_message(const std::function<void()> &action) {
-    try {
-        action();
-    } catch (const hattn::Error &e) {
-        EXPECT_TRUE(e.is_invalid_input());
-        const std::string message = e.what();
-        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-        return message;
-    }
-    ADD_FAILURE() << "expected hattn::Error";
-    return "";
-}
-
-void expect_contains(const std::string &text, const std::vector<std::string> &parts) {
-    for (const std::string &part : parts) {
-        EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
-    }
-}
+using hattn::testing::error_message;
+using hattn::testing::expect_contains_all;
 
 uint32_t bits_of(float value) {
     uint32_t bits;
@@ -192,9 +177,9 @@ TEST_F(SafetensorsTest, WeightsPrefixLookup) {
     EXPECT_EQ(weights.get("w", {2}).values(), (std::vector<float>{1, 2}));
     EXPECT_EQ(weights.names(), (std::vector<std::string>{"model.layer.w", "other"}));
 
-    expect_contains(error_message([&] { weights.get("missing"); }),
+    expect_contains_all(error_message([&] { weights.get("missing"); }),
                     {path, "tensor 'model.layer.missing' not found"});
-    expect_contains(error_message([&] {
+    expect_contains_all(error_message([&] {
                         weights.get("w", {1, 2});
                     }),
                     {path, "tensor 'model.layer.w' has shape [2], expected [1, 2]"});
@@ -227,7 +212,7 @@ TEST_F(SafetensorsTest, ALayerPrefixNamesItsIndex) {
     EXPECT_EQ(index("model.sublayers.3."), std::nullopt);
     EXPECT_EQ(index("model.layers.x.self_attn."), std::nullopt);
     EXPECT_EQ(index("model.layers.999999999.self_attn."), 999999999);
-    expect_contains(
+    expect_contains_all(
         error_message([&] { index("model.layers.99999999999999999999.self_attn."); }),
         {"'model.layers.99999999999999999999.self_attn.'", "layer index 99999999999999999999 is too large"});
 }
@@ -247,22 +232,22 @@ TEST_F(SafetensorsTest, WeightsFromShardedIndex) {
     EXPECT_EQ(weights.get("b", {2}).values(), (std::vector<float>{1.0f, 3.140625f}));
     EXPECT_EQ(weights.get("c").values(), std::vector<float>{5});
     EXPECT_EQ(weights.names().size(), 3u);
-    expect_contains(error_message([&] { weights.get("d"); }), {index, "'m.d' not found"});
+    expect_contains_all(error_message([&] { weights.get("d"); }), {index, "'m.d' not found"});
 }
 
 TEST_F(SafetensorsTest, ShardedIndexErrorsNameTheIndex) {
     const std::string bad_json = write("a.safetensors.index.json", "{\"weight_map\": ");
-    expect_contains(error_message([&] { Weights::open(bad_json); }), {bad_json, "invalid JSON"});
+    expect_contains_all(error_message([&] { Weights::open(bad_json); }), {bad_json, "invalid JSON"});
     const std::string no_map = write("b.safetensors.index.json", "{\"metadata\": {}}");
-    expect_contains(error_message([&] { Weights::open(no_map); }), {no_map, "weight_map"});
+    expect_contains_all(error_message([&] { Weights::open(no_map); }), {no_map, "weight_map"});
     const std::string missing_shard =
         write("c.safetensors.index.json", R"({"weight_map": {"x": "absent.safetensors"}})");
-    expect_contains(error_message([&] { Weights::open(missing_shard); }),
+    expect_contains_all(error_message([&] { Weights::open(missing_shard); }),
                     {missing_shard, "absent.safetensors", "cannot open"});
     write("s.safetensors", blob("{" + entry("y", "F32", "[1]", 0, 4) + "}", f32_bytes({1})));
     const std::string wrong_shard =
         write("d.safetensors.index.json", R"({"weight_map": {"x": "s.safetensors"}})");
-    expect_contains(error_message([&] { Weights::open(wrong_shard); }),
+    expect_contains_all(error_message([&] { Weights::open(wrong_shard); }),
                     {wrong_shard, "'x'", "does not contain it"});
     // A shard outside the index's folder is refused, though the file exists and holds the tensor.
     std::filesystem::create_directories(dir_.file("nested"));
@@ -281,26 +266,26 @@ TEST_F(SafetensorsTest, ShardedIndexErrorsNameTheIndex) {
 
 TEST_F(SafetensorsTest, RejectsTruncatedFiles) {
     const std::string tiny = write("tiny.safetensors", "abc");
-    expect_contains(error_message([&] { SafetensorsFile::open(tiny); }),
+    expect_contains_all(error_message([&] { SafetensorsFile::open(tiny); }),
                     {tiny, "3 bytes", "too short"});
 
     const std::string header = "{" + entry("w", "F32", "[2]", 0, 8) + "}";
     const std::string cut_header =
         write("cut_header.safetensors", blob(header, "").substr(0, 8 + header.size() / 2));
-    expect_contains(error_message([&] { SafetensorsFile::open(cut_header); }),
+    expect_contains_all(error_message([&] { SafetensorsFile::open(cut_header); }),
                     {cut_header, "header length", "exceeds the file size"});
 
     const std::string cut_data = write("cut_data.safetensors", blob(header, f32_bytes({1})));
-    expect_contains(error_message([&] { SafetensorsFile::open(cut_data); }),
+    expect_contains_all(error_message([&] { SafetensorsFile::open(cut_data); }),
                     {cut_data, "tensor 'w'", "past the end of the file"});
 
     const std::string absurd =
         write("absurd.safetensors", std::string("\x00\x00\x00\x10\x00\x00\x00\x00", 8) + "{}");
-    expect_contains(error_message([&] { SafetensorsFile::open(absurd); }),
+    expect_contains_all(error_message([&] { SafetensorsFile::open(absurd); }),
                     {absurd, "header length 268435456", "not a safetensors file"});
 
     const std::string missing = dir_.file("missing.safetensors");
-    expect_contains(error_message([&] { SafetensorsFile::open(missing); }),
+    expect_contains_all(error_message([&] { SafetensorsFile::open(missing); }),
                     {missing, "cannot open"});
 }
 
@@ -341,7 +326,7 @@ TEST_F(SafetensorsTest, RejectsLyingHeaders) {
                                        blob(cases[i].header, std::string(16, '\0')));
         std::vector<std::string> expected = cases[i].expected;
         expected.push_back(path);
-        expect_contains(error_message([&] { SafetensorsFile::open(path); }), expected);
+        expect_contains_all(error_message([&] { SafetensorsFile::open(path); }), expected);
     }
 }
 
@@ -370,7 +355,7 @@ TEST_F(SafetensorsTest, MissingTensor) {
         write("x.safetensors", blob("{" + entry("w", "F32", "[1]", 0, 4) + "}", f32_bytes({1})));
     const SafetensorsFile file = SafetensorsFile::open(path);
     EXPECT_EQ(file.find("nope"), nullptr);
-    expect_contains(error_message([&] { file.load("nope"); }), {path, "tensor 'nope' not found"});
+    expect_contains_all(error_message([&] { file.load("nope"); }), {path, "tensor 'nope' not found"});
 }
 
 // What the reader would refuse is refused before a byte is written; a failed write says why and
@@ -395,7 +380,7 @@ TEST_F(SafetensorsTest, TheWriterWritesOnlyWhatTheReaderReads) {
             hattn::write_safetensors("/dev/full", {{"a", Tensor({1})}});
             ADD_FAILURE() << "writing to /dev/full succeeded";
         } catch (const hattn::Error &e) {
-            expect_contains(e.what(), {"/dev/full", "write failed", std::strerror(ENOSPC)});
+            expect_contains_all(e.what(), {"/dev/full", "write failed", std::strerror(ENOSPC)});
         }
     }
 }

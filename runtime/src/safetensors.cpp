@@ -232,12 +232,15 @@ SafetensorsFile SafetensorsFile::open(const std::string &path) {
 
     nlohmann::json header;
     try {
-        header = detail::parse_json(file.map_ + 8, file.map_ + file.data_start_, path, {max_tensors + 1, "tensors"});
+        header = detail::parse_json(file.map_ + 8, file.map_ + file.data_start_, path, {max_tensors + 1, "header keys"});
     } catch (const nlohmann::json::parse_error &e) {
         fail(path,
              "header is not valid JSON (error at header byte " + std::to_string(e.byte) + ")");
     }
     if (!header.is_object()) fail(path, "header is not a JSON object");
+    if (header.size() - header.contains("__metadata__") > max_tensors) {
+        fail(path, "more than " + std::to_string(max_tensors) + " tensors, the limit");
+    }
 
     // Listed as their data lie in the file (the header's keys come sorted by name).
     for (const auto &[name, entry] : header.items()) {

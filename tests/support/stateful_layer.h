@@ -63,21 +63,20 @@ double continuous_batching_error(const StatefulLayer<State> &layer, int64_t E, u
     return worst;
 }
 
-// A decode step whose input holds a NaN and a prefill whose input holds an infinity are refused,
-// naming the first bad element, and the state goes on as if neither call had been made: returns
-// the two messages, and in `divergence` the difference from a state that never saw them.
+// A decode step on `step` [2, 1, E] and a prefill of `prompt` [2, S, E], after a prompt of 3
+// tokens, must both be refused and leave the state as if neither call had been made: returns the
+// two messages ("(no error)" where one was not refused), and in `divergence` the difference from
+// a state that never saw them.
 template <typename State>
-std::vector<std::string> non_finite_input_messages(const StatefulLayer<State> &layer, int64_t E, uint32_t seed,
-                                                   double &divergence) {
-    const Tensor prompt = random_tensor({2, 3, E}, seed), step = random_tensor({2, 1, E}, seed + 1);
+std::vector<std::string> refused_call_messages(const StatefulLayer<State> &layer, const Tensor &step, const Tensor &prompt,
+                                               uint32_t seed, double &divergence) {
+    const int64_t E = step.dim(2);
+    const Tensor first = random_tensor({2, 3, E}, seed), next = random_tensor({2, 1, E}, seed + 1);
     State state = layer.make_state(2, 8), clean = layer.make_state(2, 8);
-    layer.prefill(prompt, state);
-    layer.prefill(prompt, clean);
-    Tensor bad_step = step, bad_prompt = random_tensor({2, 2, E}, seed + 2);
-    bad_step.data()[E + 5] = std::nanf("");
-    bad_prompt.data()[3] = std::numeric_limits<float>::infinity();
+    layer.prefill(first, state);
+    layer.prefill(first, clean);
     std::vector<std::string> messages;
-    for (auto [x, call] : {std::pair{&bad_step, &layer.decode_step}, {&bad_prompt, &layer.prefill}}) {
+    for (auto [x, call] : {std::pair{&step, &layer.decode_step}, {&prompt, &layer.prefill}}) {
         try {
             (*call)(*x, state);
             messages.push_back("(no error)");
@@ -86,8 +85,28 @@ std::vector<std::string> non_finite_input_messages(const StatefulLayer<State> &l
         }
     }
     EXPECT_EQ(state.lengths(), clean.lengths());
-    divergence = relative_l2(layer.decode_step(step, state), layer.decode_step(step, clean));
+    divergence = relative_l2(layer.decode_step(next, state), layer.decode_step(next, clean));
     return messages;
+}
+
+// A decode step whose input holds a NaN and a prefill whose input holds an infinity.
+template <typename State>
+std::vector<std::string> non_finite_input_messages(const StatefulLayer<State> &layer, int64_t E, uint32_t seed,
+                                                   double &divergence) {
+    Tensor bad_step = random_tensor({2, 1, E}, seed + 1), bad_prompt = random_tensor({2, 2, E}, seed + 2);
+    bad_step.data()[E + 5] = std::nanf("");
+    bad_prompt.data()[3] = std::numeric_limits<float>::infinity();
+    return refused_call_messages(layer, bad_step, bad_prompt, seed, divergence);
+}
+
+// Finite input that overflows float32 in the layer: a decode step whose input is -3e38 throughout,
+// and a prefill whose input is 3e38 throughout.
+template <typename State>
+std::vector<std::string> overflowing_input_messages(const StatefulLayer<State> &layer, int64_t E, uint32_t seed,
+                                                    double &divergence) {
+    const Tensor huge_step({2, 1, E}, std::vector<float>(2 * E, -3e38f));
+    const Tensor huge_prompt({2, 2, E}, std::vector<float>(4 * E, 3e38f));
+    return refused_call_messages(layer, huge_step, huge_prompt, seed, divergence);
 }
 
 // Threads share the layer, each with a state of its own, and each runs prefill then decode steps
