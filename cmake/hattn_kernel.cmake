@@ -1,18 +1,16 @@
 # hattn_kernel(NAME GENERATOR gen [PARAMS k=v ...])
 #
-# Declares one kernel and builds every variant of it from the generator `gen`:
-#   hattn_<NAME>_x86       multi-target x86-64 library (HATTN_X86_TARGETS), linked on x86 hosts
-#   hattn_<NAME>_x86_auto  Adams2019-autoscheduled, one AVX-512 target, linked on x86 hosts
-#   hattn_<NAME>_x86_mullapudi  the same target, Mullapudi2016-autoscheduled
-#   hattn_<NAME>_x86_tuned the same target, with the schedule scripts/tune committed for the kernel
-#                          (only where schedules/autotuned/<NAME>.schedule.h exists)
-#   hattn_<NAME>_arm_<v>   one library per AArch64 variant, with assembly beside it
-#   hattn_<NAME>_<api>     one GPU library per HATTN_GPU_APIS entry (cuda, opencl), linked on x86
-#                          hosts; CUDA also leaves its assembly (the PTX is embedded) and stmt beside it
-#   hattn_<NAME>_<api>_rows, hattn_<NAME>_<api>_small_tiles  the GPU prefill's other schedules
-#                          (GPU_ROWS_PARAMS, GPU_SMALL_TILES_PARAMS below)
-# Each library's function has the library's name. Variants share one runtime per family
-# (hattn_halide_runtime_<family>, see hattn_add_runtimes).
+# Declares one kernel and builds every variant of it from the generator `gen`. A variant is a
+# platform and a schedule, its family `<platform>_<schedule>`, its library and function
+# hattn_<NAME>_<family>:
+#   platforms  x86 (a multi-target library of HATTN_X86_TARGETS, or one AVX-512 target for the
+#              autoschedulers), arm_<v> (one per AArch64 variant, with assembly beside it), cuda and
+#              opencl (HATTN_GPU_APIS; CUDA also leaves its assembly, the PTX, and stmt beside it)
+#   schedules  hand (schedules/), adams2019 and mullapudi2016 (Halide's autoschedulers, x86 only),
+#              tuned (what scripts/tune committed, where schedules/autotuned/<NAME>.schedule.h
+#              exists), rows and small_tiles (the GPU prefill's other hand schedules)
+# Their names are those of ScheduleChoice (runtime/include/hattn/kernel_table.h). Variants share
+# one Halide runtime per CPU architecture (hattn_halide_runtime_<x86|arm>, see hattn_add_runtimes).
 #
 # With HATTN_PREBUILT_KERNELS set to another build's generators/ folder, nothing is generated: the
 # libraries that build made are imported. The ASan build and the AArch64 cross build use this, so
@@ -108,10 +106,10 @@ function(_hattn_library LIB)
     endif ()
 endfunction()
 
-# Records a built variant for the kernel table that `hattn info` prints.
-function(_hattn_record_variant KERNEL FUNCTION FAMILY TARGETS)
+# Records a built variant for the kernel table (runtime/CMakeLists.txt generates it).
+function(_hattn_record_variant KERNEL PLATFORM SCHEDULE TARGETS)
     string(REPLACE ";" "," targets "${TARGETS}")
-    set_property(GLOBAL APPEND PROPERTY HATTN_VARIANTS "${KERNEL}|${FUNCTION}|${FAMILY}|${targets}")
+    set_property(GLOBAL APPEND PROPERTY HATTN_VARIANTS "${KERNEL}|${PLATFORM}|${SCHEDULE}|${targets}")
 endfunction()
 
 # Records an assembly check for tests/asm: FILE must hold a line matching REGEX.
@@ -121,11 +119,11 @@ endfunction()
 
 # One single-target x86 library of the kernel hattn_kernel() is declaring (its NAME, common
 # arguments and libs), scheduled by the autoscheduler plugin SCHEDULER.
-macro(_hattn_x86_autoscheduled FAMILY SCHEDULER)
-    set(lib hattn_${NAME}_${FAMILY})
+macro(_hattn_x86_autoscheduled SCHEDULE SCHEDULER)
+    set(lib hattn_${NAME}_x86_${SCHEDULE})
     _hattn_library(${lib} ${common} TARGETS ${HATTN_X86_AUTOSCHEDULE_TARGET} AUTOSCHEDULER ${SCHEDULER}
                    USE_RUNTIME hattn_halide_runtime_x86)
-    _hattn_record_variant(${NAME} ${lib} ${FAMILY} "${HATTN_X86_AUTOSCHEDULE_TARGET}")
+    _hattn_record_variant(${NAME} x86 ${SCHEDULE} "${HATTN_X86_AUTOSCHEDULE_TARGET}")
     list(APPEND libs ${lib})
 endmacro()
 
@@ -133,17 +131,17 @@ endmacro()
 #              [GPU_SMALL_TILES_PARAMS k=v ...] [X86_TARGETS t ...] [ARM_VARIANTS v ...]
 #              [ASM_CHECKS where regex ...] [NO_MULLAPUDI])
 #   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
-#   GPU_ROWS_PARAMS  params of the thread-per-row GPU schedule per API (family <api>_rows), which
+#   GPU_ROWS_PARAMS  params of the thread-per-row GPU schedule per API (schedule rows), which
 #                 `--schedule rows` runs instead, and the runtime where no block tiles fit
-#   GPU_SMALL_TILES_PARAMS  params of smaller block tiles per API (family <api>_small_tiles), for
+#   GPU_SMALL_TILES_PARAMS  params of smaller block tiles per API (schedule small_tiles), for
 #                 devices that allow a block too little shared memory for GPU_PARAMS' tiles
 #   X86_TARGETS   the multi-target list (default HATTN_X86_TARGETS), most specific first
 #   ARM_VARIANTS  AArch64 variants to build (default HATTN_ARM_VARIANTS; `none` for none); the
 #                 runtime chooses among them
-#   ASM_CHECKS    pairs of (x86 | arm_<variant>) and a regex its assembly must match; x86 checks
+#   ASM_CHECKS    pairs of (x86 | arm_<variant>) and a regex its hand-scheduled assembly must match; x86 checks
 #                 compile the first X86 target once more, single-target, to read its assembly.
 #                 Default: `fmla v*.4s` in arm_plain. The CUDA PTX is always checked for sm_80.
-#   NO_MULLAPUDI  no x86_mullapudi variant, for a generator Mullapudi2016 fails on
+#   NO_MULLAPUDI  no x86_mullapudi2016 variant, for a generator Mullapudi2016 fails on
 function(hattn_kernel NAME)
     cmake_parse_arguments(ARG "NO_MULLAPUDI" "GENERATOR"
                           "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;GPU_SMALL_TILES_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS"
@@ -167,31 +165,31 @@ function(hattn_kernel NAME)
     set(libs "")
 
     if (NOT HATTN_TARGET_IS_ARM)
-        set(lib hattn_${NAME}_x86)
+        set(lib hattn_${NAME}_x86_hand)
         _hattn_library(${lib} ${common} TARGETS ${ARG_X86_TARGETS}
                        USE_RUNTIME hattn_halide_runtime_x86)
-        _hattn_record_variant(${NAME} ${lib} x86 "${ARG_X86_TARGETS}")
+        _hattn_record_variant(${NAME} x86 hand "${ARG_X86_TARGETS}")
         list(APPEND libs ${lib})
 
-        _hattn_x86_autoscheduled(x86_auto Halide::Adams2019)
+        _hattn_x86_autoscheduled(adams2019 Halide::Adams2019)
         if (NOT ARG_NO_MULLAPUDI)
-            _hattn_x86_autoscheduled(x86_mullapudi Halide::Mullapudi2016)
+            _hattn_x86_autoscheduled(mullapudi2016 Halide::Mullapudi2016)
         endif ()
         hattn_tuned_autoscheduler(${NAME} tuned)
         if (tuned)
-            _hattn_x86_autoscheduled(x86_tuned ${tuned})
+            _hattn_x86_autoscheduled(tuned ${tuned})
         endif ()
     endif ()
 
     foreach (variant IN LISTS ARG_ARM_VARIANTS)
-        set(lib hattn_${NAME}_arm_${variant})
+        set(lib hattn_${NAME}_arm_${variant}_hand)
         if (HATTN_PREBUILT_KERNELS AND NOT HATTN_TARGET_IS_ARM)
             continue()  # the default build compiled and checked it
         endif ()
         _hattn_library(${lib} ${common} TARGETS ${HATTN_ARM_TARGET_${variant}}
                        ASSEMBLY asm USE_RUNTIME hattn_halide_runtime_arm)
         if (HATTN_TARGET_IS_ARM)
-            _hattn_record_variant(${NAME} ${lib} arm_${variant} "${HATTN_ARM_TARGET_${variant}}")
+            _hattn_record_variant(${NAME} arm_${variant} hand "${HATTN_ARM_TARGET_${variant}}")
             list(APPEND libs ${lib})
         endif ()
     endforeach ()
@@ -205,7 +203,7 @@ function(hattn_kernel NAME)
                 add_halide_library(${lib} ${common} TARGETS ${first} ASSEMBLY asm
                                    USE_RUNTIME hattn_halide_runtime_x86)
             else ()
-                set(lib hattn_${NAME}_${where})
+                set(lib hattn_${NAME}_${where}_hand)
             endif ()
             _hattn_asm_check(${lib} "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s" "${regex}")
         endwhile ()
@@ -213,23 +211,20 @@ function(hattn_kernel NAME)
 
     if (HATTN_BUILD_GPU AND NOT HATTN_TARGET_IS_ARM)
         foreach (api IN LISTS HATTN_GPU_APIS)
-            set(lib hattn_${NAME}_${api})
             set(outputs "")
             if (api STREQUAL "cuda" AND NOT HATTN_PREBUILT_KERNELS)
                 set(outputs ASSEMBLY asm STMT stmt)
-                _hattn_asm_check(${lib} "${CMAKE_CURRENT_BINARY_DIR}/${lib}.s" "\\.target sm_80")
+                _hattn_asm_check(hattn_${NAME}_${api}_hand "${CMAKE_CURRENT_BINARY_DIR}/hattn_${NAME}_${api}_hand.s"
+                                 "\\.target sm_80")
             endif ()
-            _hattn_library(${lib} ${common} ${ARG_GPU_PARAMS} TARGETS ${HATTN_GPU_TARGET_${api}} ${outputs}
-                           USE_RUNTIME hattn_halide_runtime_x86)
-            _hattn_record_variant(${NAME} ${lib} ${api} "${HATTN_GPU_TARGET_${api}}")
-            list(APPEND libs ${lib})
-            foreach (second IN ITEMS rows small_tiles)
-                string(TOUPPER "GPU_${second}_PARAMS" params)
-                if (ARG_${params})
-                    set(lib hattn_${NAME}_${api}_${second})
+            set(ARG_GPU_HAND_PARAMS ${ARG_GPU_PARAMS})
+            foreach (schedule IN ITEMS hand rows small_tiles)
+                string(TOUPPER "GPU_${schedule}_PARAMS" params)
+                if (schedule STREQUAL "hand" OR ARG_${params})
+                    set(lib hattn_${NAME}_${api}_${schedule})
                     _hattn_library(${lib} ${common} ${ARG_${params}} TARGETS ${HATTN_GPU_TARGET_${api}}
                                    ${outputs} USE_RUNTIME hattn_halide_runtime_x86)
-                    _hattn_record_variant(${NAME} ${lib} ${api}_${second} "${HATTN_GPU_TARGET_${api}}")
+                    _hattn_record_variant(${NAME} ${api} ${schedule} "${HATTN_GPU_TARGET_${api}}")
                     list(APPEND libs ${lib})
                 endif ()
             endforeach ()

@@ -25,7 +25,7 @@ set(HATTN_ARM_TARGET_dotprod arm-64-linux-arm_dot_prod)
 set(HATTN_X86_VNNI_TARGET
     x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake-avx512_cannonlake-avx512_sapphirerapids)
 
-# GPU variants, one library per API, with the same schedules (schedules/cuda/ maps loops to
+# GPU variants, one library per API, with the same schedules (schedules/gpu/ maps loops to
 # blocks and threads, which Halide lowers for either API). CUDA (Ampere and newer, so the H200 too)
 # is the product; OpenCL is the same GPU code path run by any OpenCL driver, which lets machines
 # without an NVIDIA GPU test device placement and residency (CI uses PoCL on the CPU). The host side

@@ -7,6 +7,7 @@
 
 #include "Halide.h"
 #include "generators/common/chunked_attention.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -42,3 +43,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(AttentionDecode)

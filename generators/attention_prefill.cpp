@@ -11,9 +11,8 @@ void AttentionPrefill::configure() {
 }
 
 void AttentionPrefill::generate() {
-    const schedules::PrefillTile tile = schedules::prefill_tile(get_target());
-    const int T = query_tile > 0 ? int(query_tile) : tile.queries;
-    attention = std::make_unique<ChunkedAttention>(T, key_chunk, tile.keys);
+    const schedules::PrefillTile tile = schedules::prefill_tile(get_target(), tiles);
+    attention = std::make_unique<ChunkedAttention>(tile.queries, tile.key_chunk, tile.key_step);
     ChunkedAttention &a = *attention;
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;

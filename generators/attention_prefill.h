@@ -6,16 +6,20 @@
 
 #include "Halide.h"
 #include "generators/common/chunked_attention.h"
+#include "kernel_contract.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
 class AttentionPrefill : public Halide::Generator<AttentionPrefill> {
 public:
-    // Tile sizes the algorithm is written in terms of; schedules pick them per target. A query
-    // tile of 0 is the schedule family's choice (schedules::prefill_tile), because the
-    // sub-targets of one multi-target library are generated with the same parameters.
-    GeneratorParam<int> query_tile{"query_tile", 0};
-    GeneratorParam<int> key_chunk{"key_chunk", 256};
+    // The tiles the algorithm is written in terms of (queries sharing each chunk of keys) are the
+    // schedule family's (schedules::prefill_tile); a GPU's come in the kinds its variants take.
+    GeneratorParam<kernel_contract::GpuPrefillTileKind> tiles{"tiles",
+                                                              kernel_contract::GpuPrefillTileKind::Block,
+                                                              {{"block", kernel_contract::GpuPrefillTileKind::Block},
+                                                               {"small", kernel_contract::GpuPrefillTileKind::Small},
+                                                               {"rows", kernel_contract::GpuPrefillTileKind::Rows}}};
     GeneratorParam<bool> masked{"masked", false};
 
     Input<Buffer<float>> q{"q", 5};              // (D, g, Hkv, Sq, B)
@@ -47,3 +51,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(AttentionPrefill)

@@ -18,7 +18,8 @@
 #pragma once
 
 #include "Halide.h"
-#include "generators/common/kernel_contract.h"
+#include "kernel_contract.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -46,3 +47,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(BitLinear)

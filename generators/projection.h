@@ -6,7 +6,8 @@
 #pragma once
 
 #include "Halide.h"
-#include "generators/common/kernel_contract.h"
+#include "kernel_contract.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -52,3 +53,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(Projection)

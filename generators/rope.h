@@ -8,6 +8,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -28,3 +29,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(Rope)

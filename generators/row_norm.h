@@ -6,6 +6,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -28,3 +29,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(RowNorm)

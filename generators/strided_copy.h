@@ -5,6 +5,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -20,3 +21,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(StridedCopy)

@@ -9,7 +9,7 @@
 #include <regex>
 #include <sstream>
 
-#include "generators/common/kernel_contract.h"
+#include "kernel_contract.h"
 #include "support/variants.h"
 
 namespace hattn {
@@ -60,7 +60,7 @@ TEST_P(GpuPrefillSharedMemory, TheContractsBoundCoversEveryLaunch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiles, GpuPrefillSharedMemory,
-                         ::testing::Values(TileFamily{"cuda", kernel_contract::gpu_prefill_tiles},
+                         ::testing::Values(TileFamily{"cuda_hand", kernel_contract::gpu_prefill_tiles},
                                            TileFamily{"cuda_small_tiles", kernel_contract::gpu_prefill_small_tiles}),
                          [](const auto &info) { return std::string(info.param.family); });
 

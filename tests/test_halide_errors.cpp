@@ -31,20 +31,20 @@ TEST(HalideErrors, BecomeOneHattnError) {
 // Halide's bounds check fails, and that is the caller's choice of schedule, not a fault of hattn's.
 TEST(HalideErrors, AnAutoscheduleGivenASmallerShapeRefusesIt) {
     struct Restore {
-        ~Restore() { set_schedule_choice(ScheduleChoice::Manual); }
+        ~Restore() { set_schedule_choice(ScheduleChoice::Hand); }
     } restore;
-    set_schedule_choice(ScheduleChoice::Autoscheduled);
+    set_schedule_choice(ScheduleChoice::Adams2019);
     const Tensor q({1, 16, 4, 16}), k({1, 4, 16, 16}), v({1, 4, 16, 16});
     Tensor out({1, 16, 4, 16});
     const std::vector<int32_t> lengths{16};
     try {
         attention_prefill(q.view(), k.view(), v.view(), lengths, 0.25f, true, nullptr, out.view());
         // Where the autoscheduled variant cannot run (a capped ISA, ARM), the hand-written one did.
-        EXPECT_NE(last_variant_run("attention_prefill"), "x86_auto");
+        EXPECT_NE(last_variant_run("attention_prefill"), "x86_adams2019");
     } catch (const Error &e) {
-        EXPECT_EQ(last_variant_run("attention_prefill"), "x86_auto");
+        EXPECT_EQ(last_variant_run("attention_prefill"), "x86_adams2019");
         EXPECT_TRUE(e.is_invalid_input()) << e.what();
-        EXPECT_NE(std::string(e.what()).find("attention_prefill: its autoscheduled variant (x86_auto) does not cover "
+        EXPECT_NE(std::string(e.what()).find("attention_prefill: its autoscheduled variant (x86_adams2019) does not cover "
                                              "this shape"),
                   std::string::npos)
             << e.what();

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "generators/common/kernel_contract.h"
+#include "kernel_contract.h"
 #include "hattn/error.h"
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"

@@ -48,21 +48,10 @@ std::string test_name(const ::testing::TestParamInfo<VariantTarget> &info) {
     return name;
 }
 
-// The schedule choice that runs a family: every single-target x86 family but the hand-written
-// one is autoscheduled, and checked at its generator's estimates.
-ScheduleChoice choice_for(const std::string &family) {
-    if (family == "x86_auto") return ScheduleChoice::Autoscheduled;
-    if (family == "x86_mullapudi") return ScheduleChoice::Mullapudi2016;
-    if (family == "x86_tuned") return ScheduleChoice::Tuned;
-    if (family == "cuda_rows" || family == "opencl_rows") return ScheduleChoice::GpuRows;
-    if (family == "cuda_small_tiles" || family == "opencl_small_tiles") return ScheduleChoice::GpuSmallTiles;
-    return ScheduleChoice::Manual;
-}
-
-// The GPU API a family runs on, or the CPU.
-Device device_of(const std::string &family) {
-    if (family.rfind("cuda", 0) == 0) return Device::CUDA;
-    if (family.rfind("opencl", 0) == 0) return Device::OpenCL;
+// The GPU API a platform is, or the CPU.
+Device device_of(const std::string &platform) {
+    if (platform == "cuda") return Device::CUDA;
+    if (platform == "opencl") return Device::OpenCL;
     return Device::CPU;
 }
 
@@ -70,20 +59,20 @@ Device device_of(const std::string &family) {
 // ran and matched).
 std::string run_forced(const KernelVariant &v, size_t index, const testing::KernelCheck &check) {
     const KernelTarget &target = v.targets[index];
-    const ScheduleChoice choice = choice_for(v.family);
-    const bool autoscheduled = choice == ScheduleChoice::Autoscheduled || choice == ScheduleChoice::Mullapudi2016 ||
-                               choice == ScheduleChoice::Tuned;
-    set_schedule_choice(choice);
-    set_device(device_of(v.family));
+    // The autoscheduled variants are checked at their generators' estimates.
+    const bool autoscheduled = v.schedule == ScheduleChoice::Adams2019 || v.schedule == ScheduleChoice::Mullapudi2016 ||
+                               v.schedule == ScheduleChoice::Tuned;
+    set_schedule_choice(v.schedule);
+    set_device(device_of(v.platform));
     // AArch64 chooses in C++: the plain variant runs where dotprod is disabled.
-    set_arm_dotprod_enabled(v.family != "arm_plain");
+    set_arm_dotprod_enabled(v.platform != "arm_plain");
     if (autoscheduled && !check.at_estimates) return "kernel " + v.kernel + " has no check at its estimates";
     double error;
     {
         testing::ForcedTarget forced(target);
         error = autoscheduled ? check.at_estimates() : check.relative_error();
     }
-    set_schedule_choice(ScheduleChoice::Manual);
+    set_schedule_choice(ScheduleChoice::Hand);
     set_arm_dotprod_enabled(true);
     set_device(Device::CPU);
     if (last_variant_run(v.kernel) != v.family) {
@@ -123,12 +112,12 @@ TEST(KernelVariantsSetup, EveryKernelHasACheck) {
 // runs the hand-written variant instead of failing.
 TEST(KernelVariantsSetup, AChoiceTheKernelLacksRunsTheHandWrittenVariant) {
     for (const KernelVariant &v : kernel_variants()) {
-        if (v.family != "x86") continue;
+        if (v.family != "x86_hand") continue;
         if (testing::has_variant(v.kernel, "x86_tuned")) continue;
         set_schedule_choice(ScheduleChoice::Tuned);
         const double error = testing::kernel_checks().at(v.kernel).relative_error();
-        set_schedule_choice(ScheduleChoice::Manual);
-        EXPECT_EQ(last_variant_run(v.kernel), "x86");
+        set_schedule_choice(ScheduleChoice::Hand);
+        EXPECT_EQ(last_variant_run(v.kernel), "x86_hand");
         EXPECT_LE(error, testing::kernel_checks().at(v.kernel).tolerance);
         return;  // one kernel shows it
     }
@@ -141,7 +130,7 @@ TEST_P(KernelVariants, RunsTheForcedSubTargetAndMatchesReference) {
     const KernelVariant &v = *GetParam().variant;
     const KernelTarget &target = v.targets[GetParam().index];
     if (!can_use_target(target)) GTEST_SKIP() << "this CPU cannot run " << target.name;
-    if (device_of(v.family) != Device::CPU) HATTN_SKIP_WITHOUT_DEVICE(device_of(v.family));
+    if (device_of(v.platform) != Device::CPU) HATTN_SKIP_WITHOUT_DEVICE(device_of(v.platform));
     auto check = testing::kernel_checks().find(v.kernel);
     ASSERT_NE(check, testing::kernel_checks().end()) << "kernel " << v.kernel << " has no check";
 

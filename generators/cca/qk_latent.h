@@ -19,6 +19,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -54,3 +55,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(CcaQkLatent)

@@ -95,8 +95,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         max(chunk_max(qi, hg, c, qt, hk, b), substitute(j, rj, s));
 
     // in.fast_exp: Halide's polynomial (about 2^-18 relative error; the golden cases stay under
-    // 1e-6; it took x86 prefill at D = 32 from 257 to 264 GFLOP/s), or the target's own. Below -87
-    // it would underflow into nonsense, and exp there is 0 to float precision anyway.
+    // 1e-6; faster than exp: docs/perf/log.md, "Prefill: the running merge with one state per query
+    // row"), or the target's own. Below -87 it would underflow into nonsense, and exp there is 0 to
+    // float precision anyway.
     const Expr shifted = max(s - chunk_max(qi, hg, c, qt, hk, b), -87.0f);
     prob(qi, hg, j, c, qt, hk, b) = select(visible, in.fast_exp(shifted), 0.0f);
     chunk_sum(qi, hg, c, qt, hk, b) = 0.0f;

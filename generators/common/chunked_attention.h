@@ -26,8 +26,8 @@
 // Soft-capping (Gemma 2) bounds each scaled score s to softcap * tanh(s / softcap) before the
 // mask and the softmax. tanh is written with exp (Halide 14 vectorises exp, and calls the scalar
 // libm tanhf per lane). Schedules can specialise `score` on has_softcap, so that calls
-// without it pay nothing for it. (The autoscheduled variants cannot specialise; they measured level with it, see
-// docs/perf/log.md.)
+// without it pay nothing for it. (The autoscheduled variants cannot specialise; they measured level
+// with it: docs/perf/log.md, "The autoscheduled variants and soft-capping".)
 #pragma once
 
 #include <functional>

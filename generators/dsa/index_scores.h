@@ -6,6 +6,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -29,3 +30,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(DsaIndexScores)

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "schedules/scheduled.h"
 
 namespace hattn {
 
@@ -43,3 +44,5 @@ public:
 };
 
 }  // namespace hattn
+
+HATTN_SCHEDULED(DsaSparseAttention)

@@ -369,7 +369,8 @@ DeviceCopy copy_on_device(const ConstTensorView &src, const TensorView &dst) {
     launch_on_device(name, device, {from.raw_buffer(), to.raw_buffer()}, [&] {
         dst_bound = !to.raw_buffer()->host_dirty();
         if (kernel_buffers) {
-            check_halide_status(strided_copy_kernel()(from.raw_buffer(), to.raw_buffer()), "strided_copy");
+            check_halide_status(kernel_function<kernels::strided_copy>()(from.raw_buffer(), to.raw_buffer()),
+                                kernels::strided_copy::name);
         } else {
             check_halide_status(halide_buffer_copy(nullptr, from.raw_buffer(), device_interface(device), to.raw_buffer()),
                                 "copy on device");

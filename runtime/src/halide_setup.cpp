@@ -100,10 +100,12 @@ void check_halide_status(int status, const char *kernel) {
     // failure there is hattn's. The autoschedulers' schedules assume extents no smaller than the
     // estimates they were searched at (their tiles are not guarded): a smaller shape is outside what
     // the variant the caller chose can run.
-    const std::string family = family_chosen_on_this_thread(kernel);
-    const bool autoscheduled = family == "x86_auto" || family == "x86_mullapudi" || family == "x86_tuned";
+    const KernelVariant *variant = variant_chosen_on_this_thread(kernel);
+    const bool autoscheduled = variant && (variant->schedule == ScheduleChoice::Adams2019 ||
+                                           variant->schedule == ScheduleChoice::Mullapudi2016 ||
+                                           variant->schedule == ScheduleChoice::Tuned);
     if (status == halide_error_code_access_out_of_bounds && autoscheduled) {
-        throw Error(std::string(kernel) + ": its autoscheduled variant (" + family +
+        throw Error(std::string(kernel) + ": its autoscheduled variant (" + variant->family +
                     ") does not cover this shape, below the sizes it was searched at: " + message);
     }
     throw Error(std::string(kernel) + " kernel failed: " + message, Error::Kind::Internal);

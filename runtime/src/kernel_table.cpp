@@ -7,12 +7,40 @@
 #endif
 
 #include <atomic>
+#include <utility>
 
 namespace hattn {
 
 namespace {
+
 std::atomic<bool> dotprod_enabled{true};
+
+// The one table of schedule names.
+constexpr std::pair<ScheduleChoice, const char *> schedules[] = {
+    {ScheduleChoice::Hand, "hand"},   {ScheduleChoice::Adams2019, "adams2019"}, {ScheduleChoice::Mullapudi2016, "mullapudi2016"},
+    {ScheduleChoice::Tuned, "tuned"}, {ScheduleChoice::Rows, "rows"},           {ScheduleChoice::SmallTiles, "small_tiles"}};
+
 }  // namespace
+
+const char *schedule_name(ScheduleChoice schedule) {
+    for (const auto &[choice, name] : schedules) {
+        if (choice == schedule) return name;
+    }
+    return "?";
+}
+
+std::optional<ScheduleChoice> schedule_named(const std::string &name) {
+    for (const auto &[choice, known] : schedules) {
+        if (name == known) return choice;
+    }
+    return std::nullopt;
+}
+
+std::string schedule_names() {
+    std::string names;
+    for (const auto &[choice, name] : schedules) names += (names.empty() ? "" : ", ") + std::string(name);
+    return names;
+}
 
 void set_arm_dotprod_enabled(bool enabled) { dotprod_enabled = enabled; }
 

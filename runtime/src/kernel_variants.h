@@ -1,98 +1,60 @@
-// Which compiled variant of each kernel runs: the one place that names the generated functions.
+// Which compiled variant of each kernel runs. The kernels, their variants and the types of their
+// functions come from the kernel table (kernel_functions.h, generated from generators/kernels.cmake).
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
-struct halide_buffer_t;
+#include "halide_call.h"
+#include "hattn/kernel_table.h"
+#include "kernel_functions.h"  // generated: a struct per kernel in hattn::detail::kernels
 
 namespace hattn::detail {
 
-// (x, weight, bias, clip, y)
-using ProjectionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
-                                 halide_buffer_t *);
-ProjectionKernel projection_kernel();
-ProjectionKernel projection_gemv_kernel();  // for calls with few rows (see project())
-
-// (x, cos_table, sin_table, start, y)
-using RopeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                           halide_buffer_t *, halide_buffer_t *);
-RopeKernel rope_kernel();
-RopeKernel rope_interleaved_kernel();
-
-// (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, softcap,
-//  has_softcap, out)
-using AttentionPrefillKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                                       halide_buffer_t *, int32_t, float, bool, halide_buffer_t *, bool,
-                                       float, bool, halide_buffer_t *);
-// On a GPU, head dims whose block tiles need more shared memory a block than the device allows run
-// the small block tiles; head dims without block tiles (kernel_contract.h), or whose small tiles
-// do not fit either, run the rows schedule.
-AttentionPrefillKernel attention_prefill_kernel(int64_t head_dim);
 // The shared (CUDA) or local (OpenCL) memory a block may take on the device kernels run on, in
 // bytes, set when each API is probed (OpenCL: the least of its devices'); 0 where unknown.
 inline std::atomic<int64_t> cuda_shared_bytes_per_block{0}, opencl_local_bytes_per_block{0};
 // Why the GPU prefill's block tiles, and its small block tiles, cannot run this head dim on a
-// device allowing a block shared_bytes (0: unknown, taken as enough); "" where they can.
+// device allowing a block shared_bytes (0: unknown, taken as enough); "" where they can. On a GPU,
+// head dims whose block tiles do not fit run the small tiles; head dims without block tiles
+// (kernel_contract.h), or whose small tiles do not fit either, run the rows schedule.
 struct GpuPrefillFit {
     std::string tiles_refused, small_tiles_refused;
 };
 GpuPrefillFit gpu_prefill_fit(int64_t head_dim, int64_t shared_bytes);
-// (q, k_cache, v_cache, kv_len, longest_visible, scale, causal, sinks, has_sinks, softcap,
-//  has_softcap, mask, out)
-using AttentionPrefillMaskedKernel = int (*)(halide_buffer_t *, halide_buffer_t *,
-                                             halide_buffer_t *, halide_buffer_t *, int32_t, float, bool,
-                                             halide_buffer_t *, bool, float, bool, halide_buffer_t *,
-                                             halide_buffer_t *);
-AttentionPrefillMaskedKernel attention_prefill_masked_kernel(int64_t head_dim);
-// (q, k_cache, v_cache, kv_len, first_key, longest_visible, scale, sinks, has_sinks, softcap,
-//  has_softcap, out)
-using AttentionDecodeKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                                      halide_buffer_t *, halide_buffer_t *, int32_t, float, halide_buffer_t *, bool,
-                                      float, bool, halide_buffer_t *);
-// On a GPU, head dims past kernel_contract::gpu_decode_max_head_dim are refused, saying so.
-AttentionDecodeKernel attention_decode_kernel(int64_t head_dim);
+// The same on the current device (nothing refused on the CPU).
+GpuPrefillFit prefill_fit(int64_t head_dim);
 
-// (qk, conv0_w, conv0_b, conv1_w, conv1_b, key_scale, cos, sin, start, qk_mean, norm_eps, q, k)
-using CcaQkLatentKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                                  halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                                  halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, bool, float,
-                                  halide_buffer_t *, halide_buffer_t *);
-CcaQkLatentKernel cca_qk_latent_kernel();
+// The index in kernel_variants() of the variant of `kernel` to run now (variant_to_run), recorded
+// as this thread's choice and as the last run (last_variant_run).
+size_t choose_variant(const std::string &kernel, const GpuPrefillFit &fit = {});
 
-// (x, weight_scale, xq, xq_sum, row_scale)
-using BitLinearQuantizeKernel = int (*)(halide_buffer_t *, float, halide_buffer_t *, halide_buffer_t *,
-                                        halide_buffer_t *);
-BitLinearQuantizeKernel bitlinear_quantize_kernel();
-// (xq, packed, correction, row_scale, y)
-using BitLinearKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                                halide_buffer_t *);
-// (iq, ik, head_w, kv_len, scale, scores)
-using DsaIndexScoresKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                                     float, halide_buffer_t *);
-DsaIndexScoresKernel dsa_index_scores_kernel();
-// (q, keys, values, indices, scale, out)
-using DsaSparseAttentionKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                                         halide_buffer_t *, float, halide_buffer_t *);
-DsaSparseAttentionKernel dsa_sparse_attention_kernel();
-DsaSparseAttentionKernel dsa_sparse_attention_shared_kernel();  // keys and values of one head
+// The function to run now of Kernel, a struct of kernel_functions.h:
+// kernel_function<kernels::projection>().
+template <typename Kernel>
+typename Kernel::Fn kernel_function(const GpuPrefillFit &fit = {}) {
+    return Kernel::functions[choose_variant(Kernel::name, fit) - Kernel::first];
+}
 
-// (in, out): copy_into's strided device copies (strided_copy.h)
-using StridedCopyKernel = int (*)(halide_buffer_t *, halide_buffer_t *);
-StridedCopyKernel strided_copy_kernel();
+// Calls the variant of Kernel chosen now on the current device: run_kernel<kernels::rope>(...).
+template <typename Kernel, typename... Args>
+void run_kernel(Args... args) {
+    call_kernel(Kernel::name, kernel_function<Kernel>(), args...);
+}
+// The same for a GPU prefill kernel, whose schedule depends on the head dim's fit.
+template <typename Kernel, typename... Args>
+void run_prefill_kernel(int64_t head_dim, Args... args) {
+    call_kernel(Kernel::name, kernel_function<Kernel>(prefill_fit(head_dim)), args...);
+}
 
-// (x, weight, bias, eps, y)
-using RowNormKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, halide_buffer_t *);
-RowNormKernel rms_norm_kernel();
-RowNormKernel layer_norm_kernel();
-
-// The family ("x86", "x86_auto", ...) of the variant this thread last chose for `kernel`, or "".
-std::string family_chosen_on_this_thread(const std::string &kernel);
+// The variant this thread last chose for `kernel`, or null.
+const KernelVariant *variant_chosen_on_this_thread(const std::string &kernel);
 
 struct BitLinearChoice {
     const char *name;
-    BitLinearKernel kernel;
+    kernels::bitlinear_s8s8::Fn kernel;
     bool u8s8;  // the u8 x s8 form (codes Wq + 1, corrected by sum_k xq)
 };
 // u8 x s8 where its VNNI sub-target can run (x86), else s8 x s8; integer_dot_form() overrides.

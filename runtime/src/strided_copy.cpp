@@ -58,7 +58,7 @@ void copy_with_kernel(const ConstTensorView &src, const TensorView &dst) {
     require(src.shape == dst.shape, "strided copy: the views' shapes differ");
     auto buffers = copy_kernel_buffers(src, dst);
     require(buffers.has_value(), "strided copy: these views are not the kernel's (one run, or over 4 dims)");
-    call_kernel("strided_copy", strided_copy_kernel(), buffers->first.raw_buffer(), buffers->second.raw_buffer());
+    run_kernel<kernels::strided_copy>(buffers->first.raw_buffer(), buffers->second.raw_buffer());
 }
 
 }  // namespace hattn::detail

@@ -7,7 +7,7 @@ namespace hattn::schedules::arm {
 
 // NEON has 32 registers of 4 floats: a 32-query tile is 8 vectors, which QK takes 2 keys at a time
 // (16 accumulators), and PV keeps 16 accumulators.
-PrefillTile prefill_tile(const Halide::Target &) { return {32, 2}; }
+PrefillTile prefill_tile(const Halide::Target &) { return {32, 256, 2}; }
 
 void schedule(AttentionPrefill &g, const Halide::Target &t) {
     cpu::PrefillCpuTiles tiles;

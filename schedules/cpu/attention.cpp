@@ -72,14 +72,14 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
 // probabilities for the tile's queries and a broadcast of each of its V values, the way QK reads
 // K. The chunk's keys go in blocks outside the tiles, so a block's probabilities and the V lines
 // its D slices share stay in L1 (rows of D vectors re-read the whole chunk's V from L2 per row
-// tile, and ran at 60% of QK's rate).
+// tile: docs/perf/log.md, "Causal prefill on the AVX2 machine").
 void schedule_prefill_pv(ChunkedAttention &a, const LoopLevel &chunk, const Target &t,
                          PrefillCpuTiles tiles) {
     const int vec = t.natural_vector_size<float>();
     const int values_per_step = std::max(1, tiles.accumulators / tiles.query_vectors);
     // 128 keys' probabilities (32 KB at 64 queries) and V lines (128 per D slice) fit a 48 KB L1
-    // together. Each block loads and stores the tile's accumulators once: on the Zen 5 EPYC 128
-    // ran 2% faster than 64 at D = 64 and 128 (level at D = 32), and 256 was slower.
+    // together, and each block loads and stores the tile's accumulators once: 128 ran faster than
+    // 64 and 256 (docs/perf/log.md, "Prefill: the running merge with one state per query row").
     const int keys_per_block = 128;
     Var qo("qo"), qv("qv"), qg("qg"), qr("qr"), dt("dt"), dv("dv");
     RVar rjo("rjo"), rji("rji");
@@ -124,8 +124,9 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, PrefillCpu
     a.q_tile.compute_at(tile).reorder_storage(a.qi, a.d, a.hg).vectorize(a.qi, vec, TailStrategy::GuardWithIf);
     // The running merge of the tile (Merge::RunningRows); its chunk loop (bounded by causality)
     // holds the chunk stages. Stored queries-fastest like the chunk outputs and the softmax pieces
-    // it merges. The channel loop is scalar, so LLVM branches to channel 0's exp: the merge took
-    // 1.5% of a D = 128 prefill, where the per-element Running form took 8.4% (two exps each).
+    // it merges. The channel loop is scalar, so LLVM branches to channel 0's exp: one exp per row
+    // and chunk, where the per-element Running form takes two per element (docs/perf/log.md,
+    // "Prefill: the running merge with one state per query row").
     const RVar channel = a.channel_chunk.x, chunk_var = a.channel_chunk.y;
     a.running_rows.compute_at(tile).bound(a.qi, 0, a.T).reorder_storage(a.qi, a.x, a.hg)
         .reorder(a.qi, a.x, a.hg).vectorize(a.qi, vec, TailStrategy::GuardWithIf);
@@ -196,13 +197,13 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     // vector load and keep independent FMA chains in flight, where one head alone waits on a
     // chain of D / vec FMAs. Other groups go one head at a time (the split by 1 gives every
     // branch the `ho` loop that the lanes are computed at). `keys_per_step` key rows go side by
-    // side, sharing each load of the heads' queries (2 ran 1-8% faster than 1 on the AVX-512
-    // Xeon at every group size; 4 ran slower), below the family's `one_key_from_head_dim`.
+    // side, sharing each load of the heads' queries, below the family's `one_key_from_head_dim`
+    // (docs/perf/log.md, "Decode QK and PV tiles").
     const Expr group = out.output_buffer().dim(1).extent();
     RVar rdo("rdo"), rdi("rdi");
     Var lane("lane"), ho("ho"), hi("hi");
     // The zero fill in storage order: heads-fastest, it was a scalar store per score with a
-    // stride of the chunk (7% of a GQA decode in cache).
+    // stride of the chunk (docs/perf/log.md, "Decode QK and PV tiles").
     a.qk.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
     const int lanes_width = lanes_or_natural(tiles.qk_lanes, t);
     a.qk.update().reorder(a.qi, a.hg, a.j).split(a.rd, rdo, rdi, lanes_width, TailStrategy::GuardWithIf);
@@ -222,8 +223,8 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     heads_by(a.qk.update(), 1, tiles.keys_per_step);
     lanes.compute_at(a.qk, ho).reorder_storage(lane, a.hg, a.j).vectorize(lane).unroll(a.hg).unroll(a.j);
     lanes.update().reorder(lane, a.hg, a.j, rdo).vectorize(lane).unroll(a.hg).unroll(a.j);
-    // At a constant head dim the lanes' walk along D unrolls: GQA (g = 4, D = 64, T = 32K) read
-    // the cache 5-8% faster on the Zen 5 EPYC, MHA D = 32 5%, D = 128 within noise.
+    // At a constant head dim the lanes' walk along D unrolls, which read the cache faster at
+    // D = 32 and 64 (docs/perf/log.md, "Decode QK and PV tiles").
     for (int D : fast_head_dims) lanes.update().specialize(a.head_dim == D).unroll(rdo);
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
     schedule_decode_pv(a, chunk, t, tiles, group == 1);

@@ -25,16 +25,14 @@ void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t, int keys) {
     // The dot products as a small GEMM per block: register tiles of 2 vectors of heads x `keys`
     // keys, each over the head dim in order. Each query vector loaded serves every key of the
     // tile and each key value (broadcast) both head vectors; the queries are staged heads-fastest
-    // once per query. (Was a dot product at a time, its 16 lanes summed one by one.) The block's
-    // dot products are stored heads-fastest, as the tiles make them: stored keys-fastest, each
-    // tile's results went out lane by lane (a quarter of the kernel's time). `total`, which does
-    // a 128th of the arithmetic, gathers its vectors of keys instead.
+    // once per query. The block's dot products are stored heads-fastest, as the tiles make them
+    // (stored keys-fastest, each tile's results went out lane by lane); `total`, which does a
+    // 128th of the arithmetic, gathers its vectors of keys instead.
     // In a decode step the keys come from memory (a layer's weights have gone through the caches
-    // since its last step), each once: the key rows of the tile after next are prefetched. (On
-    // x86 Halide 14 prefetches one 64-byte line in every 256 bytes of a row. In the layer's decode
-    // step at T = 32768 the scores' time swung less and was no slower, in cache the same:
-    // docs/perf/log.md. AArch64, untimed, takes both choices, and loads `total`'s strided vectors
-    // of keys lane by lane.)
+    // since its last step), each once: the key rows of the tile after next are prefetched, which
+    // steadied a decode step's scores and cost nothing in cache. AArch64, untimed, takes both
+    // choices, and loads `total`'s strided vectors of keys lane by lane. docs/perf/log.md, "DSA
+    // indexer tiles".
     Func dot_block = g.dot.in(g.total);
     dot_block.compute_at(block)
         .reorder_storage(g.h, g.t)

@@ -24,12 +24,12 @@ void schedule_projection_blocked(Projection &g, const Target &t, ProjectionBlock
 
     const std::vector<Var> x_args = g.x_tiles.args(), w_args = g.weight_panels.args();
     g.x_tiles.compute_root().bound_extent(x_args[0], g.row_tile).unroll(x_args[0]).parallel(x_args[2]);
-    // Packing W transposes it. Read lane by lane down its columns, it took twice the GEMM's own
-    // time at 64 rows (2048 x 2048 W, Zen 4). A block of vec outputs x vec inputs is staged
-    // instead: its rows load as whole vectors, and it is small enough for registers, where LLVM
-    // turns the column reads into shuffles. A panel's vec outputs walk all of k before the next
-    // vec (vec streams of W at a time, not the panel's outputs: 10-13% less time at 129 rows). The
-    // inputs are rounded up to whole blocks (weight_rows clamps).
+    // Packing W transposes it. Read lane by lane down its columns, it took longer than the GEMM
+    // itself at 64 rows. A block of vec outputs x vec inputs is staged instead: its rows
+    // load as whole vectors, and it is small enough for registers, where LLVM turns the column
+    // reads into shuffles. A panel's vec outputs walk all of k before the next vec (vec streams of
+    // W at a time, not the panel's outputs, which ran slower). The inputs are rounded up to whole
+    // blocks (weight_rows clamps). docs/perf/log.md, "x86 projection tiles and blocks".
     Var wko("wko"), wki("wki"), woo("woo"), woi("woi");
     g.weight_panels.compute_root()
         .bound_extent(w_args[0], g.output_tile)
@@ -77,12 +77,13 @@ void schedule_projection_blocked(Projection &g, const Target &t, ProjectionBlock
 }
 
 // A task owns 32 outputs for every row: an output's W row is read from memory once, then from L1
-// for the other rows. Within them a register tile of tile.outputs outputs x tile.rows rows (one
-// row when the call has one) sums vectors of products along k, one accumulator each, so a step
-// loads tile.outputs W vectors and tile.rows x vectors for their product of FMAs, and the tile's
-// accumulators are that many independent chains. Each accumulator's lanes are then summed by a
-// shuffle tree (a vector reduction), not lane by lane: at in = 128 the scalar sums took most of
-// the time.
+// for the other rows, and W is not packed (the GEMM's fixed cost a call), so the runtime takes this
+// variant for calls of few rows (kernel_contract.h; docs/perf/log.md, "Projection gemv crossover").
+// Within them a register tile of tile.outputs outputs x tile.rows rows (one row when the call has
+// one) sums vectors of products along k, one accumulator each, so a step loads tile.outputs W
+// vectors and tile.rows x vectors for their product of FMAs, and the tile's accumulators are that
+// many independent chains. Each accumulator's lanes are then summed by a shuffle tree (a vector
+// reduction), not lane by lane: at in = 128 the scalar sums took most of the time.
 void schedule_projection_gemv(Projection &g, const Target &t, GemvTile tile) {
     const int vec = t.natural_vector_size<float>();
     const TailStrategy guard = TailStrategy::GuardWithIf, round_up = TailStrategy::RoundUp;

@@ -6,7 +6,7 @@
 namespace hattn::schedules::x86 {
 
 // Tiles of 2 vectors of heads x 10 keys on AVX-512: 20 accumulators, which LLVM keeps in registers
-// (with 12 it spilled 4 of them in the inner loop; the prefill's scores ran 5-8% slower).
+// (12 spilled in the inner loop: docs/perf/log.md, "DSA indexer tiles").
 void schedule(DsaIndexScores &g, const Halide::Target &t) {
     cpu::schedule_dsa_index_scores(g, t, t.has_feature(Halide::Target::AVX512) ? 10 : 4);
 }

@@ -5,24 +5,23 @@
 namespace hattn::schedules::x86 {
 
 // AVX-512 has 32 vector registers: a 64-output x 6-row tile keeps 24 accumulators live beside the
-// 4 W vectors and the broadcast x (6 broadcasts and 4 loads per 24 FMAs; 2 vectors x 8 rows needed
-// 10 per 16 and ran at 80-84% of OpenBLAS sgemm, 4 x 6 at 97%). AVX2 and SSE have 16: 3 vectors x
-// 4 rows keeps 12 accumulators, the chains that Zen 2's two FMA pipes of latency 5 need (2 x 4, 8
-// of them, ran 25% slower once x was packed; before, the row addresses' arithmetic hid it).
+// 4 W vectors and the broadcast x (6 broadcasts and 4 loads per 24 FMAs, where 2 vectors x 8 rows
+// needed 10 per 16). AVX2 and SSE have 16: 3 vectors x 4 rows keeps 12 accumulators, the chains
+// that an FMA unit of two pipes of latency 5 needs (2 x 4, 8 of them, ran slower once x was packed;
+// before, the row addresses' arithmetic hid it). docs/perf/log.md, "x86 projection tiles and blocks".
 ProjectionTile projection_tile(const Halide::Target &t) {
     if (t.has_feature(Halide::Target::AVX512)) return {6, 64};
     return {4, 3 * t.natural_vector_size<float>()};
 }
 
-// AVX2 on Zen 2 (32 KB L1d, 512 KB L2): a 24 KB slice of a W panel (256 inputs) in L1, 256 KB of
-// x (256 rows) in L2, blocks of 480 outputs. AVX-512 keeps the W slice at 32 KB (128 inputs of 64
-// outputs); its blocks are sized by the same rule. On a Sapphire Rapids class Xeon (48 KB L1d,
-// 2 MB L2) k slices of 96-192, blocks of 120-480 rows and 512 or 1024 outputs all ran within
-// noise of these (docs/perf/log.md): the tile, not the blocking, sets the rate there.
+// AVX2 blocks for a 32 KB L1d and a 512 KB L2: a 24 KB slice of a W panel (256 inputs) in L1,
+// 256 KB of x (256 rows) in L2, blocks of 480 outputs. AVX-512 keeps the W slice at 32 KB (128
+// inputs of 64 outputs); its blocks are sized by the same rule (with a 48 KB L1d and 2 MB L2 other
+// blockings ran level: the tile, not the blocking, sets the rate there).
 // The gemv's tile: 4 outputs x 4 rows (16 accumulators, 8 loads per 16 FMAs) where there are 32
-// registers; 4 x 2 where there are 16 (8 accumulators beside 4 W vectors and one of x): on AVX2 it
-// was faster than 2 x 4 at 1 to 32 rows but 4 (6% behind there), and 3 x 3 and 4 x 3 (spilling)
-// were slower at every count.
+// registers; 4 x 2 where there are 16 (8 accumulators beside 4 W vectors and one of x), on AVX2 the
+// fastest of the tiles tried at almost every row count (3 x 3 leaves tails, 4 x 3 spills).
+// docs/perf/log.md, "x86 projection tiles and blocks".
 cpu::GemvTile gemv_tile(const Halide::Target &t) {
     return t.has_feature(Halide::Target::AVX512) ? cpu::GemvTile{4, 4} : cpu::GemvTile{4, 2};
 }

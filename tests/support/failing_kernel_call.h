@@ -15,8 +15,8 @@ inline void call_projection_with_bias_of(int64_t bias_size) {
     Tensor x({2, 4}), w({3, 4}), b({bias_size}), y({2, 3});
     auto xb = detail::halide_buffer(x.view()), wb = detail::halide_buffer(w.view());
     auto bb = detail::halide_buffer(b.view()), yb = detail::halide_buffer(y.view());
-    detail::call_kernel("projection", detail::projection_kernel(), xb.raw_buffer(), wb.raw_buffer(), bb.raw_buffer(),
-                        0.0f, yb.raw_buffer());
+    detail::run_kernel<detail::kernels::projection>(xb.raw_buffer(), wb.raw_buffer(), bb.raw_buffer(), 0.0f,
+                                                    yb.raw_buffer());
 }
 
 }  // namespace hattn::testing

@@ -53,18 +53,13 @@ bench::AttentionShape attention_shape(const Args &args, bool decode) {
     return s;
 }
 
-// --schedule: which schedule family runs (for side-by-side runs of the autoschedulers' x86
-// variants, or of the GPU prefill's three schedules; a kernel without the chosen variant runs its
-// hand-written one).
+// --schedule: which schedule runs (for side-by-side runs of the autoschedulers' x86 variants, or
+// of the GPU prefill's three schedules; a kernel without the chosen variant runs its hand-written one).
 ScheduleChoice schedule_from(const Args &args) {
     const std::string name = args.value("--schedule").value_or("hand");
-    if (name == "hand") return ScheduleChoice::Manual;
-    if (name == "adams2019") return ScheduleChoice::Autoscheduled;
-    if (name == "mullapudi2016") return ScheduleChoice::Mullapudi2016;
-    if (name == "tuned") return ScheduleChoice::Tuned;
-    if (name == "rows") return ScheduleChoice::GpuRows;
-    if (name == "small-tiles") return ScheduleChoice::GpuSmallTiles;
-    throw Error("--schedule must be hand, adams2019, mullapudi2016, tuned, rows or small-tiles, got '" + name + "'");
+    const std::optional<ScheduleChoice> schedule = schedule_named(name);
+    require(schedule.has_value(), "--schedule must be one of " + schedule_names() + ", got '" + name + "'");
+    return *schedule;
 }
 
 // The flags of each benchmark: any other is refused, so that a flag meant for another one (--seq for

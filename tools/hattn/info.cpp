@@ -22,16 +22,6 @@ std::string device_status(Device device) {
     return reason.empty() ? "yes" : "no (" + reason + ")";
 }
 
-// The hand-written CPU variant, which runs unless a GPU device or another schedule is chosen:
-// the x86 multi-target library, or on AArch64 the dot-product one where getauxval allows it.
-bool runs_on_the_cpu_by_default(const KernelVariant &v, const std::vector<const KernelVariant *> &all) {
-    if (v.family == "x86") return true;
-    if (v.family == "arm_dotprod") return arm_dotprod_allowed();
-    const bool has_dotprod =
-        std::any_of(all.begin(), all.end(), [](const KernelVariant *o) { return o->family == "arm_dotprod"; });
-    return v.family == "arm_plain" && !(has_dotprod && arm_dotprod_allowed());
-}
-
 std::string padded(const std::string &text, size_t width) { return text + std::string(width - text.size() + 2, ' '); }
 
 }  // namespace
@@ -46,6 +36,7 @@ int info_command(const std::vector<std::string> &argv) {
     out << "CPU features:";
     for (const std::string &f : host_cpu_features()) out << " " << f;
 
+    set_device(Device::CPU);  // the variants that run on the CPU, whatever HATTN_DEVICE says
     std::vector<std::string> kernels;
     std::map<std::string, std::vector<const KernelVariant *>> by_kernel;
     for (const KernelVariant &v : kernel_variants()) {
@@ -55,8 +46,9 @@ int info_command(const std::vector<std::string> &argv) {
     std::vector<std::array<std::string, 3>> rows{{"kernel", "runs on the CPU here", "also built"}};
     for (const std::string &kernel : kernels) {
         std::string runs, others;
+        const KernelVariant &chosen = variant_to_run(kernel);
         for (const KernelVariant *v : by_kernel[kernel]) {
-            if (runs.empty() && runs_on_the_cpu_by_default(*v, by_kernel[kernel])) {
+            if (v == &chosen) {
                 runs = v->family + " (" + selected_target(*v).name + ")";
             } else {
                 others += (others.empty() ? "" : " ") + v->family;

@@ -1,7 +1,7 @@
 // Where kernels run: on the CPU (the default) or on a GPU through CUDA or OpenCL.
 //
 // The device is process-wide, like the thread count: `hattn --device cuda`, HATTN_DEVICE=cuda or
-// set_device(Device::CUDA). On a GPU every kernel runs its GPU variant (schedules/cuda/); tensors
+// set_device(Device::CUDA). On a GPU every kernel runs its GPU variant (schedules/gpu/); tensors
 // stay on the host side of the API, and the runtime copies what a kernel needs. Tensors marked
 // resident (layer weights, KV caches, RoPE tables; Tensor::keep_on_device) keep a device copy
 // across calls, so only what the host changed since the last call is uploaded. Within a layer

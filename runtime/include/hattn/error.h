@@ -38,10 +38,9 @@ inline void require(bool condition, const std::string &message) {
 // The same with the message built only on failure, by message(). The kernels', tensors', caches'
 // and layers' checks build their messages this way (all of them, a layer constructor's too, so that
 // none on a call's path is missed): built eagerly, the lines of a small decode step's checks
-// (allocations, to_string, shape_to_string) took 13 us of the host time of one attention decode
-// call, and 70 to 160 us of a whole layer's decode step (CPU, E = 256, T = 64), more than its
-// kernels. The eager form is left to the loaders (config files and their RoPE parameters, weight
-// files), where messages are few.
+// (allocations, to_string, shape_to_string) took more host time than its kernels (docs/perf/log.md,
+// "Error messages built lazily"). The eager form is left to the loaders (config files and their
+// RoPE parameters, weight files), where messages are few.
 template <typename Message, typename = std::enable_if_t<std::is_invocable_r_v<std::string, Message>>>
 void require(bool condition, Message &&message) {
     if (!condition) throw Error(message());

@@ -2,6 +2,7 @@
 // them (cmake/hattn_targets.cmake), and which of them runs on this machine.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,23 @@ struct KernelTarget {
     std::vector<int> features;
 };
 
+// Which schedule a variant runs: the hand-written schedules (schedules/, the default), Halide's
+// autoschedulers Adams2019 and Mullapudi2016, the schedules scripts/tune found (tuned, for the
+// kernels that have one), and the GPU prefill's other hand schedules: rows (a thread per query row
+// instead of block tiles) and small_tiles (32 query rows a block, not 64).
+enum class ScheduleChoice { Hand, Adams2019, Mullapudi2016, Tuned, Rows, SmallTiles };
+// Each one's name, the one used everywhere (variant families, `hattn bench --schedule`, the
+// libraries): "hand", "adams2019", "mullapudi2016", "tuned", "rows", "small_tiles".
+const char *schedule_name(ScheduleChoice schedule);
+std::optional<ScheduleChoice> schedule_named(const std::string &name);
+std::string schedule_names();  // "hand, adams2019, ..." for messages
+
 struct KernelVariant {
-    std::string kernel;   // "projection"
-    std::string library;  // the library and function name, e.g. "hattn_projection_x86"
-    std::string family;   // "x86" (multi-target), "x86_auto", "arm_plain", ...
+    std::string kernel;    // "projection"
+    std::string library;   // the library and function name: "hattn_" + kernel + "_" + family
+    std::string platform;  // "x86" (multi-target for hand), "arm_plain", "arm_dotprod", "cuda", "opencl"
+    ScheduleChoice schedule;
+    std::string family;    // platform + "_" + schedule_name(schedule): "x86_hand", "cuda_rows", ...
     std::vector<KernelTarget> targets;  // a multi-target library lists its sub-targets in order
 };
 
@@ -36,16 +50,16 @@ const KernelTarget &selected_target(const KernelVariant &variant);
 
 namespace hattn {
 
-// Which schedule family runs where several were built: the hand-written schedules (the default),
-// Adams2019's (x86_auto), Mullapudi2016's (x86_mullapudi) or the ones scripts/tune found
-// (x86_tuned, for the kernels that have one); on a GPU, GpuRows runs the rows schedule of the
-// kernels that have one (<api>_rows: a thread per query row instead of block tiles), and
-// GpuSmallTiles their small block tiles (<api>_small_tiles: 32 query rows a block, not 64).
-// Process-wide; for benchmarks and tests. A variant the device cannot run, or that this kernel
-// lacks, is never chosen: the hand-written one runs instead.
-enum class ScheduleChoice { Manual, Autoscheduled, Mullapudi2016, Tuned, GpuRows, GpuSmallTiles };
+// Which schedule runs where several were built (Hand by default). Process-wide; for benchmarks
+// and tests. A variant the device cannot run, or that a kernel lacks, is never chosen: the
+// hand-written one runs instead.
 void set_schedule_choice(ScheduleChoice choice);
 ScheduleChoice schedule_choice();
+
+// The variant of `kernel` that a call would run now: on the current device, under the schedule
+// choice (and, on AArch64, the dot-product variant where arm_dotprod_allowed()). Throws Error
+// where the device has no variant of it.
+const KernelVariant &variant_to_run(const std::string &kernel);
 
 // AArch64 variants that need the dot-product extension run when getauxval(AT_HWCAP) reports it
 // (Halide 14 cannot tell) and it is not disabled here; tests disable it to run the plain variant.
@@ -58,8 +72,8 @@ enum class IntegerDotForm { Auto, S8S8, U8S8 };
 void set_integer_dot_form(IntegerDotForm form);
 IntegerDotForm integer_dot_form();
 
-// The family ("x86", "x86_auto", "arm_plain", ...) of the variant that last ran `kernel` in this
-// process, or "" if it has not run. Lets tests assert which variant actually ran.
+// The family ("x86_hand", "x86_adams2019", "arm_plain_hand", ...) of the variant that last ran
+// `kernel` in this process, or "" if it has not run. Lets tests assert which variant actually ran.
 std::string last_variant_run(const std::string &kernel);
 
 }  // namespace hattn

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "kernel_contract.h"
 #include "halide_call.h"
+#include "hattn/device.h"
 #include "hattn/error.h"
 #include "kernel_variants.h"
 
@@ -132,7 +134,7 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     const int32_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
-        detail::call_kernel("attention_prefill", detail::attention_prefill_kernel(q.dim(3)), b.q.raw_buffer(),
+        detail::run_prefill_kernel<detail::kernels::attention_prefill>(q.dim(3), b.q.raw_buffer(),
                             b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest, scale, causal,
                             b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
         return;
@@ -155,7 +157,7 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
         {0, static_cast<int32_t>(q.dim(0)), static_cast<int32_t>(Sq * mask->shape[3]), 0}};
     require(mask->data != nullptr, [&] { return "attention mask " + shape_to_string(mask->shape) + " has no data"; });
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
-    detail::call_kernel("attention_prefill_masked", detail::attention_prefill_masked_kernel(q.dim(3)),
+    detail::run_prefill_kernel<detail::kernels::attention_prefill_masked>(q.dim(3),
                         b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
                         scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap,
                         mask_b.raw_buffer(), b.out.raw_buffer());
@@ -188,13 +190,17 @@ void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, 
         first = *first_key;
     }
     if (q.size() == 0) return;
+    require(current_device() == Device::CPU || q.dim(2) <= kernel_contract::gpu_decode_max_head_dim, [&] {
+        return "attention decode: head dim " + std::to_string(q.dim(2)) + " is past the GPU kernel's " +
+               std::to_string(kernel_contract::gpu_decode_max_head_dim) + " (its K tile lives in shared memory); run it on the CPU";
+    });
     // At least 1: the split-KV stage has a chunk (then fully masked) where no query sees a key, as
     // a GPU launch of zero blocks would fail.
     int32_t longest = 1;
     for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - first[s]);
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
-    detail::call_kernel("attention_decode", detail::attention_decode_kernel(q.dim(2)), b.q.raw_buffer(),
+    detail::run_kernel<detail::kernels::attention_decode>(b.q.raw_buffer(),
                         b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), first_b.raw_buffer(), longest,
                         scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
 }

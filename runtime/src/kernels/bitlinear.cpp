@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "generators/common/kernel_contract.h"
+#include "kernel_contract.h"
 #include "halide_call.h"
 #include "hattn/error.h"
 #include "kernel_variants.h"
@@ -77,7 +77,7 @@ void bitlinear(const ConstTensorView &x, const PackedTernary &w, const TensorVie
     Halide::Runtime::Buffer<int8_t> xqb(xq.data(), static_cast<int>(w.in_padded), static_cast<int>(rows));
     Halide::Runtime::Buffer<int32_t> sumb(xq_sum.data(), static_cast<int>(rows));
     Halide::Runtime::Buffer<float> scaleb(row_scale.data(), static_cast<int>(rows));
-    detail::call_kernel("bitlinear_quantize", detail::bitlinear_quantize_kernel(), xb.raw_buffer(), w.scale,
+    detail::run_kernel<detail::kernels::bitlinear_quantize>(xb.raw_buffer(), w.scale,
                         xqb.raw_buffer(), sumb.raw_buffer(), scaleb.raw_buffer());
 
     const detail::BitLinearChoice choice = detail::bitlinear_kernel();

@@ -50,7 +50,7 @@ void cca_qk_latent(const ConstTensorView &qk, const CcaConvWeights &conv, const 
     auto cos_b = detail::halide_buffer(rope.cos()), sin_b = detail::halide_buffer(rope.sin());
     Halide::Runtime::Buffer<int32_t> start_b(const_cast<int32_t *>(rows.data()), static_cast<int>(B));
     auto qb = detail::halide_buffer(q), kb = detail::halide_buffer(k);
-    detail::call_kernel("cca_qk_latent", detail::cca_qk_latent_kernel(), qk_b.raw_buffer(), w0.raw_buffer(),
+    detail::run_kernel<detail::kernels::cca_qk_latent>(qk_b.raw_buffer(), w0.raw_buffer(),
                         b0.raw_buffer(), w1.raw_buffer(), b1.raw_buffer(), scale.raw_buffer(),
                         cos_b.raw_buffer(), sin_b.raw_buffer(), start_b.raw_buffer(), qk_mean, norm_eps,
                         qb.raw_buffer(), kb.raw_buffer());

@@ -34,7 +34,7 @@ void dsa_index_scores(const ConstTensorView &iq, const ConstTensorView &ik, cons
     const TensorView seen = scores.crop(2, 0, visible);
     auto qb = detail::halide_buffer(iq), kb = detail::halide_buffer(ik_seen), wb = detail::halide_buffer(head_w), sb = detail::halide_buffer(seen);
     Halide::Runtime::Buffer<int32_t> lb(const_cast<int32_t *>(kv_len.data()), static_cast<int>(B));
-    detail::call_kernel("dsa_index_scores", detail::dsa_index_scores_kernel(), qb.raw_buffer(), kb.raw_buffer(),
+    detail::run_kernel<detail::kernels::dsa_index_scores>(qb.raw_buffer(), kb.raw_buffer(),
                         wb.raw_buffer(), lb.raw_buffer(), scale, sb.raw_buffer());
 }
 
@@ -69,10 +69,13 @@ void dsa_sparse_attention(const ConstTensorView &q, const ConstTensorView &keys,
                                         static_cast<int>(S), static_cast<int>(B));
     // Keys of one head (the absorbed form's latent rows) have a variant that reads each row once
     // for many heads.
-    const bool shared = Hk == 1;
-    detail::call_kernel(shared ? "dsa_sparse_attention_shared" : "dsa_sparse_attention",
-                        shared ? detail::dsa_sparse_attention_shared_kernel() : detail::dsa_sparse_attention_kernel(),
-                        qb.raw_buffer(), kb.raw_buffer(), vb.raw_buffer(), ib.raw_buffer(), scale, ob.raw_buffer());
+    if (Hk == 1) {
+        detail::run_kernel<detail::kernels::dsa_sparse_attention_shared>(qb.raw_buffer(), kb.raw_buffer(), vb.raw_buffer(),
+                                                                         ib.raw_buffer(), scale, ob.raw_buffer());
+    } else {
+        detail::run_kernel<detail::kernels::dsa_sparse_attention>(qb.raw_buffer(), kb.raw_buffer(), vb.raw_buffer(),
+                                                                  ib.raw_buffer(), scale, ob.raw_buffer());
+    }
 }
 
 }  // namespace hattn

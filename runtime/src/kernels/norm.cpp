@@ -34,8 +34,13 @@ void row_norm(bool layer, const ConstTensorView &x, const Tensor &weight, const 
         return t.rank() == 2 ? t.view() : ConstTensorView(t.data(), {1, t.dim(0)});
     };
     auto wb = detail::halide_buffer(rows_of(weight)), bb = detail::halide_buffer(rows_of(bias));
-    detail::call_kernel(name, layer ? detail::layer_norm_kernel() : detail::rms_norm_kernel(), xb.raw_buffer(),
-                        wb.raw_buffer(), bb.raw_buffer(), eps, yb.raw_buffer());
+    if (layer) {
+        detail::run_kernel<detail::kernels::layer_norm>(xb.raw_buffer(), wb.raw_buffer(), bb.raw_buffer(), eps,
+                                                        yb.raw_buffer());
+    } else {
+        detail::run_kernel<detail::kernels::rms_norm>(xb.raw_buffer(), wb.raw_buffer(), bb.raw_buffer(), eps,
+                                                      yb.raw_buffer());
+    }
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "generators/common/kernel_contract.h"
+#include "kernel_contract.h"
 #include "halide_call.h"
 #include "hattn/device.h"
 #include "hattn/error.h"
@@ -87,9 +87,13 @@ void project(const ConstTensorView &x, const ConstTensorView &weight, const Cons
     const int64_t gemv_max_rows = current_device() == Device::CPU ? kernel_contract::projection_gemv_max_rows_cpu
                                                                      : kernel_contract::projection_gemv_max_rows_gpu;
     const bool few_rows = xb.dim(1).extent() <= gemv_max_rows;
-    detail::call_kernel(few_rows ? "projection_gemv" : "projection",
-                        few_rows ? detail::projection_gemv_kernel() : detail::projection_kernel(),
-                        xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip, yb.raw_buffer());
+    if (few_rows) {
+        detail::run_kernel<detail::kernels::projection_gemv>(xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip,
+                                                             yb.raw_buffer());
+    } else {
+        detail::run_kernel<detail::kernels::projection>(xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip,
+                                                        yb.raw_buffer());
+    }
 }
 
 }  // namespace hattn

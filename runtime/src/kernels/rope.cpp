@@ -226,10 +226,13 @@ void apply_rope(const ConstTensorView &x, const RopeTable &table, const std::vec
     auto cos_b = detail::halide_buffer(table.cos()), sin_b = detail::halide_buffer(table.sin());
     Halide::Runtime::Buffer<int32_t> start_b(rows.data(), static_cast<int>(rows.size()));
     auto xb = detail::halide_buffer(x), yb = detail::halide_buffer(y);
-    const bool neox = layout == RopeLayout::NeoX;
-    detail::call_kernel(neox ? "rope" : "rope_interleaved",
-                        neox ? detail::rope_kernel() : detail::rope_interleaved_kernel(), xb.raw_buffer(),
-                        cos_b.raw_buffer(), sin_b.raw_buffer(), start_b.raw_buffer(), yb.raw_buffer());
+    if (layout == RopeLayout::NeoX) {
+        detail::run_kernel<detail::kernels::rope>(xb.raw_buffer(), cos_b.raw_buffer(), sin_b.raw_buffer(),
+                                                  start_b.raw_buffer(), yb.raw_buffer());
+    } else {
+        detail::run_kernel<detail::kernels::rope_interleaved>(xb.raw_buffer(), cos_b.raw_buffer(), sin_b.raw_buffer(),
+                                                              start_b.raw_buffer(), yb.raw_buffer());
+    }
 }
 
 }  // namespace hattn

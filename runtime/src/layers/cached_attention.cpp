@@ -7,7 +7,6 @@
 
 #include "device_residency.h"
 #include "finite_input.h"
-#include "hf_attention_config.h"
 #include "hattn/error.h"
 #include "hattn/kernels/norm.h"
 #include "hattn/kernels/projection.h"
@@ -40,162 +39,7 @@ Tensor group_part(const Tensor &fused, int64_t groups, int64_t g, int64_t D, int
     return part;
 }
 
-bool is_hugging_face(const ConfigReader &c) {
-    return !c.has("embedding_dimension") && (c.has("hidden_size") || c.has("model_type"));
-}
-
 }  // namespace
-
-CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config, const Weights &weights) {
-    const std::optional<int64_t> layer = weights.layer_index();
-    return layer && is_hugging_face(text_model_config(config)) ? from(config, *layer) : from(config);
-}
-
-std::vector<std::string> CachedAttentionConfig::unused_keys(const ConfigReader &config) {
-    return is_hugging_face(text_model_config(config)) ? detail::hugging_face_unused_keys(config)
-                                                      : std::vector<std::string>{};
-}
-
-int64_t CachedAttentionConfig::layer_period(const ConfigReader &config) {
-    return is_hugging_face(text_model_config(config)) ? detail::hugging_face_layer_period(config) : 1;
-}
-
-CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config, int64_t layer) {
-    const ConfigReader c = text_model_config(config);
-    require(is_hugging_face(c),
-            [&] { return c.source() + ": a layer index is read only with a Hugging Face config.json"; });
-    return detail::hugging_face_attention_config(c, layer);
-}
-
-CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config) {
-    const ConfigReader c = text_model_config(config);
-    if (is_hugging_face(c)) return detail::hugging_face_attention_config(c, std::nullopt);
-    c.refuse_likely_typos({"embedding_dimension", "number_of_heads", "number_of_key_value_heads", "head_dimension",
-                           "dropout", "bias", "attention_type", "rope_base"});
-    const std::string src = c.source();
-    CachedAttentionConfig cfg;
-    cfg.embedding_dimension = c.get_int("embedding_dimension");
-    cfg.heads = c.get_int("number_of_heads");
-    require(cfg.embedding_dimension > 0, [&] {
-        return src + ": embedding_dimension must be positive, got " + std::to_string(cfg.embedding_dimension);
-    });
-    require(cfg.heads > 0,
-            [&] { return src + ": number_of_heads must be positive, got " + std::to_string(cfg.heads); });
-    if (auto d = c.get_optional_int("head_dimension")) {
-        require(*d > 0, [&] { return src + ": head_dimension must be positive, got " + std::to_string(*d); });
-        cfg.head_dimension = *d;
-    } else {
-        require(cfg.embedding_dimension % cfg.heads == 0, [&] {
-            return src + ": embedding_dimension (" + std::to_string(cfg.embedding_dimension) +
-                   ") must be divisible by number_of_heads (" + std::to_string(cfg.heads) + ")";
-        });
-        cfg.head_dimension = cfg.embedding_dimension / cfg.heads;
-    }
-    const std::string type = c.get_string("attention_type", "multi_head");
-    const std::optional<int64_t> kv = c.get_optional_int("number_of_key_value_heads");
-    if (type == "grouped_query") {
-        require(kv.has_value(),
-                [&] { return src + ": attention_type grouped_query requires number_of_key_value_heads"; });
-        require(*kv > 0,
-                [&] { return src + ": number_of_key_value_heads must be positive, got " + std::to_string(*kv); });
-        require(cfg.heads % *kv == 0, [&] {
-            return src + ": number_of_heads (" + std::to_string(cfg.heads) +
-                   ") must be divisible by number_of_key_value_heads (" + std::to_string(*kv) + ")";
-        });
-        cfg.kv_heads = *kv;
-    } else if (type == "multi_head") {
-        require(!kv || *kv == cfg.heads, [&] {
-            return src + ": number_of_key_value_heads must be null or equal to number_of_heads (" +
-                   std::to_string(cfg.heads) + ") for multi_head attention, got " + std::to_string(kv.value_or(0));
-        });
-        cfg.kv_heads = cfg.heads;
-    } else {
-        throw Error(src + ": unsupported attention_type " + detail::quoted(type) +
-                    " (must be one of multi_head, grouped_query)");
-    }
-    cfg.bias = cfg.output_bias = c.get_bool("bias", true);
-    cfg.rope_base = c.get_optional_number("rope_base");
-    if (cfg.rope_base) {
-        require(cfg.head_dimension % 2 == 0, [&] {
-            return src + ": RoPE (rope_base " + std::to_string(*cfg.rope_base) +
-                   ") needs an even head_dimension, got " + std::to_string(cfg.head_dimension);
-        });
-        require(*cfg.rope_base > 0, [&] { return src + ": rope_base must be positive"; });
-    }
-    return cfg;
-}
-
-void CachedAttentionConfig::validate() const {
-    const int64_t E = embedding_dimension, D = head_dimension;
-    require(E > 0 && D > 0 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0, [&] {
-        return "cached_attention: E=" + std::to_string(E) + " H=" + std::to_string(heads) +
-               " Hkv=" + std::to_string(kv_heads) + " D=" + std::to_string(D) +
-               ": each must be positive, and H a multiple of Hkv";
-    });
-    require(!sliding_window || *sliding_window > 0, [&] {
-        return "cached_attention: sliding_window must be positive, got " + std::to_string(sliding_window.value_or(0));
-    });
-    require(!attention_chunk || *attention_chunk > 0, [&] {
-        return "cached_attention: attention_chunk must be positive, got " + std::to_string(attention_chunk.value_or(0));
-    });
-    require(!sliding_window || !attention_chunk,
-            "cached_attention: a layer slides (sliding_window) or attends in chunks (attention_chunk), not both");
-    require(causal || !attention_chunk, "cached_attention: a layer that attends in chunks (attention_chunk) is causal");
-    if (const auto &t = query_temperature) {
-        require(std::isfinite(t->floor_scale) && t->floor_scale > 0, [&] {
-            return "cached_attention: the query temperature's floor_scale must be positive, got " +
-                   std::to_string(t->floor_scale);
-        });
-        require(std::isfinite(t->scale) && t->scale >= 0, [&] {
-            return "cached_attention: the query temperature's scale must be 0 or positive, got " +
-                   std::to_string(t->scale);
-        });
-        require(D % 2 == 0, [&] {
-            return "cached_attention: a query temperature needs an even head dimension, got " + std::to_string(D);
-        });
-        require(t->position_offset >= 0, [&] {
-            return "cached_attention: the query temperature's position_offset must not be negative, got " +
-                   std::to_string(t->position_offset);
-        });
-    }
-    require(rotary_dimension >= 0 && rotary_dimension <= D && rotary_dimension % 2 == 0, [&] {
-        return "cached_attention: rotary_dimension must be even and at most the head dimension " + std::to_string(D) +
-               ", got " + std::to_string(rotary_dimension);
-    });
-    if (rope_base) {
-        require(std::isfinite(*rope_base) && *rope_base > 0,
-                [&] { return "cached_attention: rope_base must be positive, got " + std::to_string(*rope_base); });
-        // RoPE pairs dims: it turns an even count of them (rotary_dimension 0: the whole head).
-        require(rotary_dimension > 0 || D % 2 == 0, [&] {
-            return "cached_attention: RoPE needs an even head dimension (or a rotary_dimension), got " +
-                   std::to_string(D);
-        });
-    }
-    // Scale, caps and clip reach the kernels as floats: positive normal floats (a tiny cap would
-    // round to 0, which the kernels read as none; a huge scale to inf).
-    const auto require_positive_float = [](const std::optional<double> &v, const char *name) {
-        require(!v || (*v > 0 && std::isnormal(static_cast<float>(*v))), [&] {
-            return std::string("cached_attention: ") + name + " must be a positive normal float, got " +
-                   std::to_string(v.value_or(0));
-        });
-    };
-    require_positive_float(qkv_clip, "qkv_clip");
-    require_positive_float(attention_scale, "attention_scale");
-    require_positive_float(score_softcap, "score_softcap");
-    // Phi-3 has no biases; a fused qkv_proj is split without them.
-    require(names != Names::HuggingFaceFusedQkv || !bias,
-            "cached_attention: a fused qkv_proj has no biases here (Phi-3 has none)");
-    if (qk_norm) {
-        // (as the float the norm kernels take)
-        require(std::isfinite(qk_norm->eps) && static_cast<float>(qk_norm->eps) > 0, [&] {
-            return "cached_attention: the QK-norm's eps must be positive, got " + std::to_string(qk_norm->eps);
-        });
-        require(qk_norm->span == QkNorm::Span::EachHead || !qk_norm->weights_per_head,
-                "cached_attention: a QK-norm with weights per head spans each head");
-        require(!qk_norm->weights_in_head_modules || qk_norm->weights_per_head,
-                "cached_attention: QK-norm weights in modules of their own per head are weights per head");
-    }
-}
 
 CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weights)
     : CachedAttention(CachedAttentionConfig::from(config, weights), weights) {}
@@ -398,6 +242,41 @@ Tensor CachedAttention::self_attention(const Tensor &x, KVCache *cache, const Ma
 
 Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input,
                                           KVCache *cache, const MaskView *mask) const {
+    check_call(x, key_input, value_input, cache, mask);
+    const int64_t B = x.dim(0), S = x.dim(1);
+    if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
+
+    // On a GPU everything between the inputs and the output stays on the device: the inputs go up
+    // once, the new keys and values are written into the cache there, and only y comes back.
+    const detail::ScopedRegion inputs[] = {detail::upload_once(x), detail::upload_once(key_input),
+                                           detail::upload_once(value_input)};
+    NewTokens t{{}, {}, {}, cache ? cache->lengths() : std::vector<int32_t>(B, 0), {}};
+    t.lengths = t.start;
+    for (int32_t &len : t.lengths) len += static_cast<int32_t>(S);
+    project_new_tokens(x, key_input, value_input, t);
+    // A sliding cache whose rows cannot take the new tokens after its own takes them only at the
+    // end (KeyStore below).
+    const bool in_rows = !cache || cache->fits_in_rows(S);
+    Tensor window_keys, window_values;
+    const KeyStore store = store_keys(t, cache, in_rows, window_keys, window_values);
+    Tensor attended = detail::scratch_tensor(t.q.shape());
+    attend(t, store, mask, attended);
+    Tensor y = output(attended);
+    detail::require_finite_output("cached_attention", y, [&] {
+        const char *stage = detail::first_non_finite(t.q)   ? "the query projection or its RoPE"
+                            : detail::first_non_finite(t.k) ? "the key projection or its RoPE"
+                            : detail::first_non_finite(t.v) ? "the value projection"
+                                                            : "the attention or the output projection";
+        return std::string("it first appears in ") + stage + "; " + weights_and(x);
+    });
+    // Everything succeeded: the new tokens become part of the cache.
+    if (cache && in_rows) cache->commit(S);
+    if (cache && !in_rows) cache->append(t.k.view(), t.v.view());
+    return y;
+}
+
+void CachedAttention::check_call(const Tensor &x, const Tensor &key_input, const Tensor &value_input,
+                                 const KVCache *cache, const MaskView *mask) const {
     check_input(x, "input");
     require(key_input.shape() == x.shape() && value_input.shape() == x.shape(), [&] {
         return "cached_attention: key input " + shape_to_string(key_input.shape()) + " and value input " +
@@ -437,93 +316,96 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
                            ", 1, " + std::to_string(S) + ", >=" + std::to_string(keys) + "]";
                 });
     }
-    if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
+}
 
-    // On a GPU everything between the inputs and the output stays on the device: the inputs go up
-    // once, the new keys and values are written into the cache there, and only y comes back.
-    const detail::ScopedRegion inputs[] = {detail::upload_once(x), detail::upload_once(key_input),
-                                           detail::upload_once(value_input)};
+void CachedAttention::project_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input,
+                                         NewTokens &t) const {
     // Hunyuan norms the rotated q and k, the others q and k as projected.
     const bool norm_after_rope = config_.qk_norm && config_.qk_norm->after_rope;
     const std::optional<Tensor> none;
-    Tensor q = project_heads(x, query_, config_.heads, norm_after_rope ? none : query_norm_);
-    Tensor k = project_heads(key_input, key_, Hkv, norm_after_rope ? none : key_norm_);
-    const Tensor v = project_heads(value_input, value_, Hkv);
-    const std::vector<int32_t> start = cache ? cache->lengths() : std::vector<int32_t>(B, 0);
-    std::vector<int32_t> lengths = start;
-    for (int32_t &len : lengths) len += static_cast<int32_t>(S);
-
-    // The new keys are rotated (positions continue from each sequence's length); with a cache they
-    // are copied into it like the values (on a GPU both copies run there), and become part of it
-    // only at commit(), once everything else has succeeded.
-    const int64_t end = *std::max_element(lengths.begin(), lengths.end());
+    t.q = project_heads(x, query_, config_.heads, norm_after_rope ? none : query_norm_);
+    t.k = project_heads(key_input, key_, config_.kv_heads, norm_after_rope ? none : key_norm_);
+    t.v = project_heads(value_input, value_, config_.kv_heads);
+    // The new keys are rotated: positions continue from each sequence's length.
+    const int64_t end = *std::max_element(t.lengths.begin(), t.lengths.end());
     if (rope_) {
-        const auto table = rope_table(*std::min_element(start.begin(), start.end()), end);
-        for (Tensor *t : {&q, &k}) {
-            Tensor rotated = detail::scratch_tensor(t->shape());
-            apply_rope(t->view(), *table, start, rotated.view(), config_.rope_layout);
-            *t = std::move(rotated);
+        const auto table = rope_table(*std::min_element(t.start.begin(), t.start.end()), end);
+        for (Tensor *rotated_in : {&t.q, &t.k}) {
+            Tensor rotated = detail::scratch_tensor(rotated_in->shape());
+            apply_rope(rotated_in->view(), *table, t.start, rotated.view(), config_.rope_layout);
+            *rotated_in = std::move(rotated);
         }
     }
     if (norm_after_rope) {
-        q = qk_normed(q, *query_norm_);
-        k = qk_normed(k, *key_norm_);
+        t.q = qk_normed(t.q, *query_norm_);
+        t.k = qk_normed(t.k, *key_norm_);
     }
     // Below position floor_scale - offset every query's temperature is exactly 1.
     const auto &temperature = config_.query_temperature;
     if (query_temperature_ && double(end + temperature->position_offset) > temperature->floor_scale) {
-        Tensor scaled = detail::scratch_tensor(q.shape());
-        apply_rope(q.view(), *query_temperature_->covering(end), start, scaled.view(), RopeLayout::NeoX);
-        q = std::move(scaled);
+        Tensor scaled = detail::scratch_tensor(t.q.shape());
+        apply_rope(t.q.view(), *query_temperature_->covering(end), t.start, scaled.view(), RopeLayout::NeoX);
+        t.q = std::move(scaled);
     }
+}
+
+CachedAttention::KeyStore CachedAttention::store_keys(const NewTokens &t, KVCache *cache, bool in_rows,
+                                                      Tensor &window_keys, Tensor &window_values) const {
+    const int64_t B = t.q.dim(0), S = t.q.dim(1), Hkv = config_.kv_heads, D = config_.head_dimension;
     KeyStore store{{}, {}, std::vector<int32_t>(B, 0)};
-    // A sliding cache whose rows cannot take the new tokens after its own (once per rows - kept()
-    // decode steps, max(W, 256) for make_cache's; or a prompt longer than its rows) takes them only at the end, where it forgets
-    // tokens and moves rows; the call attends over a copy of the tokens it reaches.
-    const bool in_rows = !cache || cache->fits_in_rows(S);
-    Tensor window_keys, window_values;
     if (cache && in_rows) {
-        cache->write_past_end(k.view(), v.view());
-        store = {cache->keys(), cache->values(), cache->first_positions()};
-    } else if (cache) {
+        // Copied into the cache past its end (on a GPU, there), part of it only at commit().
+        cache->write_past_end(t.k.view(), t.v.view());
+        return {cache->keys(), cache->values(), cache->first_positions()};
+    }
+    if (cache) {
+        // A sliding cache whose rows cannot take the new tokens after its own (once per rows -
+        // kept() decode steps, max(W, 256) for make_cache's; or a prompt longer than its rows)
+        // takes them only at the end, where it forgets tokens and moves rows; the call attends
+        // over a copy of the tokens it reaches.
         const int64_t before = *keys_reached() - 1;  // the earlier keys a query reaches
         store.row_0 = cache->first_positions();
         int64_t rows = 0;
         for (int64_t b = 0; b < B; b++) {
-            store.row_0[b] = std::max(store.row_0[b], static_cast<int32_t>(start[b] - before));
-            rows = std::max<int64_t>(rows, lengths[b] - store.row_0[b]);
+            store.row_0[b] = std::max(store.row_0[b], static_cast<int32_t>(t.start[b] - before));
+            rows = std::max<int64_t>(rows, t.lengths[b] - store.row_0[b]);
         }
         window_keys = detail::scratch_tensor({B, Hkv, rows, D});
         window_values = detail::scratch_tensor({B, Hkv, rows, D});
-        for (auto [to, cached, new_tokens] : {std::tuple{&window_keys, cache->keys(), std::as_const(k).view()},
-                                              std::tuple{&window_values, cache->values(), v.view()}}) {
+        for (auto [to, cached, new_tokens] : {std::tuple{&window_keys, cache->keys(), t.k.view()},
+                                              std::tuple{&window_values, cache->values(), t.v.view()}}) {
             for (int64_t b = 0; b < B; b++) {
-                const int64_t held_from = cache->first_positions()[b], old = start[b] - store.row_0[b];
+                const int64_t held_from = cache->first_positions()[b], old = t.start[b] - store.row_0[b];
                 const TensorView rows_of_b = to->view().crop(0, b, b + 1);
-                copy_into(cached.crop(0, b, b + 1).crop(2, store.row_0[b] - held_from, start[b] - held_from),
+                copy_into(cached.crop(0, b, b + 1).crop(2, store.row_0[b] - held_from, t.start[b] - held_from),
                           rows_of_b.crop(2, 0, old));
                 copy_into(tokens_as_cache(new_tokens).crop(0, b, b + 1), rows_of_b.crop(2, old, old + S));
             }
         }
         store.keys = window_keys.view(), store.values = window_values.view();
-    } else {
-        // The new tokens are all the keys there are: the kernels read them where the projections
-        // wrote them, [B, S, Hkv, D] seen as the cache's [B, Hkv, S, D]. No temporary cache of
-        // 2 B S Hkv D floats is allocated, zeroed and filled (the time it took was within the noise
-        // of an E = 2048, S = 2048 layer prefill; the memory is not).
-        store.keys = tokens_as_cache(k.view());
-        store.values = tokens_as_cache(v.view());
+        return store;
     }
-    // The kernels count rows of the store, from each sequence's row 0.
-    std::vector<int32_t> rows_end = lengths;
-    for (int64_t b = 0; b < B; b++) rows_end[b] -= store.row_0[b];
+    // The new tokens are all the keys there are: the kernels read them where the projections
+    // wrote them, [B, S, Hkv, D] seen as the cache's [B, Hkv, S, D]. No temporary cache of
+    // 2 B S Hkv D floats is allocated, zeroed and filled (the time it took was within the noise
+    // of an E = 2048, S = 2048 layer prefill; the memory is not).
+    store.keys = tokens_as_cache(t.k.view());
+    store.values = tokens_as_cache(t.v.view());
+    return store;
+}
 
-    Tensor attended = detail::scratch_tensor(q.shape());
+void CachedAttention::attend(const NewTokens &t, const KeyStore &store, const MaskView *mask,
+                             Tensor &attended) const {
+    const int64_t B = t.q.dim(0), S = t.q.dim(1), D = config_.head_dimension;
+    const int64_t end = *std::max_element(t.lengths.begin(), t.lengths.end());
+    // The kernels count rows of the store, from each sequence's row 0.
+    std::vector<int32_t> rows_end = t.lengths;
+    for (int64_t b = 0; b < B; b++) rows_end[b] -= store.row_0[b];
     if (S == 1 && !mask) {  // decode steps: one split-KV call, each sequence over its window or chunk
         std::vector<int32_t> first_key(B, 0);  // rows of the store
         for (int64_t b = 0; b < B; b++) {
             // In 64 bits: a window or chunk past 2^31 (every key, for 32-bit positions) must not wrap.
-            const int64_t newest = lengths[b] - 1;
+            const int64_t newest = t.lengths[b] - 1;
             if (config_.sliding_window) {
                 first_key[b] = static_cast<int32_t>(std::max<int64_t>(0, newest + 1 - *config_.sliding_window));
             }
@@ -533,27 +415,16 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
             first_key[b] = std::max(0, first_key[b] - store.row_0[b]);
         }
         const Shape heads{B, config_.heads, D};
-        decode_kernel(TensorView(q.data(), heads), store.keys, store.values, rows_end, first_key,
+        decode_kernel(ConstTensorView(t.q.data(), heads), store.keys, store.values, rows_end, first_key,
                       TensorView(attended.data(), heads));
     } else if (config_.sliding_window && end > *config_.sliding_window) {
-        attend_in_windows(q, store, start, lengths, mask, attended);
+        attend_in_windows(t.q, store, t.start, t.lengths, mask, attended);
     } else if (config_.attention_chunk && end > *config_.attention_chunk) {
-        attend_in_chunks(q, store, start, lengths, mask, attended);
+        attend_in_chunks(t.q, store, t.start, t.lengths, mask, attended);
     } else {
         // No window cuts these keys: the store's rows are their positions (row 0 is position 0).
-        prefill_kernel(q.view(), store.keys, store.values, rows_end, config_.causal, mask, attended.view());
+        prefill_kernel(t.q.view(), store.keys, store.values, rows_end, config_.causal, mask, attended.view());
     }
-    Tensor y = output(attended);
-    detail::require_finite_output("cached_attention", y, [&] {
-        const char *stage = detail::first_non_finite(q)   ? "the query projection or its RoPE"
-                            : detail::first_non_finite(k) ? "the key projection or its RoPE"
-                            : detail::first_non_finite(v) ? "the value projection"
-                                                          : "the attention or the output projection";
-        return std::string("it first appears in ") + stage + "; " + weights_and(x);
-    });
-    if (cache && in_rows) cache->commit(S);
-    if (cache && !in_rows) cache->append(k.view(), v.view());
-    return y;
 }
 
 void CachedAttention::attend_in_windows(const Tensor &q, const KeyStore &store, const std::vector<int32_t> &start, const std::vector<int32_t> &lengths,

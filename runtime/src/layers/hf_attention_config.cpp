@@ -54,13 +54,15 @@ struct ModelType {
     // The weights' names: Llama's, Phi-3's qkv_proj, Phi-2's dense output, or GPT-NeoX's per-head
     // query_key_value and dense output.
     Names names = Names::HuggingFace;
-    // GPT-NeoX: RoPE's base and fraction under the names rotary_emb_base and rotary_pct, which
-    // transformers reads over rope_theta and partial_rotary_factor; head_dim and
-    // num_key_value_heads unread (hidden_size / heads, no GQA).
-    bool gpt_neox_keys = false;
-    // Falcon: KV heads as num_kv_heads says under new_decoder_architecture or without multi_query
-    // (default true: one KV head); head_dim and num_key_value_heads unread (hidden_size / heads).
-    bool falcon_keys = false;
+    // RoPE's base and fraction also under the names rotary_emb_base and rotary_pct, which
+    // transformers reads over rope_theta and partial_rotary_factor (GPT-NeoX).
+    bool rotary_emb_keys = false;
+    // head_dim unread: hidden_size / heads (GPT-NeoX, Falcon).
+    bool head_dim_unread = false;
+    // The KV heads: num_key_value_heads (default kv_heads, else the heads); the heads, whatever it
+    // says (GPT-NeoX); or as num_kv_heads says under new_decoder_architecture or without
+    // multi_query, default true: one KV head (Falcon).
+    enum class KvHeads { Stated, Heads, MultiQueryKeys } kv_heads_rule = KvHeads::Stated;
     // The config class's original_max_position_embeddings where a LongRoPE config leaves it out
     // (Phi-3: 4096); none: max_position_embeddings.
     std::optional<double> original_context;
@@ -75,7 +77,10 @@ struct ModelType {
     double partial_rotary = 1.0;
     // RoPE pairs (2i, 2i + 1) (Cohere, GLM, Llama 4, Helium, ERNIE 4.5)
     bool pairs_in_place = false;
-    bool gemma3 = false;              // its own norms, local RoPE and class defaults
+    bool qk_norm_weight_plus_one = false;  // the QK-norm scales by 1 + w (Gemma 3)
+    // The sliding layers' RoPE base, where sliding_layers_unscaled and this key says it (Gemma 3's
+    // rope_local_base_freq, default 1e4); none: rope_theta's.
+    const char *sliding_rope_base_key = nullptr;
     // use_bidirectional_attention (EmbeddingGemma): the layers attend both ways, a sliding one over
     // (sliding_window / 2) + 1 keys each way, as transformers' Gemma 3 config rewrites it.
     bool reads_bidirectional = false;
@@ -93,12 +98,11 @@ struct ModelType {
     // attn_logit_softcapping): ignored as transformers ignores it, and why, for `hattn inspect`.
     const char *unused_key = nullptr;
     const char *unused_because = nullptr;
-    bool cohere = false;              // use_qk_norm as below
-    // use_qk_norm: a LayerNorm without bias of each head's q and k, each head its own weights
-    // (Cohere, as Command R+ states; Cohere2's attention has none, so a stated one is refused).
-    bool per_head_layer_norms = false;
-    // StableLM: qk_layernorm, the same norms with each head's weights in a module of its own.
-    bool stablelm = false;
+    // The switch of a LayerNorm without bias of each head's q and k, each head its own weights
+    // (Cohere's use_qk_norm, as Command R+ states it; StableLM's qk_layernorm, each head's weights
+    // in a module of its own).
+    const char *head_layer_norms_key = nullptr;
+    bool head_layer_norms_in_modules = false;
     // clip_qkv, where stated: q, k and v clamped as projected (OLMo 1; OLMo-7B-0424: 8), or after
     // the QK-norm (OLMoE, which this layer cannot: refused); other types' attention reads none.
     enum class ClipQkv { Unread, AsProjected, AfterNorm } clip_qkv = ClipQkv::Unread;
@@ -111,9 +115,11 @@ struct ModelType {
     enum class FullLayersRope { Rotate, None, NoneWhileWindowed } full_layers_rope = FullLayersRope::Rotate;
     // SmolLM3: layers differ by index in whether they rotate (no_rope_layers, no_rope_layer_interval).
     bool nope_layers = false;
-    // Llama 4: nope_layers (an empty no_rope_layers meaning the default); the layers with RoPE turn
-    // pairs in place, L2-norm q and k and attend in chunks, those without scale their queries.
-    bool llama4 = false;
+    // An empty no_rope_layers means the default interval (Llama 4).
+    bool empty_no_rope_layers_is_default = false;
+    // The layers with RoPE attend in chunks and L2-norm q and k (after RoPE), those without scale
+    // their queries by position (Llama 4, read_chunked_rope_layer).
+    bool chunked_rope_layers = false;
     bool sinks = false;                     // gpt-oss: a learned sink per query head
     // gpt-oss, Apertus, Ministral 3: transformers' class default is a scaling where rope_scaling
     // (or rope_parameters) is missing, and it may read a null one otherwise; this reader cannot
@@ -176,15 +182,17 @@ const std::vector<ModelType> &model_types() {
         }),
         type("gemma3_text", [](ModelType &t) {
             t.heads = 8, t.kv_heads = 4, t.head_dim = 256, t.rope_theta = 1e6;
-            t.qk_norm = Span::EachHead, t.gemma3 = t.sliding_layers_unscaled = t.reads_bidirectional = true;
+            t.qk_norm = Span::EachHead, t.qk_norm_weight_plus_one = t.sliding_layers_unscaled = t.reads_bidirectional = true;
+            t.sliding_rope_base_key = "rope_local_base_freq";
             t.sliding_pattern = 6;
             t.query_pre_attn_scalar = true;
             t.unused_key = "attn_logit_softcapping";
             t.unused_because = "transformers' Gemma3Attention stores it and never applies it";
         }),
-        type("cohere", [](ModelType &t) { t.cohere = t.pairs_in_place = true, t.per_head_layer_norms = true; }),
+        type("cohere", [](ModelType &t) { t.pairs_in_place = true, t.head_layer_norms_key = "use_qk_norm"; }),
         type("cohere2", [](ModelType &t) {
-            t.cohere = t.pairs_in_place = true, t.sliding_pattern = 4, t.full_layers_rope = ModelType::FullLayersRope::None;
+            t.pairs_in_place = true, t.sliding_pattern = 4, t.full_layers_rope = ModelType::FullLayersRope::None;
+            t.refused_switch = "use_qk_norm", t.refused_because = "its attention has no QK-norm";
         }),
         // GLM-4 (9B, and GLM-4-0414's glm4): the first half of each head rotates, its pairs in
         // place; q, k and v biased as attention_bias says (default true), o never.
@@ -211,13 +219,15 @@ const std::vector<ModelType> &model_types() {
         }),
         type("llama4_text", [](ModelType &t) {
             t.heads = 40, t.kv_heads = 8, t.head_dim = 128, t.rope_theta = 500000.0;
-            t.nope_layers = t.llama4 = t.pairs_in_place = true, t.sliding_window = std::nullopt;
+            t.nope_layers = t.empty_no_rope_layers_is_default = t.chunked_rope_layers = t.pairs_in_place = true;
+            t.sliding_window = std::nullopt;
         }),
         // StableLM (3B-4E1T, 2): a quarter of each head rotates; q, k and v biased as use_qkv_bias
         // says (default none), o never; heads of hidden_size / heads dims.
         type("stablelm", [](ModelType &t) {
             t.qkv_bias = {"use_qkv_bias", false}, t.output_bias = no_bias;
-            t.partial_rotary_allowed = true, t.partial_rotary = 0.25, t.stablelm = true;
+            t.partial_rotary_allowed = true, t.partial_rotary = 0.25;
+            t.head_layer_norms_key = "qk_layernorm", t.head_layer_norms_in_modules = true;
         }),
         // Granite 3 (dense and MoE): Llama's attention, its scores scaled by attention_multiplier.
         type("granite", [](ModelType &t) { t.attention_multiplier = true; }),
@@ -269,7 +279,8 @@ const std::vector<ModelType> &model_types() {
         // attention_bias (default true); no GQA.
         type("gpt_neox", [](ModelType &t) {
             t.heads = 64, t.qkv_bias = t.output_bias = {"attention_bias", true};
-            t.names = Names::GroupedQueryKeyValue, t.gpt_neox_keys = true;
+            t.names = Names::GroupedQueryKeyValue, t.rotary_emb_keys = t.head_dim_unread = true;
+            t.kv_heads_rule = ModelType::KvHeads::Heads;
             t.partial_rotary_allowed = true, t.partial_rotary = 0.25;
         }),
         // Ministral 3: Mistral's attention, YaRN-scaled (a missing rope_parameters is YaRN x16 there),
@@ -293,7 +304,8 @@ const std::vector<ModelType> &model_types() {
         // Falcon (7B, 40B, 180B, Falcon 2): query_key_value grouped per KV head and dense, both
         // biased as `bias` says; ALiBi (alibi) refused.
         type("falcon", [](ModelType &t) {
-            t.heads = 71, t.names = Names::GroupedQueryKeyValue, t.falcon_keys = true;
+            t.heads = 71, t.names = Names::GroupedQueryKeyValue, t.head_dim_unread = true;
+            t.kv_heads_rule = ModelType::KvHeads::MultiQueryKeys;
             t.qkv_bias = t.output_bias = {"bias", false};
             t.refused_switch = "alibi", t.refused_because = "ALiBi position biases, not RoPE";
         }),
@@ -323,7 +335,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 // Falcon's KV heads: num_kv_heads (default the heads) under new_decoder_architecture (query_key_value
 // grouped per KV head), one under multi_query (its default), else a head each (q, k and v per head,
 // for which transformers' attention needs num_kv_heads to be the heads).
-void read_falcon_kv_heads(const ConfigReader &c, CachedAttentionConfig &cfg) {
+void read_multi_query_kv_heads(const ConfigReader &c, CachedAttentionConfig &cfg) {
     const bool new_architecture = c.get_bool("new_decoder_architecture", false);
     if (!new_architecture && c.get_bool("multi_query", true)) {
         cfg.kv_heads = 1;
@@ -345,12 +357,13 @@ void read_shape(const ConfigReader &c, const ModelType &t, CachedAttentionConfig
     require(cfg.embedding_dimension > 0, src + ": hidden_size must be positive, got " + str(cfg.embedding_dimension));
     require(cfg.heads > 0, src + ": num_attention_heads must be positive, got " + str(cfg.heads));
     // GPT-NeoX has a key and value head per query head, whatever the config says.
-    cfg.kv_heads = t.gpt_neox_keys ? cfg.heads : c.get_int("num_key_value_heads", t.kv_heads.value_or(cfg.heads));
-    if (t.falcon_keys) read_falcon_kv_heads(c, cfg);
+    using KvHeads = ModelType::KvHeads;
+    cfg.kv_heads = t.kv_heads_rule == KvHeads::Heads ? cfg.heads : c.get_int("num_key_value_heads", t.kv_heads.value_or(cfg.heads));
+    if (t.kv_heads_rule == KvHeads::MultiQueryKeys) read_multi_query_kv_heads(c, cfg);
     require(cfg.kv_heads > 0 && cfg.heads % cfg.kv_heads == 0,
             src + ": num_attention_heads (" + str(cfg.heads) + ") must be a multiple of num_key_value_heads (" +
                 str(cfg.kv_heads) + ")");
-    if (auto d = t.gpt_neox_keys || t.falcon_keys ? std::nullopt : c.get_optional_int("head_dim")) {
+    if (auto d = t.head_dim_unread ? std::nullopt : c.get_optional_int("head_dim")) {
         require(*d > 0, src + ": head_dim must be positive, got " + str(*d));
         cfg.head_dimension = *d;
     } else if (t.head_dim) {
@@ -429,7 +442,7 @@ bool layer_slides(const ConfigReader &c, const ModelType &t, int64_t layer, bool
 bool layer_rotates(const ConfigReader &c, const ModelType &t, int64_t layer) {
     const std::string src = c.source();
     const auto rotates = c.get_optional_int_list("no_rope_layers");
-    if (rotates && !(t.llama4 && rotates->empty())) {
+    if (rotates && !(t.empty_no_rope_layers_is_default && rotates->empty())) {
         require(layer < static_cast<int64_t>(rotates->size()),
                 src + ": no_rope_layers lists " + std::to_string(rotates->size()) + " layers, not layer " + str(layer));
         return (*rotates)[layer] != 0;
@@ -445,11 +458,11 @@ double rms_norm_eps(const ConfigReader &c, double fallback) {
     return eps;
 }
 
-// Llama 4's layer `layer`: the layers with RoPE (layer_types' chunked_attention where stated) see
+// Llama 4's layer `layer` (chunked_rope_layers): the layers with RoPE (layer_types' chunked_attention where stated) see
 // attention_chunk_size keys (8192) and RMS-normalise q and k without weights (use_qk_norm); the
 // others scale their queries by position (attn_temperature_tuning, a bool or, as Scout states it, a
 // number). Their RoPE turns pairs (2i, 2i + 1), as complex numbers.
-void read_llama4_layer(const ConfigReader &c, const ModelType &t, int64_t layer, bool rotates,
+void read_chunked_rope_layer(const ConfigReader &c, const ModelType &t, int64_t layer, bool rotates,
                        CachedAttentionConfig &cfg) {
     const std::string src = c.source();
     const std::optional<std::string> type = stated_layer_type(c, t, layer, "chunked_attention");
@@ -522,7 +535,7 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     }
     const std::string layer_type = !slides ? "" : *slides ? "sliding_attention" : "full_attention";
     HfRope rope = hf_rope(c, {t.rope_theta, t.partial_rotary, true, layer_type, true, t.original_context, t.rope_alpha});
-    if (t.gpt_neox_keys) {  // transformers 4 sets, and 5 fills in, these over rope_theta and partial_rotary_factor
+    if (t.rotary_emb_keys) {  // transformers 4 sets, and 5 fills in, these over rope_theta and partial_rotary_factor
         rope.theta = c.get_number("rotary_emb_base", rope.theta);
         rope.partial_rotary_factor = c.get_number("rotary_pct", rope.partial_rotary_factor);
         require(rope.theta > 0, src + ": rotary_emb_base must be positive, got " + str(rope.theta));
@@ -550,9 +563,9 @@ void read_rope(const ConfigReader &c, const ModelType &t, std::optional<bool> sl
     // unscaled RoPE (Gemma 3's of rope_local_base_freq), and rope_scaling to the full ones.
     const bool nested = c.has("rope_parameters") && c.object("rope_parameters").has("sliding_attention");
     if (slides.value_or(false) && t.sliding_layers_unscaled && !nested) {
-        if (t.gemma3) {
-            cfg.rope_base = c.get_number("rope_local_base_freq", 10000.0);
-            require(*cfg.rope_base > 0, src + ": rope_local_base_freq must be positive");
+        if (t.sliding_rope_base_key) {
+            cfg.rope_base = c.get_number(t.sliding_rope_base_key, 10000.0);
+            require(*cfg.rope_base > 0, src + ": " + t.sliding_rope_base_key + " must be positive");
         }
         cfg.rope_scaling = RopeScaling{};
     }
@@ -621,8 +634,8 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
         // SmolLM3 slides its layers without RoPE where use_sliding_window and sliding_window say so.
         const bool nope_slides =
             t.nope_layers && !rotates && c.get_bool("use_sliding_window", false) && c.has("sliding_window");
-        if (t.llama4) {
-            read_llama4_layer(c, t, index, rotates, cfg);
+        if (t.chunked_rope_layers) {
+            read_chunked_rope_layer(c, t, index, rotates, cfg);
         } else {
             slides = layer_slides(c, t, index, nope_slides);
             if (!*slides && t.full_layers_rope != ModelType::FullLayersRope::Rotate) rotates = false;
@@ -633,23 +646,19 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &c, std::
     read_window(c, t, slides.value_or(false), cfg);
     cfg.sinks = t.sinks;
     if (t.qk_norm && (!t.qk_norm_key || c.get_bool(t.qk_norm_key, false))) {
-        cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, rms_norm_eps(c, t.norm_eps), t.gemma3};
+        cfg.qk_norm = CachedAttentionConfig::QkNorm{*t.qk_norm, rms_norm_eps(c, t.norm_eps), t.qk_norm_weight_plus_one};
         cfg.qk_norm->query_module = t.qk_norm_modules[0], cfg.qk_norm->key_module = t.qk_norm_modules[1];
         cfg.qk_norm->after_rope = t.qk_norm_after_rope;
     }
-    if (t.llama4 && cfg.qk_norm) {
+    if (t.chunked_rope_layers && cfg.qk_norm) {
         // transformers norms q and k after RoPE, which takes out any amplitude the table carries
         // (YaRN's or LongRoPE's attention factor); this layer norms before RoPE, so its table must
         // carry none.
         cfg.rope_scaling.attention_factor = 1.0;
     }
     if (t.pairs_in_place) cfg.rope_layout = RopeLayout::Interleaved;
-    if (t.stablelm && c.get_bool("qk_layernorm", false)) cfg.qk_norm = head_layer_norms(c, true);
-    if (t.cohere) {
-        const bool norms = c.get_bool("use_qk_norm", false);
-        require(!norms || t.per_head_layer_norms,
-                c.source() + ": use_qk_norm is not supported for " + t.name + " (its attention has no QK-norm)");
-        if (norms) cfg.qk_norm = head_layer_norms(c, false);
+    if (t.head_layer_norms_key && c.get_bool(t.head_layer_norms_key, false)) {
+        cfg.qk_norm = head_layer_norms(c, t.head_layer_norms_in_modules);
     }
     if (t.query_pre_attn_scalar) {
         // Gemma 3 27B: 168 against a head_dim of 128.
@@ -681,7 +690,7 @@ int64_t hugging_face_layer_period(const ConfigReader &config) {
     int64_t period = 1;
     if (t.nope_layers) {
         const auto rotates = c.get_optional_int_list("no_rope_layers");
-        if (rotates && !(t.llama4 && rotates->empty())) return 0;
+        if (rotates && !(t.empty_no_rope_layers_is_default && rotates->empty())) return 0;
         period = c.get_int("no_rope_layer_interval", 4);
     }
     if (t.sliding_pattern) period = std::lcm(period, c.get_int("sliding_window_pattern", t.sliding_pattern));

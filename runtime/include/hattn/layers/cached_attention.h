@@ -189,9 +189,27 @@ private:
     };
     // Self-attention of the new tokens (queries from x, keys and values from their inputs),
     // appended to `cache` when one is given (without, the kernels read them where they were
-    // projected).
+    // projected): the checks, the projections, the key store, the attention, then the commit.
     Tensor attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, KVCache *cache,
                              const MaskView *mask) const;
+    // A call's inputs, cache and mask checked against the layer, before anything is computed.
+    void check_call(const Tensor &x, const Tensor &key_input, const Tensor &value_input, const KVCache *cache,
+                    const MaskView *mask) const;
+    // The new tokens of a call: q [B, S, H, D], k and v [B, S, Hkv, D]; sequence b's first at
+    // position start[b], its last at lengths[b] - 1.
+    struct NewTokens {
+        Tensor q, k, v;
+        std::vector<int32_t> start, lengths;
+    };
+    // q, k and v projected, QK-normed, rotated and (Llama 4) temperature-scaled.
+    void project_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input, NewTokens &t) const;
+    // Where the kernels read the keys: the cache's rows (the new ones written past its end, not
+    // yet committed), a copy of a sliding cache's kept rows and the new ones (into window_keys and
+    // window_values) where its rows cannot take them (`in_rows` false), or the new tokens alone.
+    KeyStore store_keys(const NewTokens &t, KVCache *cache, bool in_rows, Tensor &window_keys,
+                        Tensor &window_values) const;
+    // The new queries against the store: one split-KV decode call, windows, chunks or one prefill.
+    void attend(const NewTokens &t, const KeyStore &store, const MaskView *mask, Tensor &attended) const;
     // Self-attention of several new tokens where a sequence is longer than the sliding window (a
     // decode step without a mask passes each window's start to the decode kernel instead): q and
     // attended [B, S, H, D], the store holding every key they reach. The caller's mask (if any)

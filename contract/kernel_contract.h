@@ -7,19 +7,16 @@
 
 namespace hattn::kernel_contract {
 
-// The projection_gemv variant is chosen for calls with at most this many rows: on a CPU each W
-// row, read once, meets every row from L1, and W is not packed (the GEMM's fixed few ms a call).
-// 64 is where the AVX-512 gemv and GEMM cross on a Zen 4. AVX2's cross at 24 to 48 rows by shape
-// (at 64 the GEMM 22% ahead to 11% behind) and SSE's past 64, so a limit per sub-target would not
-// pay (docs/perf/log.md; NEON is not measured). A GPU's schedule keeps this many rows' sums in
-// registers.
+// The projection_gemv variant is chosen for calls with at most this many rows: on CPUs about where
+// it and the GEMM cross, one limit for every sub-target (docs/perf/log.md, "Projection gemv
+// crossover"); a GPU's gemv keeps this many rows' sums in registers.
 constexpr int projection_gemv_max_rows_cpu = 64, projection_gemv_max_rows_gpu = 4;
 
 // BitLinear's reduction length is a multiple of this; the runtime pads with zero activations.
 constexpr int bitlinear_k_multiple = 256;
 
-// The head dims the GPU prefill's block tiles are generated for (a thread's PV tile takes D / 16
-// of them, unrolled, so one kernel each); the runtime runs the rows schedule for any other.
+// The head dims the GPU prefill's block tiles are generated for, a kernel each; the runtime runs
+// the rows schedule for any other.
 constexpr int gpu_prefill_block_tile_head_dims[] = {16, 32, 64, 80, 96, 128};
 // Those head dims as messages name them: "16, 32, ...".
 inline std::string gpu_prefill_block_tile_head_dims_text() {
@@ -27,24 +24,25 @@ inline std::string gpu_prefill_block_tile_head_dims_text() {
     for (int d : gpu_prefill_block_tile_head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     return dims;
 }
-// Their tiles: a block of 64 queries walking chunks of 64 keys (kernels.cmake's GPU_PARAMS), and
-// the small tiles of 32 queries (GPU_SMALL_TILES_PARAMS, half the running state and the block's
-// threads) for devices that allow a block too little shared memory for the first. The schedule
-// accepts only these.
+// The GPU prefill's tiles, by kind (the attention_prefill generator's `tiles`): a block of 64
+// queries walking chunks of 64 keys; the small tiles of 32 queries (half the running state and the
+// block's threads) for devices that allow a block too little shared memory for the first; and the
+// rows schedule's thread per query row, over chunks of 32 keys.
+enum class GpuPrefillTileKind { Block, Small, Rows };
 struct GpuPrefillTiles {
     int query_tile, key_chunk;
 };
-constexpr GpuPrefillTiles gpu_prefill_tiles{64, 64}, gpu_prefill_small_tiles{32, 64};
-// An upper bound of the shared memory a block of them takes, in bytes: the running (output, max,
-// sum) state, the chunk's queries and keys (head-dim-major, each head dim's row padded by 4
-// floats), values, scores and probabilities, and the row statistics, each counted whole, except
-// that the queries and the probabilities share their space: within a chunk the queries' last use
-// (the scores) comes before the probabilities' first, and Halide packs the one into the other.
-// Halide packs more than that (at D = 128 a block of the 64-query tiles takes 196 KB of this
-// bound's 212.5); tests/test_gpu_prefill_shared_memory.cpp checks the bound against the launch
-// sizes in the generated kernels. The runtime runs the small tiles on devices that allow a block
-// less (their bound at D = 128 is 140 KB: an A100 allows 163), the rows schedule where those do
-// not fit either.
+constexpr GpuPrefillTiles gpu_prefill_tiles{64, 64}, gpu_prefill_small_tiles{32, 64}, gpu_prefill_rows{1, 32};
+constexpr GpuPrefillTiles gpu_prefill_tiles_of(GpuPrefillTileKind kind) {
+    return kind == GpuPrefillTileKind::Block ? gpu_prefill_tiles
+           : kind == GpuPrefillTileKind::Small ? gpu_prefill_small_tiles
+                                               : gpu_prefill_rows;
+}
+// An upper bound of the shared memory a block of them takes, in bytes, by which the runtime picks
+// the tiles a device fits: each tile they stage counted whole, but the queries and probabilities,
+// which Halide packs into one space (schedules/gpu/attention.cpp). Its margins: docs/perf/log.md,
+// "GPU prefill block tiles"; tests/test_gpu_prefill_shared_memory.cpp checks it against the launch
+// sizes in the generated kernels.
 constexpr long long gpu_prefill_block_tile_shared_bytes(long long head_dim, GpuPrefillTiles tiles) {
     const long long T = tiles.query_tile, C = tiles.key_chunk, D = head_dim;
     const long long state = 3 * T * D, queries = (T + 4) * D, keys = D * (C + 4), values = C * D;

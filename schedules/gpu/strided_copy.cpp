@@ -1,7 +1,7 @@
 #include "generators/strided_copy.h"
 #include "schedules/dispatch.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 using namespace Halide;
 
@@ -20,4 +20,4 @@ void schedule(StridedCopy &g, const Target &) {
         .gpu_threads(xi, yi);
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

@@ -1,13 +1,12 @@
-#include <stdexcept>
 #include <string>
 
 #include "generators/attention_decode.h"
 #include "generators/attention_prefill.h"
-#include "generators/common/kernel_contract.h"
-#include "schedules/cuda/lanes.h"
+#include "kernel_contract.h"
+#include "schedules/gpu/lanes.h"
 #include "schedules/dispatch.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 using namespace Halide;
 
@@ -23,18 +22,15 @@ namespace {
 // whole block's box per thread, in local memory: Halide 14 does not narrow it to the thread's
 // part.)
 //
-// The block's tiles live in shared memory, about 196 KB at D = 128 (132 KB in the small tiles; the
-// runtime raises the kernel's dynamic limit past 48 KB, runtime/src/cuda_driver.cpp): the chunk's
-// queries, keys and values, staged per chunk (see q_tile and v_panel below); the chunk's scores and
-// probabilities (query-fastest, so the row statistics' threads read consecutive words); the running
-// (output, max, sum) tuple, 3 T D floats. The queries and keys are stored head-dim-major, so that a
-// thread's 4 rows or keys of one head dim are one aligned 128-bit load (LLVM merges the unrolled
-// loads where it can prove the alignment: rows a multiple of 4 floats apart).
-//
-// The 128-bit accesses are what moved D = 128 from 106 to 79 ms (run 10, docs/perf/cuda.md): the
-// products' loads, the staging's stores and the state update's loads and stores (vectorized over
-// a thread's head dims), each a quarter of the instructions and, where scalar accesses had
-// conflicted, of the bank cycles.
+// The block's tiles live in shared memory (the runtime raises the kernel's dynamic limit past 48 KB,
+// runtime/src/cuda_driver.cpp; kernel_contract.h bounds their size): the chunk's queries, keys and
+// values, staged per chunk (see q_tile and v_panel below); the chunk's scores and probabilities
+// (query-fastest, so the row statistics' threads read consecutive words); the running (output, max,
+// sum) tuple, 3 T D floats. The queries and keys are stored head-dim-major, so that a thread's 4
+// rows or keys of one head dim are one aligned 128-bit load (LLVM merges the unrolled loads where
+// it can prove the alignment: rows a multiple of 4 floats apart). The products' loads, the staging's
+// stores and the state update (vectorized over a thread's head dims) are all 128-bit: a quarter of
+// the instructions and of the conflicting bank cycles (docs/perf/log.md, "GPU prefill block tiles").
 //
 // A block's threads are (x 4, y T / 4, z 4), so that a warp is 4 x 8: in QK its 4 key threads read
 // 4 keys 4 apart and its 8 row threads 8 queries 4 apart (distinct banks, no conflict); in PV its
@@ -90,17 +86,13 @@ void map_rows(Stage s, const Var &qi) {
 
 void schedule_block_tiles(AttentionPrefill &g) {
     ChunkedAttention &a = *g.attention;
-    // The runtime sizes their shared memory from the contract's tiles.
-    auto is = [&](kernel_contract::GpuPrefillTiles t) { return a.T == t.query_tile && a.C == t.key_chunk; };
-    if (!is(kernel_contract::gpu_prefill_tiles) && !is(kernel_contract::gpu_prefill_small_tiles)) {
-        throw std::invalid_argument("GPU prefill block tiles: query_tile and key_chunk must be kernel_contract.h's");
-    }
     // The staging's x and y threads: as many as the products' (the block's threads are the most
     // any stage asks for).
     const int staging_dims = block_threads_x * a.T / rows_per_thread;
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var io("io"), ii("ii"), hb("hb");
-    // The output: the block's grid; its threads divide the state by the running state's map.
+    // The output: the block's grid, a kernel per head dim of the contract's list (a thread's D / 16
+    // head dims unroll); its threads divide the state by the running state's map.
     for (int D : kernel_contract::gpu_prefill_block_tile_head_dims) {
         Stage s = g.out.specialize(a.head_dim == D);
         s.split(a.i, io, ii, a.T, guard).fuse(a.hk, a.b, hb);
@@ -124,11 +116,11 @@ void schedule_block_tiles(AttentionPrefill &g) {
     // Halide 14 packed the chunk's probabilities into their shared memory (its liveness analysis of
     // a block's shared allocations ignores the loop: the queries' last use in the body comes
     // before the probabilities' first), and every chunk after the first read them overwritten.
+    // (That packing is why kernel_contract.h's bound counts the queries and probabilities as one.)
     //
     // Each head dim's row of queries or keys is padded by 4 floats, 4 banks apart, so that a
     // quarter warp's 128-bit stores (8 consecutive head dims) hit distinct banks (unpadded, the
-    // queries' conflicted 8 ways: padding them took D = 128 from 79.4 to 77.5 ms, D = 64 from 33.5
-    // to 31.8, run 11).
+    // queries' conflicted 8 ways: docs/perf/log.md, "GPU prefill block tiles").
     a.q_tile.compute_at(chunk).reorder_storage(a.qi, a.d).align_storage(a.qi, a.T + 4);
     map_staging(a.q_tile, a.d, a.qi, a.T, staging_dims, true);
     a.k_panel.compute_at(chunk).reorder_storage(a.j, a.d).align_storage(a.j, a.C + 4);
@@ -177,9 +169,8 @@ void schedule_block_tiles(AttentionPrefill &g) {
     a.chunk_out.compute_inline();
     // V staged per chunk like K (natural layout: in PV a thread's D/16 head dims are 128-bit
     // loads, a warp's 4 head-dim threads D/16 words apart, distinct banks). Read through the L1
-    // instead, at D = 128 it measured 16% slower (dccf19f): the block's ~180 KB of shared memory
-    // then left the L1 about 60 KB, too little for the chunk's V (32 KB) read twice by each of 8
-    // warps.
+    // instead, it ran slower: the block's shared memory leaves the L1 too little for the chunk's V,
+    // read twice by each of 8 warps (docs/perf/log.md, "GPU prefill block tiles").
     a.v_panel.compute_at(chunk);
     map_staging(a.v_panel, a.d, a.j, a.C, staging_dims, false);
 
@@ -191,12 +182,15 @@ void schedule_block_tiles(AttentionPrefill &g) {
 
 }  // namespace
 
-// The block tiles' 64 query rows (kernels.cmake passes it too, or the small tiles' 32, or the row
-// schedule's 1); the GPU's scores cover whole chunks, so no key step.
-PrefillTile prefill_tile(const Target &) { return {kernel_contract::gpu_prefill_tiles.query_tile, 1}; }
+// The contract's tiles of the kind (the runtime sizes their shared memory from them); the GPU's
+// scores cover whole chunks, so no key step.
+PrefillTile prefill_tile(kernel_contract::GpuPrefillTileKind kind) {
+    const kernel_contract::GpuPrefillTiles tiles = kernel_contract::gpu_prefill_tiles_of(kind);
+    return {tiles.query_tile, tiles.key_chunk, 1};
+}
 
-// The query tile the GPU variant was generated with picks the schedule: block tiles (T > 1: the
-// default GPU_PARAMS' 64 rows, or the small tiles' 32), or the `rows` family's (T = 1): one GPU
+// The query tile the GPU variant was generated with picks the schedule: block tiles (T > 1: 64
+// rows, or the small tiles' 32), or the `rows` schedule's (T = 1): one GPU
 // thread per query row of one head, which runs the chunk loop for its row with the chunk's scores
 // in its own memory; blocks are (rows, head in group, KV head x sequence). (With T > 1 that mapping
 // would compute the whole tile per thread: Halide's bounds of running(d, i % T, ...) cover it.) The
@@ -229,18 +223,18 @@ void schedule(AttentionPrefill &g, const Target &) {
     a.score.specialize(a.has_softcap);  // the branch without soft-capping computes no tanh
 }
 
-// CUDA: the hardware's exp2 approximation (libdevice's __nv_fast_expf, ex2.approx of x log2(e):
-// an error of 2 + 1.2 |x| ulp, about 1e-5 relative at the -87 the callers clamp to, where the
-// terms are 1e-38 of a row's largest; subnormal results flushed to 0), a few instructions where
-// Halide 14's fast_exp is a 20-instruction polynomial; prefill pays one per score and one per
-// state element and chunk (1.3% at D = 128, run 10). OpenCL keeps Halide's (a target with both
-// runs its kernels as OpenCL).
+// CUDA: the hardware's exp2 approximation (libdevice's __nv_fast_expf: ex2.approx of x log2(e),
+// subnormals flushed to 0), a few instructions where Halide 14's fast_exp is a polynomial; its error
+// is largest at the callers' clamp (-87), where a term is negligible beside a row's largest
+// (docs/perf/log.md, "GPU prefill block tiles"). OpenCL keeps Halide's (a target with both runs its
+// kernels as OpenCL).
 Expr fast_exp(const Expr &x, const Target &t) {
     if (!t.has_feature(Target::CUDA) || t.has_feature(Target::OpenCL)) return Halide::fast_exp(x);
     return Internal::Call::make(Float(32), "__nv_fast_expf", {x}, Internal::Call::PureExtern);
 }
 
-// A decode block is one chunk of keys, its scores computed 32 keys at a time (see below).
+// A decode block is one chunk of keys, its scores computed 32 keys at a time (see below); longer
+// chunks ran slower (docs/perf/log.md, "Decode key chunks").
 int decode_key_chunk(const Target &) { return 128; }
 
 // Split-KV: one block per (chunk, KV head, sequence, up to 4 heads of the group) computes the
@@ -260,15 +254,15 @@ void schedule(AttentionDecode &g, const Target &) {
     const int tile_keys = 32;
     Var hb("hb"), jo("jo"), ji("ji"), hgo("hgo"), hgi("hgi");
     // A block takes up to 4 heads of the group (2 past D = 128), a large group (MQA's dozens of
-    // heads) several blocks per chunk, which stage the same K tile, mostly from L2. Up to 8 heads
-    // took GQA (a group of 4) 17% longer at B = 8 (0.97 against 0.82 ms, medians of run 12's
-    // three rounds): PV's register tile has a block's most heads whatever the group (below), so
-    // half its accumulators and its probability loads were for heads past the group's.
+    // heads) several blocks per chunk, which stage the same K tile, mostly from L2. Not 8: PV's
+    // register tile has a block's most heads whatever the group (below), so for a group of 4 half
+    // its accumulators and its probability loads were for heads past the group's (docs/perf/log.md,
+    // "GPU decode blocks").
     //
     // A chunk's partial result is D + 2 values a head (its output, then its max and sum), written
-    // by whole warps: a thread per value made 130 threads a block at D = 128, five warps where the
-    // other stages use four, the fifth holding registers for 2 busy threads (48 registers a
-    // thread: 8 blocks an SM, 10 with four warps). A thread takes every (threads)th value instead.
+    // by whole warps: a thread per value made a fifth warp at D = 128, with 2 busy threads, that
+    // held registers all through the block and left fewer blocks an SM (docs/perf/log.md, "GPU
+    // decode blocks"). A thread takes every (threads)th value instead.
     a.part.compute_root();
     auto map_chunks = [&](Stage s, int heads_per_block, int threads) {
         Var xo("xo"), xi("xi");
@@ -329,8 +323,7 @@ void schedule(AttentionDecode &g, const Target &) {
     // (A pass per head read the chunk's V once per head, from the L2 once the L1 had lost it.)
     a.chunk_out.compute_at(block).reorder(a.hg, a.d).gpu_threads(a.d);
     a.pv.compute_at(a.chunk_out, a.d).bound_extent(a.hg, max_heads_per_block).store_in(MemoryType::Register).unroll(a.hg);
-    // Sixteen V loads in flight per thread: four took B = 8 at T = 32768 1.00 ms, eight 0.98,
-    // sixteen 0.92 (run 10).
+    // Sixteen V loads in flight per thread: fewer or more ran slower (docs/perf/log.md, "GPU decode blocks").
     a.pv.update().reorder(a.hg, a.rj).unroll(a.hg).unroll(a.rj, 16);
     // A block per (head, KV head, sequence), a thread per (head dim, lane): at most 256 x 4
     // threads (the runtime refuses wider heads). Each lane takes every 4th chunk (rfactor) and
@@ -375,4 +368,4 @@ void schedule(AttentionDecode &g, const Target &) {
     a.weight.compute_inline();  // stored, it would need a global array per thread (one per chunk)
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

@@ -6,7 +6,7 @@
 
 #include "Halide.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 // rfactor starts each lane of a reduction at its operation's identity: 0 for a sum, but -inf for
 // a max, which no kernel may hold (Halide's fast-math codegen assumes no inf or NaN). A maximum's
@@ -23,4 +23,4 @@ inline void start_lanes_at(Halide::Func per_lane, float floor) {
     start[0] = Halide::Expr(floor);
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

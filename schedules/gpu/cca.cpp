@@ -1,7 +1,7 @@
 #include "generators/cca/qk_latent.h"
 #include "schedules/dispatch.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 using namespace Halide;
 
@@ -25,4 +25,4 @@ void schedule(CcaQkLatent &g, const Target &) {
     g.mean_k.compute_at(g.k_out, g.d);
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

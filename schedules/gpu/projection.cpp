@@ -1,7 +1,7 @@
 #include "generators/projection.h"
 #include "schedules/dispatch.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 using namespace Halide;
 
@@ -106,4 +106,4 @@ void schedule(Projection &g, const Target &) {
     }
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

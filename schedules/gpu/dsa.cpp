@@ -1,9 +1,9 @@
 #include "generators/dsa/index_scores.h"
 #include "generators/dsa/sparse_attention.h"
-#include "schedules/cuda/lanes.h"
+#include "schedules/gpu/lanes.h"
 #include "schedules/dispatch.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 using namespace Halide;
 
@@ -48,4 +48,4 @@ void schedule(DsaSparseAttention &g, const Target &) {
     g.acc.update().split(g.rn.x, step, in_step, g.key_step, guard).unroll(in_step);
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

@@ -1,7 +1,7 @@
 #include "generators/row_norm.h"
 #include "schedules/dispatch.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 using namespace Halide;
 
@@ -13,4 +13,4 @@ void schedule(RowNorm &g, const Target &) {
     g.spread.compute_at(g.y, g.r);
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

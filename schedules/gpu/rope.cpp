@@ -1,7 +1,7 @@
 #include "generators/rope.h"
 #include "schedules/dispatch.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 using namespace Halide;
 
@@ -11,4 +11,4 @@ void schedule(Rope &g, const Target &) {
     g.y.fuse(g.h, g.s, hs).gpu_blocks(hs, g.b).gpu_threads(g.d);
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

@@ -2,7 +2,7 @@
 #include "generators/bitlinear_quantize.h"
 #include "schedules/dispatch.h"
 
-namespace hattn::schedules::cuda {
+namespace hattn::schedules::gpu {
 
 using namespace Halide;
 
@@ -37,4 +37,4 @@ void schedule(BitLinearQuantize &g, const Target &) {
     g.xq.gpu_tile(g.k, g.r, kb, rb, kt, rt, 128, 1, TailStrategy::GuardWithIf);
 }
 
-}  // namespace hattn::schedules::cuda
+}  // namespace hattn::schedules::gpu

@@ -1,9 +1,0 @@
-#include "generators/rope.h"
-#include "schedules/cpu/rope.h"
-#include "schedules/dispatch.h"
-
-namespace hattn::schedules::x86 {
-
-void schedule(Rope &g, const Halide::Target &t) { cpu::schedule_rope(g, t); }
-
-}  // namespace hattn::schedules::x86
