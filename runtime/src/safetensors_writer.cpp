@@ -14,7 +14,7 @@ void write_safetensors(const std::string &path, const std::map<std::string, Tens
         // What the reader (safetensors.h) would refuse is refused before anything is written.
         require(name != "__metadata__", path + ": '__metadata__' cannot name a tensor (the format reserves it)");
         require(t.size() == element_count(t.shape()),
-                [&] { return path + ": tensor '" + name + "' holds no values (a default-constructed Tensor)"; });
+                [&, &name = name] { return path + ": tensor '" + name + "' holds no values (a default-constructed Tensor)"; });
         const uint64_t bytes = static_cast<uint64_t>(t.size()) * sizeof(float);
         header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;

@@ -98,7 +98,10 @@ void DsaConfig::validate() const {
                                                       {"index_dim", index_dim},
                                                       {"index_topk", index_topk}};
     for (const auto &[name, value] : sizes) {
-        require(value > 0, [&] { return std::string("glm_dsa: ") + name + " must be positive, got " + str(value); });
+        // (Structured bindings captured by name: C++17 lambdas cannot capture them as they are.)
+        require(value > 0, [&name = name, &value = value] {
+            return std::string("glm_dsa: ") + name + " must be positive, got " + str(value);
+        });
     }
     require(rope_dim % 2 == 0, [&] { return "glm_dsa: rope_dim must be even, got " + str(rope_dim); });
     // The indexer rotates the first rope_dim dims of its keys and queries.
