@@ -178,6 +178,40 @@ TEST_F(Cli, RunsACachedAttentionCase) {
     EXPECT_EQ(read_npy_f32(tmp.file("o.npy")).shape(), Shape({1, 3, 8}));
 }
 
+// --report says what the run used: its storage types, the bytes of the layer's weights (4 of 8 x 8
+// floats, no biases) and of its cache per token (keys and values: 2 x 8 floats).
+TEST_F(Cli, RunReportsWhatItUsed) {
+    const CliResult r = hattn("run --case " + make_case("c", good_config()) + " --prefill 1 --output " +
+                              tmp.file("o.npy") + " --report " + tmp.file("report.json"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    const nlohmann::json report = nlohmann::json::parse(slurp(tmp.file("report.json")));
+    EXPECT_EQ(report, nlohmann::json({{"dtype", "f32"}, {"kv_dtype", "f32"}, {"weight_bytes", 4 * 8 * 8 * 4},
+                                      {"cache_bytes_per_token", 2 * 8 * 4}}));
+}
+
+// A case or flags naming storage types this build does not run are refused in one line, nothing
+// written: a run in f32 would pass a low-precision case's tolerance and show nothing.
+TEST_F(Cli, StorageTypesAreCheckedAndRefusedUntilSupported) {
+    std::string config = good_config();
+    config.replace(config.find("\"batch\""), 0, "\"dtype\": \"bf16\", ");
+    const std::string dir = make_case("c", config);
+    expect_one_line_naming(hattn("run --case " + dir + " --output " + tmp.file("o.npy") + " --report " + tmp.file("r.json")),
+                           "dtype bf16, kv_dtype bf16: storage types other than f32 are not supported yet");
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("o.npy")));
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("r.json")));
+    expect_one_line_naming(hattn("run --case " + dir + " --kv-dtype int8 --output " + tmp.file("o.npy")),
+                           "dtype bf16, kv_dtype int8: storage types other than f32");
+    EXPECT_EQ(hattn("run --case " + dir + " --dtype f32 --output " + tmp.file("o.npy")).status, 0);
+    expect_one_line_naming(hattn("run --case " + dir + " --dtype int8 --output " + tmp.file("o.npy")),
+                           "dtype int8: only caches and states are stored in int8 (kv_dtype)");
+    expect_one_line_naming(hattn("run --case " + dir + " --dtype fp16 --output " + tmp.file("o.npy")),
+                           "--dtype must be f32, bf16, f16 or int8, got 'fp16'");
+    std::string typo = good_config();
+    typo.replace(typo.find("\"batch\""), 0, "\"kv_dtype\": \"int4\", ");
+    expect_one_line_naming(hattn("run --case " + make_case("t", typo) + " --output " + tmp.file("o.npy")),
+                           "key 'kv_dtype' must be f32, bf16, f16 or int8, got 'int4'");
+}
+
 // One layer of a whole model: its own config.json (HF keys) and a checkpoint whose names carry the
 // layer's prefix. The same weights as the seed case give the same output.
 TEST_F(Cli, RunsOneLayerOfAHuggingFaceCheckpoint) {

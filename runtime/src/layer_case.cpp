@@ -133,8 +133,25 @@ LayerCase load_case_dir(const std::string &dir) {
     files.context = optional_file(root / "context.npy");
     files.mask = optional_file(root / "mask.npy");
     files.weight_prefix = top.get_string("prefix", "");
-    return load_inputs(kind, top.object("config"), batch,
-                       seq_len, cross, tolerance, files);
+    LayerCase c = load_inputs(kind, top.object("config"), batch, seq_len, cross, tolerance, files);
+    const auto storage_type = [&](const char *key, DType fallback) {
+        if (!top.has(key)) return fallback;
+        const std::string name = top.get_string(key);
+        const std::optional<DType> dtype = type_named(name);
+        require(dtype.has_value(), [&] {
+            return config_path + ": key '" + key + "' must be f32, bf16, f16 or int8, got " + detail::quoted(name);
+        });
+        return *dtype;
+    };
+    const DType dtype = storage_type("dtype", DType::F32);
+    set_storage_types(c, dtype, storage_type("kv_dtype", dtype));
+    return c;
+}
+
+void set_storage_types(LayerCase &c, DType dtype, DType kv_dtype) {
+    require(dtype != DType::Int8, "dtype int8: only caches and states are stored in int8 (kv_dtype)");
+    c.dtype = dtype;
+    c.kv_dtype = kv_dtype;
 }
 
 LayerCase load_case_files(const LayerFiles &files) {
@@ -190,8 +207,13 @@ Tensor prefill_then_decode(const LayerCase &c, int64_t P, Prefill prefill, Decod
     return out;
 }
 
-Tensor run_cached_attention(const LayerCase &c, std::optional<int64_t> prefill) {
-    CachedAttention layer(c.config, c.weights);
+// A run's output and what it used.
+template <typename Layer>
+CaseRun ran(const LayerCase &c, const Layer &layer, Tensor y) {
+    return {std::move(y), RunReport{c.dtype, c.kv_dtype, layer.weight_bytes(), layer.cache_bytes_per_token()}};
+}
+
+Tensor run_cached_attention(const CachedAttention &layer, const LayerCase &c, std::optional<int64_t> prefill) {
     std::optional<MaskView> mask;
     if (c.mask) mask = MaskView{c.mask->boolean.data(), c.mask->shape};
     if (c.cross) {
@@ -217,17 +239,14 @@ Tensor run_cached_attention(const LayerCase &c, std::optional<int64_t> prefill) 
     return prefill_then_decode(c, *prefill, with_rows, with_rows);
 }
 
-Tensor run_latent_attention(const LayerCase &c, std::optional<int64_t> prefill) {
+std::unique_ptr<LatentAttention> latent_layer(const LayerCase &c) {
     const std::string kind = c.kind->name;
-    std::unique_ptr<LatentAttention> made;
-    if (kind == "zaya_cca") {
-        made = std::make_unique<ZayaAttention>(c.config, c.weights);
-    } else if (kind == "ccgqa") {
-        made = std::make_unique<CCGQAAttention>(c.config, c.weights);
-    } else {
-        made = std::make_unique<CCAAttention>(c.config, c.weights);
-    }
-    LatentAttention &layer = *made;
+    if (kind == "zaya_cca") return std::make_unique<ZayaAttention>(c.config, c.weights);
+    if (kind == "ccgqa") return std::make_unique<CCGQAAttention>(c.config, c.weights);
+    return std::make_unique<CCAAttention>(c.config, c.weights);
+}
+
+Tensor run_latent_attention(const LatentAttention &layer, const LayerCase &c, std::optional<int64_t> prefill) {
     if (!prefill) return layer.forward(c.x);
     LatentState state = layer.make_state(c.batch, c.seq_len);
     return prefill_then_decode(
@@ -235,8 +254,7 @@ Tensor run_latent_attention(const LayerCase &c, std::optional<int64_t> prefill) 
         [&](const Tensor &x) { return layer.decode_step(x, state); });
 }
 
-Tensor run_dsa(const LayerCase &c, std::optional<int64_t> prefill) {
-    DsaAttention layer(DsaConfig::from(c.config), c.weights);
+Tensor run_dsa(const DsaAttention &layer, const LayerCase &c, std::optional<int64_t> prefill) {
     if (!prefill) return layer.forward(c.x);
     DsaState state = layer.make_state(c.batch, c.seq_len);
     return prefill_then_decode(
@@ -246,13 +264,26 @@ Tensor run_dsa(const LayerCase &c, std::optional<int64_t> prefill) {
 
 }  // namespace
 
-Tensor run_case(const LayerCase &c, std::optional<int64_t> prefill) {
+CaseRun run_case(const LayerCase &c, std::optional<int64_t> prefill) {
     if (prefill) validate_prefill(c, *prefill);
     require(c.kind->built, std::string("kind '") + c.kind->name + "' is not built yet");
+    require(c.dtype == DType::F32 && c.kv_dtype == DType::F32, [&] {
+        return std::string("dtype ") + type_name(c.dtype) + ", kv_dtype " + type_name(c.kv_dtype) +
+               ": storage types other than f32 are not supported yet (layers run in f32 only)";
+    });
     const std::string kind = c.kind->name;
-    if (kind == "cached_attention") return run_cached_attention(c, prefill);
-    if (kind == "cca" || kind == "ccgqa" || kind == "zaya_cca") return run_latent_attention(c, prefill);
-    if (kind == "glm_dsa") return run_dsa(c, prefill);
+    if (kind == "cached_attention") {
+        const CachedAttention layer(c.config, c.weights);
+        return ran(c, layer, run_cached_attention(layer, c, prefill));
+    }
+    if (kind == "cca" || kind == "ccgqa" || kind == "zaya_cca") {
+        const std::unique_ptr<LatentAttention> layer = latent_layer(c);
+        return ran(c, *layer, run_latent_attention(*layer, c, prefill));
+    }
+    if (kind == "glm_dsa") {
+        const DsaAttention layer(DsaConfig::from(c.config), c.weights);
+        return ran(c, layer, run_dsa(layer, c, prefill));
+    }
     throw Error("kind '" + kind + "' has no layer module", Error::Kind::Internal);
 }
 

@@ -1,5 +1,9 @@
 // hattn run: one layer on the inputs of a golden-case folder or of files named one by one.
 #include <cstdlib>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "args.h"
 #include "commands.h"
@@ -7,6 +11,7 @@
 #include "hattn/error.h"
 #include "hattn/layer_case.h"
 #include "hattn/npy.h"
+#include "hattn/text_file.h"
 
 namespace hattn::cli {
 
@@ -32,12 +37,29 @@ LayerCase load(const Args &args) {
     return load_case_files(files);
 }
 
+std::optional<DType> storage_type(const Args &args, const char *flag) {
+    const std::optional<std::string> name = args.value(flag);
+    if (!name) return std::nullopt;
+    const std::optional<DType> dtype = type_named(*name);
+    require(dtype.has_value(), std::string(flag) + " must be f32, bf16, f16 or int8, got '" + *name + "'");
+    return dtype;
+}
+
+// What the run used, as one JSON object (spec/cli.md).
+void write_report(const std::string &path, const RunReport &r) {
+    const nlohmann::json report{{"dtype", type_name(r.dtype)},
+                                {"kv_dtype", type_name(r.kv_dtype)},
+                                {"weight_bytes", r.weight_bytes},
+                                {"cache_bytes_per_token", r.cache_bytes_per_token}};
+    write_text_file(path, report.dump() + "\n");
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string> &argv) {
     const Args args("run", argv,
-                    {"--case", "--output", "--prefill", "--device", "--threads", "--kind",
-                     "--config", "--weights", "--input", "--context", "--mask", "--prefix"},
+                    {"--case", "--output", "--prefill", "--device", "--threads", "--kind", "--config", "--weights",
+                     "--input", "--context", "--mask", "--prefix", "--dtype", "--kv-dtype", "--report"},
                     {});
     require(args.positional().empty(), "run: unexpected argument '" +
                                            (args.positional().empty() ? "" : args.positional()[0]) + "'");
@@ -45,13 +67,20 @@ int run_command(const std::vector<std::string> &argv) {
     require(!output.empty(), "--output must name a file, got ''");
     select_device(args);
 
+    const std::optional<std::string> report = args.value("--report");
+    require(!report || !report->empty(), "--report must name a file, got ''");
     // Everything is read and validated before a kernel runs.
-    const LayerCase c = load(args);
+    LayerCase c = load(args);
+    // The flags win over a case's own types; --dtype alone sets both, as a case's "dtype" does.
+    const DType dtype = storage_type(args, "--dtype").value_or(c.dtype);
+    set_storage_types(c, dtype, storage_type(args, "--kv-dtype").value_or(args.has("--dtype") ? dtype : c.kv_dtype));
     const std::optional<int64_t> prefill = args.integer("--prefill");
     if (prefill) validate_prefill(c, *prefill);
     apply_threads(args);
 
-    write_npy(output, run_case(c, prefill));
+    const CaseRun run = run_case(c, prefill);
+    write_npy(output, run.y);
+    if (report) write_report(*report, run.report);
     return 0;
 }
 

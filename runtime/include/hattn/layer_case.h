@@ -8,6 +8,7 @@
 #include <string>
 
 #include "hattn/config.h"
+#include "hattn/dtype.h"
 #include "hattn/kinds.h"
 #include "hattn/npy.h"
 #include "hattn/safetensors.h"
@@ -25,6 +26,9 @@ struct LayerCase {
     Tensor x;                     // [batch, seq_len, hidden]
     std::optional<Tensor> context;  // [batch, Sk, hidden] when cross
     std::optional<NpyArray> mask;   // bool [batch, 1, seq_len, Sk], True = masked
+    // The storage types the case asks for (spec/attention.md section 5; a case folder's "dtype"
+    // and "kv_dtype", default f32 and the dtype).
+    DType dtype = DType::F32, kv_dtype = DType::F32;
 
     // Whether the case runs causally, so that prefill + decode applies to it.
     bool causal() const;
@@ -42,12 +46,28 @@ struct LayerFiles {
 // The files named one by one; config may be a model's own config.json.
 LayerCase load_case_files(const LayerFiles &files);
 
+// Sets the storage types a run asks for (the CLI's --dtype and --kv-dtype), checking them: a
+// layer's dtype is f32, bf16 or f16; its caches' also int8.
+void set_storage_types(LayerCase &c, DType dtype, DType kv_dtype);
+
 // Checks a `--prefill P` request against the case: 0 <= P <= seq_len, causal cases only.
 void validate_prefill(const LayerCase &c, int64_t prefill);
 
+// What a run used: its storage types, and the bytes of the layer's weights as it holds them and of
+// its cache or state per token (`hattn run --report`).
+struct RunReport {
+    DType dtype = DType::F32, kv_dtype = DType::F32;
+    int64_t weight_bytes = 0, cache_bytes_per_token = 0;
+};
+struct CaseRun {
+    Tensor y;  // [batch, seq_len, hidden]
+    RunReport report;
+};
+
 // Runs the case's layer on its inputs: the whole sequence at once, or with `prefill` the first P
-// tokens as one prefill call and every later token as a one-token decode step. Returns
-// [batch, seq_len, hidden]. Throws Error when the kind is not built yet.
-Tensor run_case(const LayerCase &c, std::optional<int64_t> prefill);
+// tokens as one prefill call and every later token as a one-token decode step. Throws Error when
+// the kind is not built yet, or where the case asks for storage types this build does not run
+// (a run in other types than the case names would show nothing: spec/cases.md).
+CaseRun run_case(const LayerCase &c, std::optional<int64_t> prefill);
 
 }  // namespace hattn

@@ -12,14 +12,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hattn/dtype.h"
 #include "hattn/tensor.h"
 
 namespace hattn {
-
-enum class DType { F32, F16, BF16 };
-
-const char *dtype_name(DType dtype);  // "F32", "F16", "BF16": the spelling safetensors uses
-size_t dtype_size(DType dtype);       // bytes per element
 
 struct TensorInfo {
     std::string name;

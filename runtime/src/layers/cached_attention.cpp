@@ -169,6 +169,18 @@ KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
     return KVCache::sliding(batch, Hkv, D, capacity, keep);
 }
 
+int64_t CachedAttention::weight_bytes() const {
+    int64_t bytes = query_.weight_bytes() + key_.weight_bytes() + value_.weight_bytes() + output_.weight_bytes();
+    for (const std::optional<Tensor> *t : {&query_norm_, &key_norm_, &qk_norm_bias_, &sinks_}) {
+        if (*t) bytes += (*t)->size() * static_cast<int64_t>(sizeof(float));
+    }
+    return bytes;
+}
+
+int64_t CachedAttention::cache_bytes_per_token() const {
+    return 2 * config_.kv_heads * config_.head_dimension * static_cast<int64_t>(sizeof(float));
+}
+
 float CachedAttention::scale() const {
     return static_cast<float>(config_.attention_scale.value_or(1.0 / std::sqrt(double(config_.head_dimension))));
 }

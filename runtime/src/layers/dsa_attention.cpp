@@ -152,6 +152,20 @@ DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w)
     for (Tensor *t : {&q_a_norm_, &kv_a_norm_, &index_norm_w_, &index_norm_b_}) t->keep_on_device(Residency::ReadOnly);
 }
 
+int64_t DsaAttention::weight_bytes() const {
+    int64_t bytes = 0;
+    for (const Linear *l : {&q_a_, &q_b_, &kv_a_, &kv_b_, &o_, &index_q_, &index_k_, &index_w_}) bytes += l->weight_bytes();
+    for (const Linear &l : key_absorb_) bytes += l.weight_bytes();
+    for (const Tensor *t : {&q_a_norm_, &kv_a_norm_, &index_norm_w_, &index_norm_b_}) {
+        bytes += t->size() * static_cast<int64_t>(sizeof(float));
+    }
+    return bytes;
+}
+
+int64_t DsaAttention::cache_bytes_per_token() const {
+    return (config_.kv_lora_rank + config_.rope_dim + config_.index_dim) * static_cast<int64_t>(sizeof(float));
+}
+
 DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
     return DsaState(identity_, batch, capacity, config_.kv_lora_rank + config_.rope_dim, config_.index_dim);
 }

@@ -265,6 +265,17 @@ void LatentAttention::require_decoder(const char *call) const {
     });
 }
 
+int64_t LatentAttention::weight_bytes() const {
+    int64_t floats = key_scale_.size() + first_value_.size();
+    for (const Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1}) floats += t->size();
+    return qk_.weight_bytes() + value_.weight_bytes() + value_delayed_.weight_bytes() + out_.weight_bytes() +
+           floats * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t LatentAttention::cache_bytes_per_token() const {
+    return 2 * config_.kv_rank() * static_cast<int64_t>(sizeof(float));
+}
+
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
     require_decoder("make_state");
     KVCache kv(batch, config_.kv_heads, config_.head_dim, capacity, "latent state");  // checks batch and capacity

@@ -37,6 +37,12 @@ Linear Linear::bitnet(const Tensor &weight) {
     return l;
 }
 
+int64_t Linear::weight_bytes() const {
+    const int64_t bias = bias_ ? bias_->size() * static_cast<int64_t>(sizeof(float)) : 0;
+    if (ternary_) return ternary_->bytes() + static_cast<int64_t>(sizeof(ternary_->scale)) + bias;
+    return weight_.size() * static_cast<int64_t>(sizeof(float)) + bias;
+}
+
 Tensor Linear::apply(const Tensor &x) const {
     Shape shape = x.shape();
     require(!shape.empty(), "linear: input must have at least one dimension");

@@ -138,6 +138,9 @@ public:
     CachedAttention(const ConfigReader &config, const Weights &weights);
 
     const CachedAttentionConfig &config() const { return config_; }
+    // The bytes of the weights it holds, and of its cache per token (keys and values).
+    int64_t weight_bytes() const;
+    int64_t cache_bytes_per_token() const;
 
     // A generation cache for `batch` sequences of up to `capacity` tokens. A sliding-window
     // layer's is a sliding cache (KVCache::sliding) that keeps each sequence's last W - 1 tokens

@@ -90,6 +90,10 @@ public:
     Tensor forward(const Tensor &x, TopK *selected = nullptr, const TopK *shared = nullptr) const;
 
     DsaState make_state(int64_t batch, int64_t capacity) const;
+    // The bytes of the weights it holds (W_kvb's key rows also as absorbed per head), and of its
+    // state per token (the latent, its rotary part and the indexer key).
+    int64_t weight_bytes() const;
+    int64_t cache_bytes_per_token() const;
     // Appends x [B, S, E] (prefill) or one token (decode); all or nothing.
     Tensor prefill(const Tensor &x, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr) const;
     Tensor decode_step(const Tensor &x_t, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr) const;

@@ -97,6 +97,11 @@ public:
 
     const LatentAttentionConfig &config() const { return config_; }
 
+    // The bytes of the weights it holds, and of its state's cache per token (keys and values; the
+    // few qk rows and the delayed value half it keeps per sequence not counted).
+    int64_t weight_bytes() const;
+    int64_t cache_bytes_per_token() const;
+
     // The whole sequence x [B, S, E] at once (either mode). Returns [B, S, E].
     Tensor forward(const Tensor &x) const;
 

@@ -25,6 +25,8 @@ public:
     const std::optional<Tensor> &bias() const { return bias_; }
     const Tensor &weight() const { return weight_; }  // [out, in]; empty for BitLinear
     const PackedTernary *ternary() const { return ternary_.get(); }  // null unless BitLinear
+    // The bytes it holds: weight and bias as stored, or BitLinear's codes and scale.
+    int64_t weight_bytes() const;
 
     // x [..., in] -> [..., out].
     Tensor apply(const Tensor &x) const;

@@ -1,0 +1,23 @@
+// Storage types (spec/attention.md section 5): how a tensor's elements are stored. A layer keeps
+// its weights and activations in its `dtype` and its caches and states in its `kv_dtype`;
+// products, softmax, norms and RoPE compute in float32 whatever the storage type.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace hattn {
+
+// F32: IEEE binary32. F16: IEEE binary16. BF16: the top 16 bits of a float32. Int8: a cache's
+// signed codes with a float32 scale per group (caches only).
+enum class DType { F32, F16, BF16, Int8 };
+
+// The spelling of configs, case folders and the CLI: "f32", "f16", "bf16", "int8".
+const char *type_name(DType dtype);
+std::optional<DType> type_named(const std::string &name);
+// The spelling safetensors uses: "F32", "F16", "BF16", "I8".
+const char *dtype_name(DType dtype);
+size_t dtype_size(DType dtype);  // bytes per element (an int8 cache's scales not counted)
+
+}  // namespace hattn
