@@ -7,7 +7,7 @@ hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # On a GPU: block tiles, small block tiles for devices with less shared memory a block, and the
 # rows schedule for other head dims (kernel_contract.h; docs/perf/cuda.md). Mullapudi2016 fails
-# on these generators in Halide 14 (docs/perf/log.md, "Autoschedulers").
+# on these generators in Halide 14 (docs/perf/log.md, "Autoscheduled and tuned schedules").
 hattn_kernel(attention_prefill GPU_SMALL_TILES_PARAMS tiles=small GPU_ROWS_PARAMS tiles=rows NO_MULLAPUDI)
 hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true
              GPU_SMALL_TILES_PARAMS tiles=small GPU_ROWS_PARAMS tiles=rows NO_MULLAPUDI)

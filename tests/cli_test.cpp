@@ -203,13 +203,13 @@ TEST_F(Cli, StorageTypesAreCheckedAndRefusedUntilSupported) {
                            "dtype bf16, kv_dtype int8: storage types other than f32");
     EXPECT_EQ(hattn("run --case " + dir + " --dtype f32 --output " + tmp.file("o.npy")).status, 0);
     expect_one_line_naming(hattn("run --case " + dir + " --dtype int8 --output " + tmp.file("o.npy")),
-                           "dtype int8: only caches and states are stored in int8 (kv_dtype)");
+                           "--dtype: int8 is a cache's storage type only (kv_dtype)");
     expect_one_line_naming(hattn("run --case " + dir + " --dtype fp16 --output " + tmp.file("o.npy")),
-                           "--dtype must be f32, bf16, f16 or int8, got 'fp16'");
+                           "--dtype must be one of f32, f16, bf16, int8, got 'fp16'");
     std::string typo = good_config();
     typo.replace(typo.find("\"batch\""), 0, "\"kv_dtype\": \"int4\", ");
     expect_one_line_naming(hattn("run --case " + make_case("t", typo) + " --output " + tmp.file("o.npy")),
-                           "key 'kv_dtype' must be f32, bf16, f16 or int8, got 'int4'");
+                           "key 'kv_dtype' must be one of f32, f16, bf16, int8, got 'int4'");
 }
 
 // One layer of a whole model: its own config.json (HF keys) and a checkpoint whose names carry the

@@ -127,6 +127,24 @@ TEST(CachedAttentionDecode, AnOverflowIsRefusedAndChangesNothing) {
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>(2, 0));
 }
 
+// A key that overflows where no query of the call sees it (the caller's mask hides it) leaves the
+// output finite, but the cache would keep it for later calls: refused too, the cache unchanged.
+TEST(CachedAttentionDecode, AnOverflowingKeyNoQuerySeesIsRefused) {
+    TestLayer t(Shape4{64, 4, 2, 16, true, 10000.0});
+    std::map<std::string, Tensor> tensors = t.tensors;
+    for (int64_t i = 0; i < 64; i++) tensors["key_projection.weight"].data()[i] = 3e38f;  // its first row
+    testing::TempDir dir;
+    write_safetensors(dir.file("w.safetensors"), tensors);
+    const CachedAttention huge(t.layer->config(), Weights::open(dir.file("w.safetensors")));
+    KVCache cache = huge.make_cache(1, 4);
+    const Tensor x({1, 2, 64}, std::vector<float>(2 * 64, 1.0f));
+    std::vector<uint8_t> every_key_hidden(2 * 2, 1);
+    const MaskView mask{every_key_hidden.data(), {1, 1, 2, 2}};
+    testing::expect_contains(testing::error_message([&] { huge.self_attention(x, &cache, &mask); }),
+                             "cached_attention: the new keys overflowed float32");
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>{0});
+}
+
 TEST(CachedAttentionDecode, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
     for (Shape4 shape : {Shape4{64, 4, 4, 16, true, 10000.0}, Shape4{96, 6, 2, 16, false, 10000.0}}) {
         TestLayer t(shape);

@@ -356,6 +356,22 @@ TEST(DsaAttention, AnOverflowIsRefusedAndKeepsTheState) {
     EXPECT_LE(testing::relative_l2(layer.prefill(prompt, state), layer.prefill(prompt, clean)), 1e-6);
 }
 
+// The indexer keys of a prompt's first K tokens join the state unscored, so an overflow there
+// leaves the output finite; later calls would rank NaN scores. Refused, the state unchanged.
+TEST(DsaAttention, AnOverflowingIndexerKeyIsRefusedThoughUnscored) {
+    std::map<std::string, Tensor> w;
+    const DsaAttention layer = make_layer(small_config(4), "", false, &w);
+    for (int64_t i = 0; i < 64; i++) w["indexer.wk.weight"].data()[i] = 3e38f;  // its first row
+    testing::TempDir dir;
+    write_safetensors(dir.file("w.safetensors"), w);
+    const DsaAttention huge(layer.config(), Weights::open(dir.file("w.safetensors")));
+    DsaState state = huge.make_state(1, 8);
+    const Tensor x({1, 2, 64}, std::vector<float>(2 * 64, 1.0f));
+    testing::expect_contains(testing::error_message([&] { huge.prefill(x, state); }),
+                             "glm_dsa: the new indexer keys overflowed float32");
+    EXPECT_EQ(state.lengths(), std::vector<int32_t>{0});
+}
+
 TEST(DsaAttention, FullCacheThrowsAndKeepsTheState) {
     DsaAttention layer = make_layer(small_config(4));
     DsaState state = layer.make_state(1, 3);

@@ -30,6 +30,12 @@ const char *type_name(DType dtype) { return spelling(dtype).name; }
 const char *dtype_name(DType dtype) { return spelling(dtype).safetensors_name; }
 size_t dtype_size(DType dtype) { return spelling(dtype).bytes; }
 
+std::string type_names() {
+    std::string names;
+    for (const Spelling &s : spellings) names += (names.empty() ? "" : ", ") + std::string(s.name);
+    return names;
+}
+
 std::optional<DType> type_named(const std::string &name) {
     for (const Spelling &s : spellings) {
         if (name == s.name) return s.dtype;

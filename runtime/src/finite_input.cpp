@@ -47,11 +47,9 @@ void require_finite(const std::string &what, const Tensor &t, const char *kind) 
     }
 }
 
-void require_finite_output(const std::string &layer, const Tensor &y, const std::function<std::string()> &origin) {
-    if (const float *bad = first_non_finite(y)) {
-        throw Error(layer + ": the output overflowed float32 (" + element_text(y, bad) +
-                    ") from finite inputs and weights; " + origin());
-    }
+void throw_overflow(const std::string &layer, const Result &result, const float *bad, const std::string &origin) {
+    throw Error(layer + ": " + result.what + " overflowed float32 (" + element_text(*result.values, bad) +
+                ") from finite inputs and weights; " + origin);
 }
 
 std::string magnitudes(const Tensor &input, std::initializer_list<std::pair<const char *, const Linear *>> weights) {
@@ -60,7 +58,8 @@ std::string magnitudes(const Tensor &input, std::initializer_list<std::pair<cons
     for (const auto &[name, linear] : weights) {
         if (linear->ternary()) continue;
         for (const Tensor *t : {&linear->weight(), linear->bias() ? &*linear->bias() : nullptr}) {
-            if (t && largest_magnitude(*t) > largest) largest = largest_magnitude(*t), where = name;
+            const float magnitude = t ? largest_magnitude(*t) : 0.0f;
+            if (magnitude > largest) largest = magnitude, where = name;
         }
     }
     std::ostringstream text;

@@ -4,7 +4,6 @@
 // output, since finite inputs and weights can still overflow float32.
 #pragma once
 
-#include <functional>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -21,10 +20,26 @@ const float *first_non_finite(const Tensor &t);
 // (`kind`: "inputs", or "weights" for a layer's weights as loaded).
 void require_finite(const std::string &what, const Tensor &t, const char *kind = "inputs");
 
-// A layer's output y, checked before any cache or state takes the call's tokens, so that a
-// refused call leaves them as they were. Throws "<layer>: the output overflowed float32 (element
-// 0 is NaN) ...; " + origin(), origin() saying where it first appeared, built only then.
-void require_finite_output(const std::string &layer, const Tensor &y, const std::function<std::string()> &origin);
+// A layer's results, checked before its cache or state takes the call's tokens, so that a refused
+// call leaves them as they were: the output, and the rows the call commits (new keys, values,
+// latents), which later calls read even where this call's output does not depend on them. Each is
+// {what, tensor}; tensors kept on a GPU (their host values unset) are passed over. Throws
+// "<layer>: <what> overflowed float32 (element 0 is NaN) ...; " + origin(), origin() saying where
+// it first appeared, built only then.
+struct Result {
+    const char *what;
+    const Tensor *values;
+};
+void throw_overflow(const std::string &layer, const Result &result, const float *bad, const std::string &origin);
+template <typename Origin>
+void require_finite_results(const char *layer, std::initializer_list<Result> results, Origin &&origin) {
+    for (const Result &r : results) {
+        if (r.values->is_resident()) continue;
+        if (const float *bad = first_non_finite(*r.values)) throw_overflow(layer, r, bad, origin());
+    }
+}
+// Whether t's values can be read on the host (not kept on a GPU), for origin().
+inline bool on_host(const Tensor &t) { return !t.is_resident(); }
 
 // For origin(): "the input's largest magnitude is 3e+38, the largest weight 2.5 (in q_proj)".
 // BitLinear projections (ternary) are passed over.

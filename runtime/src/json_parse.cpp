@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "hattn/input_file.h"
+#include "input_bytes.h"
 
 namespace hattn::detail {
 
@@ -27,12 +27,7 @@ nlohmann::json parse_json_object(const std::string &text, const std::string &sou
 }
 
 nlohmann::json read_json_object_file(const std::string &path) {
-    require_regular_file(path);
-    std::ifstream in(path, std::ios::binary);
-    require(in.is_open(), path + ": cannot open: " + std::strerror(errno));
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    require(!in.bad(), path + ": cannot read");
-    return parse_json_object(text, path);
+    return parse_json_object(read_input_file(path), path);
 }
 
 }  // namespace hattn::detail

@@ -9,6 +9,7 @@
 
 #include "hattn/device.h"
 #include "hattn/error.h"
+#include "quoted.h"
 #include "kernel_contract.h"
 
 namespace hattn {
@@ -22,22 +23,25 @@ std::map<std::string, std::string> last_run;  // kernel -> family
 // The same per thread: what the kernel call this thread is making runs (see check_halide_status).
 thread_local std::map<std::string, size_t> chosen_on_this_thread;
 
-// The entry of kernel_variants() of `kernel` on `platform` with `schedule`, if built.
-std::optional<size_t> find_variant(const std::string &kernel, const std::string &platform, ScheduleChoice schedule) {
+using detail::VariantRange;
+
+// The entry of the kernel's range on `platform` with `schedule`, if built.
+std::optional<size_t> find_variant(const VariantRange &range, const char *platform, ScheduleChoice schedule) {
     const std::vector<KernelVariant> &all = kernel_variants();
-    for (size_t i = 0; i < all.size(); i++) {
-        if (all[i].kernel == kernel && all[i].platform == platform && all[i].schedule == schedule) return i;
+    for (size_t i = range.first; i < range.first + range.count; i++) {
+        if (all[i].schedule == schedule && all[i].platform == platform) return i;
     }
     return std::nullopt;
 }
 
 // On a GPU: the hand-written variant of the device's API, or its small block tiles or rows
 // schedule where asked for, or where the block tiles (or both kinds of tiles) cannot run (`fit`).
-size_t gpu_variant(const std::string &kernel, const std::string &api, const detail::GpuPrefillFit &fit) {
-    const std::optional<size_t> hand = find_variant(kernel, api, ScheduleChoice::Hand);
+size_t gpu_variant(const VariantRange &range, const char *api, const detail::GpuPrefillFit &fit) {
+    const std::string kernel = range.kernel;
+    const std::optional<size_t> hand = find_variant(range, api, ScheduleChoice::Hand);
     require(hand.has_value(), [&] { return kernel + " has no " + api + " variant in this build"; });
-    const std::optional<size_t> rows = find_variant(kernel, api, ScheduleChoice::Rows);
-    const std::optional<size_t> small_tiles = find_variant(kernel, api, ScheduleChoice::SmallTiles);
+    const std::optional<size_t> rows = find_variant(range, api, ScheduleChoice::Rows);
+    const std::optional<size_t> small_tiles = find_variant(range, api, ScheduleChoice::SmallTiles);
     const bool tiles_fit = fit.tiles_refused.empty();
     const bool small_tiles_fit = small_tiles && fit.small_tiles_refused.empty();
     // The small tiles' reason where they were refused too (they need less than the others).
@@ -54,25 +58,25 @@ size_t gpu_variant(const std::string &kernel, const std::string &api, const deta
 // On the CPU: x86's hand-written multi-target variant, or the single-target one the schedule
 // choice names where built and runnable here; AArch64's dot-product variant where getauxval allows
 // it (Halide 14's AArch64 runtime detects no CPU features), else its plain one.
-size_t cpu_variant(const std::string &kernel) {
-    if (const std::optional<size_t> hand = find_variant(kernel, "x86", ScheduleChoice::Hand)) {
+size_t cpu_variant(const VariantRange &range) {
+    if (const std::optional<size_t> hand = find_variant(range, "x86", ScheduleChoice::Hand)) {
         const ScheduleChoice asked = schedule_choice();
         const bool autoscheduled = asked == ScheduleChoice::Adams2019 || asked == ScheduleChoice::Mullapudi2016 ||
                                    asked == ScheduleChoice::Tuned;
-        const std::optional<size_t> alternative = autoscheduled ? find_variant(kernel, "x86", asked) : std::nullopt;
+        const std::optional<size_t> alternative = autoscheduled ? find_variant(range, "x86", asked) : std::nullopt;
         const bool runs = alternative && can_use_target(kernel_variants()[*alternative].targets.front());
         return runs ? *alternative : *hand;
     }
-    const std::optional<size_t> dotprod = find_variant(kernel, "arm_dotprod", ScheduleChoice::Hand);
+    const std::optional<size_t> dotprod = find_variant(range, "arm_dotprod", ScheduleChoice::Hand);
     if (dotprod && arm_dotprod_allowed()) return *dotprod;
-    const std::optional<size_t> plain = find_variant(kernel, "arm_plain", ScheduleChoice::Hand);
-    require(plain.has_value(), [&] { return kernel + " has no CPU variant in this build"; });
+    const std::optional<size_t> plain = find_variant(range, "arm_plain", ScheduleChoice::Hand);
+    require(plain.has_value(), [&] { return std::string(range.kernel) + " has no CPU variant in this build"; });
     return *plain;
 }
 
-size_t variant_index(const std::string &kernel, const detail::GpuPrefillFit &fit) {
+size_t variant_index(const VariantRange &range, const detail::GpuPrefillFit &fit) {
     const Device device = current_device();
-    return device == Device::CPU ? cpu_variant(kernel) : gpu_variant(kernel, device_name(device), fit);
+    return device == Device::CPU ? cpu_variant(range) : gpu_variant(range, device_name(device), fit);
 }
 
 }  // namespace
@@ -83,7 +87,17 @@ ScheduleChoice schedule_choice() { return choice; }
 void set_integer_dot_form(IntegerDotForm f) { dot_form = f; }
 IntegerDotForm integer_dot_form() { return dot_form; }
 
-const KernelVariant &variant_to_run(const std::string &kernel) { return kernel_variants()[variant_index(kernel, {})]; }
+const KernelVariant &variant_to_run(const std::string &kernel) {
+    const std::vector<KernelVariant> &all = kernel_variants();
+    VariantRange range{kernel.c_str(), 0, 0};
+    for (size_t i = 0; i < all.size(); i++) {
+        if (all[i].kernel != kernel) continue;
+        if (range.count == 0) range.first = i;
+        range.count++;
+    }
+    require(range.count > 0, [&] { return "no kernel is named " + detail::quoted(kernel); });
+    return all[variant_index(range, {})];
+}
 
 std::string last_variant_run(const std::string &kernel) {
     std::lock_guard<std::mutex> lock(last_run_mutex);
@@ -93,11 +107,12 @@ std::string last_variant_run(const std::string &kernel) {
 
 namespace detail {
 
-size_t choose_variant(const std::string &kernel, const GpuPrefillFit &fit) {
-    const size_t index = variant_index(kernel, fit);
-    chosen_on_this_thread[kernel] = index;
+size_t choose_variant(const VariantRange &range, const GpuPrefillFit &fit) {
+    const size_t index = variant_index(range, fit);
+    const KernelVariant &chosen = kernel_variants()[index];
+    chosen_on_this_thread[chosen.kernel] = index;
     std::lock_guard<std::mutex> lock(last_run_mutex);
-    last_run[kernel] = kernel_variants()[index].family;
+    last_run[chosen.kernel] = chosen.family;
     return index;
 }
 
@@ -133,7 +148,8 @@ GpuPrefillFit prefill_fit(int64_t head_dim) {
 
 BitLinearChoice bitlinear_kernel() {
 #if defined(__x86_64__)  // AArch64 builds have no u8 x s8 variant (sdot multiplies s8 x s8)
-    const std::optional<size_t> vnni = find_variant("bitlinear_u8s8", "x86", ScheduleChoice::Hand);
+    using U8S8 = kernels::bitlinear_u8s8;
+    const std::optional<size_t> vnni = find_variant({U8S8::name, U8S8::first, U8S8::count}, "x86", ScheduleChoice::Hand);
     const IntegerDotForm form = integer_dot_form();
     const bool u8s8 = form == IntegerDotForm::U8S8 ||
                       (form == IntegerDotForm::Auto && current_device() == Device::CPU && vnni &&

@@ -27,15 +27,21 @@ GpuPrefillFit gpu_prefill_fit(int64_t head_dim, int64_t shared_bytes);
 // The same on the current device (nothing refused on the CPU).
 GpuPrefillFit prefill_fit(int64_t head_dim);
 
-// The index in kernel_variants() of the variant of `kernel` to run now (variant_to_run), recorded
-// as this thread's choice and as the last run (last_variant_run).
-size_t choose_variant(const std::string &kernel, const GpuPrefillFit &fit = {});
+// The entries of one kernel in kernel_variants(): [first, first + count).
+struct VariantRange {
+    const char *kernel;
+    size_t first, count;
+};
+
+// The index in kernel_variants() of the variant of the kernel to run now (variant_to_run),
+// recorded as this thread's choice and as the last run (last_variant_run).
+size_t choose_variant(const VariantRange &range, const GpuPrefillFit &fit = {});
 
 // The function to run now of Kernel, a struct of kernel_functions.h:
 // kernel_function<kernels::projection>().
 template <typename Kernel>
 typename Kernel::Fn kernel_function(const GpuPrefillFit &fit = {}) {
-    return Kernel::functions[choose_variant(Kernel::name, fit) - Kernel::first];
+    return Kernel::functions[choose_variant({Kernel::name, Kernel::first, Kernel::count}, fit) - Kernel::first];
 }
 
 // Calls the variant of Kernel chosen now on the current device: run_kernel<kernels::rope>(...).

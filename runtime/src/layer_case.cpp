@@ -139,17 +139,17 @@ LayerCase load_case_dir(const std::string &dir) {
         const std::string name = top.get_string(key);
         const std::optional<DType> dtype = type_named(name);
         require(dtype.has_value(), [&] {
-            return config_path + ": key '" + key + "' must be f32, bf16, f16 or int8, got " + detail::quoted(name);
+            return config_path + ": key '" + key + "' must be one of " + type_names() + ", got " + detail::quoted(name);
         });
         return *dtype;
     };
     const DType dtype = storage_type("dtype", DType::F32);
-    set_storage_types(c, dtype, storage_type("kv_dtype", dtype));
+    set_storage_types(c, dtype, storage_type("kv_dtype", dtype), config_path + ": key 'dtype'");
     return c;
 }
 
-void set_storage_types(LayerCase &c, DType dtype, DType kv_dtype) {
-    require(dtype != DType::Int8, "dtype int8: only caches and states are stored in int8 (kv_dtype)");
+void set_storage_types(LayerCase &c, DType dtype, DType kv_dtype, const std::string &source) {
+    require(dtype != DType::Int8, [&] { return source + ": int8 is a cache's storage type only (kv_dtype)"; });
     c.dtype = dtype;
     c.kv_dtype = kv_dtype;
 }

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "hattn/error.h"
-#include "hattn/input_file.h"
+#include "input_bytes.h"
 #include "whole_file.h"
 #include "quoted.h"
 
@@ -174,13 +174,8 @@ private:
 };
 
 std::vector<uint8_t> read_file(const std::string &path) {
-    require_regular_file(path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in.is_open()) fail(path, std::string("cannot open: ") + std::strerror(errno));
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                               std::istreambuf_iterator<char>());
-    if (in.bad()) fail(path, "cannot read");
-    return bytes;
+    const std::string bytes = detail::read_input_file(path);
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
 uint32_t read_le(const uint8_t *p, int bytes) {

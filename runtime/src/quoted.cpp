@@ -33,7 +33,7 @@ std::string escaped(std::string_view text, size_t limit) {
     std::string out;
     out.reserve(std::min(text.size(), limit) + 8);
     size_t i = 0;
-    while (i < text.size() && i < limit) {
+    while (i < text.size() && out.size() < limit) {
         const uint8_t c = uint8_t(text[i]);
         const size_t n = utf8_length(text, i);
         if (n > 1 || (n == 1 && c >= 0x20 && c != 0x7F)) {

@@ -7,8 +7,8 @@
 
 namespace hattn::detail {
 
-// `text` with control bytes and bytes that are not UTF-8 escaped (\n, \x01), cut
-// after `limit` bytes of it with "..." added.
+// `text` with control bytes and bytes that are not UTF-8 escaped (\n, \x01), cut once the
+// result holds `limit` bytes, with "..." added.
 std::string escaped(std::string_view text, size_t limit);
 
 // The same in single quotes, cut at 200 bytes: how a message echoes a string from a file.

@@ -41,7 +41,7 @@ std::optional<DType> storage_type(const Args &args, const char *flag) {
     const std::optional<std::string> name = args.value(flag);
     if (!name) return std::nullopt;
     const std::optional<DType> dtype = type_named(*name);
-    require(dtype.has_value(), std::string(flag) + " must be f32, bf16, f16 or int8, got '" + *name + "'");
+    require(dtype.has_value(), std::string(flag) + " must be one of " + type_names() + ", got '" + *name + "'");
     return dtype;
 }
 
@@ -73,7 +73,8 @@ int run_command(const std::vector<std::string> &argv) {
     LayerCase c = load(args);
     // The flags win over a case's own types; --dtype alone sets both, as a case's "dtype" does.
     const DType dtype = storage_type(args, "--dtype").value_or(c.dtype);
-    set_storage_types(c, dtype, storage_type(args, "--kv-dtype").value_or(args.has("--dtype") ? dtype : c.kv_dtype));
+    set_storage_types(c, dtype, storage_type(args, "--kv-dtype").value_or(args.has("--dtype") ? dtype : c.kv_dtype),
+                      "--dtype");
     const std::optional<int64_t> prefill = args.integer("--prefill");
     if (prefill) validate_prefill(c, *prefill);
     apply_threads(args);

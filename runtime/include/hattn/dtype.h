@@ -16,6 +16,7 @@ enum class DType { F32, F16, BF16, Int8 };
 // The spelling of configs, case folders and the CLI: "f32", "f16", "bf16", "int8".
 const char *type_name(DType dtype);
 std::optional<DType> type_named(const std::string &name);
+std::string type_names();  // "f32, f16, bf16, int8", for messages
 // The spelling safetensors uses: "F32", "F16", "BF16", "I8".
 const char *dtype_name(DType dtype);
 size_t dtype_size(DType dtype);  // bytes per element (an int8 cache's scales not counted)

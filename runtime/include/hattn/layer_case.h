@@ -46,9 +46,9 @@ struct LayerFiles {
 // The files named one by one; config may be a model's own config.json.
 LayerCase load_case_files(const LayerFiles &files);
 
-// Sets the storage types a run asks for (the CLI's --dtype and --kv-dtype), checking them: a
-// layer's dtype is f32, bf16 or f16; its caches' also int8.
-void set_storage_types(LayerCase &c, DType dtype, DType kv_dtype);
+// Sets the storage types a run asks for (a case's own, or the CLI's --dtype and --kv-dtype),
+// checking them: a layer's dtype is f32, bf16 or f16; its caches' also int8. Errors name `source`.
+void set_storage_types(LayerCase &c, DType dtype, DType kv_dtype, const std::string &source);
 
 // Checks a `--prefill P` request against the case: 0 <= P <= seq_len, causal cases only.
 void validate_prefill(const LayerCase &c, int64_t prefill);

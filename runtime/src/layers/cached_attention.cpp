@@ -274,13 +274,21 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     Tensor attended = detail::scratch_tensor(t.q.shape());
     attend(t, store, mask, attended);
     Tensor y = output(attended);
-    detail::require_finite_output("cached_attention", y, [&] {
-        const char *stage = detail::first_non_finite(t.q)   ? "the query projection or its RoPE"
-                            : detail::first_non_finite(t.k) ? "the key projection or its RoPE"
-                            : detail::first_non_finite(t.v) ? "the value projection"
-                                                            : "the attention or the output projection";
+    const auto origin = [&] {
+        const auto bad = [](const Tensor &t) { return detail::on_host(t) && detail::first_non_finite(t); };
+        const char *stage = bad(t.q)   ? "the query projection or its RoPE"
+                            : bad(t.k) ? "the key projection or its RoPE"
+                            : bad(t.v) ? "the value projection"
+                                       : "the attention or the output projection";
         return std::string("it first appears in ") + stage + "; " + weights_and(x);
-    });
+    };
+    // A cache keeps the new keys and values, also those no query of this call sees (a caller's mask).
+    if (cache) {
+        detail::require_finite_results("cached_attention", {{"the output", &y}, {"the new keys", &t.k},
+                                                            {"the new values", &t.v}}, origin);
+    } else {
+        detail::require_finite_results("cached_attention", {{"the output", &y}}, origin);
+    }
     // Everything succeeded: the new tokens become part of the cache.
     if (cache && in_rows) cache->commit(S);
     if (cache && !in_rows) cache->append(t.k.view(), t.v.view());
@@ -544,7 +552,8 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     Tensor attended = detail::scratch_tensor(q.shape());
     prefill_kernel(q.view(), kv.keys(), kv.values(), kv.lengths(), false, mask, attended.view());
     Tensor y = output(attended);
-    detail::require_finite_output("cached_attention: cross-attention", y, [&] { return weights_and(x); });
+    detail::require_finite_results("cached_attention: cross-attention", {{"the output", &y}},
+                                   [&] { return weights_and(x); });
     return y;
 }
 

@@ -359,11 +359,15 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
     o_.apply(TensorView(attended.data(), {B, S, H * V}), y.view());
-    detail::require_finite_output("glm_dsa", y, [&] {
-        return detail::magnitudes(x, {{"q_a_proj", &q_a_}, {"q_b_proj", &q_b_}, {"kv_a_proj_with_mqa", &kv_a_},
-                                      {"kv_b_proj", &kv_b_}, {"o_proj", &o_}, {"the indexer's wq_b", &index_q_},
-                                      {"the indexer's wk", &index_k_}, {"the indexer's weights_proj", &index_w_}});
-    });
+    // The state keeps the new latents and indexer keys, which later calls read (and rank) even
+    // where this call's output does not depend on them.
+    detail::require_finite_results(
+        "glm_dsa", {{"the output", &y}, {"the new latents", &kv}, {"the new rotary keys", &k_rot}, {"the new indexer keys", &ik_rot}},
+        [&] {
+            return detail::magnitudes(x, {{"q_a_proj", &q_a_}, {"q_b_proj", &q_b_}, {"kv_a_proj_with_mqa", &kv_a_},
+                                          {"kv_b_proj", &kv_b_}, {"o_proj", &o_}, {"the indexer's wq_b", &index_q_},
+                                          {"the indexer's wk", &index_k_}, {"the indexer's weights_proj", &index_w_}});
+        });
     state.lengths_.commit(S);
     if (selected) *selected = std::move(chosen);
     return y;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -687,14 +686,13 @@ int64_t hugging_face_layer_period(const ConfigReader &config) {
     const ModelType &t = model_type_of(c);
     if (!layers_differ(c, t)) return 1;
     if (c.has("layer_types")) return 0;
-    int64_t period = 1;
-    if (t.nope_layers) {
-        const auto rotates = c.get_optional_int_list("no_rope_layers");
-        if (rotates && !(t.empty_no_rope_layers_is_default && rotates->empty())) return 0;
-        period = c.get_int("no_rope_layer_interval", 4);
-    }
-    if (t.sliding_pattern) period = std::lcm(period, c.get_int("sliding_window_pattern", t.sliding_pattern));
-    return period > 0 ? period : 0;  // (not positive: refused when a layer is read)
+    // One rule per model type: where layers differ by whether they rotate, or by whether they slide.
+    if (t.nope_layers && t.sliding_pattern) return 0;
+    const auto rotates = c.get_optional_int_list("no_rope_layers");
+    if (t.nope_layers && rotates && !(t.empty_no_rope_layers_is_default && rotates->empty())) return 0;
+    const int64_t period = t.nope_layers ? c.get_int("no_rope_layer_interval", 4)
+                                         : c.get_int("sliding_window_pattern", t.sliding_pattern);
+    return period > 0 ? period : 1;  // (not positive: layer 0's reading refuses it)
 }
 
 std::vector<std::string> hugging_face_unused_keys(const ConfigReader &config) {

@@ -17,7 +17,7 @@ CachedAttentionConfig hugging_face_attention_config(const ConfigReader &config, 
 
 // How a model's layers differ by index where a rule says it (every p-th layer, p - 1, 2p - 1, ...,
 // reads otherwise than the others): p; 1 where every layer reads alike; 0 where a list in the
-// config (layer_types, no_rope_layers) says it, or a period is not positive.
+// config (layer_types, no_rope_layers) says it.
 int64_t hugging_face_layer_period(const ConfigReader &config);
 
 // What the config states that the model's attention ignores on purpose, as transformers does

@@ -393,11 +393,21 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
     out_.apply(TensorView(attended.data(), {B, S, H * dh}), y.view());
-    detail::require_finite_output("latent attention", y, [&] {
+    const auto origin = [&] {
         return detail::magnitudes(x, {{"the qk projection", &qk_}, {"the value projection", &value_},
                                       {"the delayed value projection", &value_delayed_}, {"the output projection", &out_}});
-    });
-    if (!state) return y;
+    };
+    if (!state) {
+        detail::require_finite_results("latent attention", {{"the output", &y}}, origin);
+        return y;
+    }
+    // The state keeps the new keys and values, the last qk rows and the last delayed value half,
+    // which later calls read even where this call's output does not depend on them.
+    const Tensor no_delayed;
+    detail::require_finite_results("latent attention", {{"the output", &y}, {"the new keys", &k}, {"the new values", &v},
+                                                        {"the qk rows", &qk_rows},
+                                                        {"the delayed values", c.value_shift ? &delayed : &no_delayed}},
+                                   origin);
 
     // Everything succeeded: the new tokens become part of the state.
     state->kv_.commit(S);
