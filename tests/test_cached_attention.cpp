@@ -108,9 +108,9 @@ TEST(CachedAttentionDecode, AnOverflowIsRefusedAndChangesNothing) {
     TestLayer t(Shape4{64, 4, 2, 16, true, 10000.0});
     double divergence = 1;
     for (const std::string &message : testing::overflowing_input_messages(stateful(*t.layer), 64, 53, divergence)) {
-        testing::expect_contains(message, "cached_attention: the output overflowed float32 (element 0 is");
-        testing::expect_contains(message, "it first appears in the query projection or its RoPE; the input's largest "
-                                          "magnitude is 3e+38, the largest weight");
+        testing::expect_contains(message, "cached_attention: the query projection overflowed float32 (element 0 is");
+        testing::expect_contains(message, "from finite inputs and weights; the input's largest magnitude is 3e+38, the "
+                                          "largest weight");
     }
     EXPECT_LE(divergence, 1e-6);
     // One weight of 3e38, in the value projection.
@@ -122,13 +122,14 @@ TEST(CachedAttentionDecode, AnOverflowIsRefusedAndChangesNothing) {
     KVCache cache = huge.make_cache(2, 4);
     // (v itself stays below float32's largest value; the products after it overflow.)
     testing::expect_contains(testing::error_message([&] { huge.self_attention(testing::random_tensor({2, 3, 64}, 54), &cache); }),
-                             "it first appears in the attention or the output projection; the input's largest magnitude "
-                             "is 0.996319, the largest weight 3e+38 (in the value projection)");
+                             "cached_attention: the output overflowed float32 (element 64 is NaN) from finite inputs and "
+                             "weights; it first appears after the projections; the input's largest magnitude is "
+                             "0.996319, the largest weight 3e+38 (in the value projection)");
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>(2, 0));
 }
 
-// A key that overflows where no query of the call sees it (the caller's mask hides it) leaves the
-// output finite, but the cache would keep it for later calls: refused too, the cache unchanged.
+// A key that overflows where no query of the call sees it (the caller's mask hides it) would leave
+// the output finite, and the cache would keep it for later calls: refused where it appears.
 TEST(CachedAttentionDecode, AnOverflowingKeyNoQuerySeesIsRefused) {
     TestLayer t(Shape4{64, 4, 2, 16, true, 10000.0});
     std::map<std::string, Tensor> tensors = t.tensors;
@@ -141,7 +142,7 @@ TEST(CachedAttentionDecode, AnOverflowingKeyNoQuerySeesIsRefused) {
     std::vector<uint8_t> every_key_hidden(2 * 2, 1);
     const MaskView mask{every_key_hidden.data(), {1, 1, 2, 2}};
     testing::expect_contains(testing::error_message([&] { huge.self_attention(x, &cache, &mask); }),
-                             "cached_attention: the new keys overflowed float32");
+                             "cached_attention: the key projection overflowed float32 (element 0 is infinite)");
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>{0});
 }
 

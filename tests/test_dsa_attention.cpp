@@ -349,7 +349,7 @@ TEST(DsaAttention, AnOverflowIsRefusedAndKeepsTheState) {
     DsaState state = layer.make_state(2, 8), clean = layer.make_state(2, 8);
     const std::string message = testing::error_message(
         [&] { layer.prefill(Tensor({2, 2, 64}, std::vector<float>(4 * 64, 3e38f)), state); });
-    testing::expect_contains(message, "glm_dsa: the output overflowed float32 (element 0 is NaN)");
+    testing::expect_contains(message, "glm_dsa: q_a_proj overflowed float32 (element 0 is NaN)");
     testing::expect_contains(message, "the input's largest magnitude is 3e+38, the largest weight");
     EXPECT_EQ(state.lengths(), std::vector<int32_t>(2, 0));
     const Tensor prompt = testing::random_tensor({2, 3, 64}, 26);
@@ -357,7 +357,8 @@ TEST(DsaAttention, AnOverflowIsRefusedAndKeepsTheState) {
 }
 
 // The indexer keys of a prompt's first K tokens join the state unscored, so an overflow there
-// leaves the output finite; later calls would rank NaN scores. Refused, the state unchanged.
+// would leave the output finite, and later calls would rank NaN scores. Refused where it appears,
+// the state unchanged.
 TEST(DsaAttention, AnOverflowingIndexerKeyIsRefusedThoughUnscored) {
     std::map<std::string, Tensor> w;
     const DsaAttention layer = make_layer(small_config(4), "", false, &w);
@@ -368,7 +369,7 @@ TEST(DsaAttention, AnOverflowingIndexerKeyIsRefusedThoughUnscored) {
     DsaState state = huge.make_state(1, 8);
     const Tensor x({1, 2, 64}, std::vector<float>(2 * 64, 1.0f));
     testing::expect_contains(testing::error_message([&] { huge.prefill(x, state); }),
-                             "glm_dsa: the new indexer keys overflowed float32");
+                             "glm_dsa: the indexer's wk overflowed float32");
     EXPECT_EQ(state.lengths(), std::vector<int32_t>{0});
 }
 

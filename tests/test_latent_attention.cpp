@@ -316,7 +316,7 @@ TEST(LatentState, AnOverflowIsRefusedAndChangesNothing) {
     SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false);
     double divergence = 1;
     for (const std::string &message : testing::overflowing_input_messages(stateful(*layer.layer), 64, 45, divergence)) {
-        testing::expect_contains(message, "latent attention: the output overflowed float32 (element 0 is");
+        testing::expect_contains(message, "latent attention: the values overflowed float32 (element 0 is");
         testing::expect_contains(message, "the input's largest magnitude is 3e+38, the largest weight");
     }
     EXPECT_LE(divergence, 1e-6);

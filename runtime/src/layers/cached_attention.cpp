@@ -274,14 +274,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     Tensor attended = detail::scratch_tensor(t.q.shape());
     attend(t, store, mask, attended);
     Tensor y = output(attended);
-    const auto origin = [&] {
-        const auto bad = [](const Tensor &t) { return detail::on_host(t) && detail::first_non_finite(t); };
-        const char *stage = bad(t.q)   ? "the query projection or its RoPE"
-                            : bad(t.k) ? "the key projection or its RoPE"
-                            : bad(t.v) ? "the value projection"
-                                       : "the attention or the output projection";
-        return std::string("it first appears in ") + stage + "; " + weights_and(x);
-    };
+    const auto origin = [&] { return "it first appears after the projections; " + weights_and(x); };
     // A cache keeps the new keys and values, also those no query of this call sees (a caller's mask).
     if (cache) {
         detail::require_finite_results("cached_attention", {{"the output", &y}, {"the new keys", &t.k},
@@ -346,6 +339,12 @@ void CachedAttention::project_new_tokens(const Tensor &x, const Tensor &key_inpu
     t.q = project_heads(x, query_, config_.heads, norm_after_rope ? none : query_norm_);
     t.k = project_heads(key_input, key_, config_.kv_heads, norm_after_rope ? none : key_norm_);
     t.v = project_heads(value_input, value_, config_.kv_heads);
+    // Checked where an overflow first appears: the fast-math kernels after them may turn an
+    // infinity into any value, finite ones too.
+    detail::require_finite_results("cached_attention",
+                                   {{"the query projection", &t.q}, {"the key projection", &t.k},
+                                    {"the value projection", &t.v}},
+                                   [&] { return weights_and(x); });
     // The new keys are rotated: positions continue from each sequence's length.
     const int64_t end = *std::max_element(t.lengths.begin(), t.lengths.end());
     if (rope_) {
@@ -549,6 +548,8 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
     if (x.dim(1) == 0) return Tensor({x.dim(0), 0, config_.embedding_dimension});  // nothing to compute
     const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads, query_norm_);
+    detail::require_finite_results("cached_attention: cross-attention", {{"the query projection", &q}},
+                                   [&] { return weights_and(x); });
     Tensor attended = detail::scratch_tensor(q.shape());
     prefill_kernel(q.view(), kv.keys(), kv.values(), kv.lengths(), false, mask, attended.view());
     Tensor y = output(attended);

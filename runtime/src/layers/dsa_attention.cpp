@@ -234,6 +234,14 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
         return TensorView(t.data(), {rows, cols});
     };
 
+    // Each projection of x is checked where an overflow first appears: the fast-math kernels after
+    // them may turn an infinity into any value, finite ones too.
+    const auto origin = [&] {
+        return detail::magnitudes(x, {{"q_a_proj", &q_a_}, {"q_b_proj", &q_b_}, {"kv_a_proj_with_mqa", &kv_a_},
+                                      {"kv_b_proj", &kv_b_}, {"o_proj", &o_}, {"the indexer's wq_b", &index_q_},
+                                      {"the indexer's wk", &index_k_}, {"the indexer's weights_proj", &index_w_}});
+    };
+
     // Queries: q_resid = RMSNorm(x W_qa^T), q = q_resid W_qb^T -> [H, N + Rd], the last Rd rotated.
     Tensor q_a = detail::scratch_tensor({B, S, c.q_lora_rank}), q_resid = detail::scratch_tensor(q_a.shape());
     q_a_.apply(x.view(), q_a.view());
@@ -245,6 +253,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     // The latent: kv = RMSNorm(first R of x W_kva^T), k_rot = the last Rd, rotated (one head).
     Tensor ckv = detail::scratch_tensor({B, S, L}), kv = detail::scratch_tensor({B, S, R});
     kv_a_.apply(x.view(), ckv.view());
+    detail::require_finite_results("glm_dsa", {{"q_a_proj", &q_a}, {"kv_a_proj_with_mqa", &ckv}}, origin);
     rms_norm(TensorView(ckv.data(), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps, matrix(kv, B * S, R));
     Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), *rope, start, k_rot.view(), RopeLayout::Interleaved);
@@ -271,6 +280,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     }
     Tensor ik_raw = detail::scratch_tensor({B, S, ID}), ik = detail::scratch_tensor({B, S, 1, ID});
     index_k_.apply(x.view(), ik_raw.view());
+    detail::require_finite_results("glm_dsa", {{"the indexer's wk", &ik_raw}}, origin);
     layer_norm(matrix(ik_raw, B * S, ID), index_norm_w_, index_norm_b_, 1e-6f, matrix(ik, B * S, ID));
     Tensor ik_rot = detail::scratch_tensor({B, S, 1, ID});
     apply_rope(ik.view(), *rope, start, ik_rot.view(), RopeLayout::Interleaved);
@@ -363,11 +373,7 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     // where this call's output does not depend on them.
     detail::require_finite_results(
         "glm_dsa", {{"the output", &y}, {"the new latents", &kv}, {"the new rotary keys", &k_rot}, {"the new indexer keys", &ik_rot}},
-        [&] {
-            return detail::magnitudes(x, {{"q_a_proj", &q_a_}, {"q_b_proj", &q_b_}, {"kv_a_proj_with_mqa", &kv_a_},
-                                          {"kv_b_proj", &kv_b_}, {"o_proj", &o_}, {"the indexer's wq_b", &index_q_},
-                                          {"the indexer's wk", &index_k_}, {"the indexer's weights_proj", &index_w_}});
-        });
+        origin);
     state.lengths_.commit(S);
     if (selected) *selected = std::move(chosen);
     return y;

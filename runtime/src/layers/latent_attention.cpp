@@ -333,6 +333,13 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     // sequence's first token).
     Tensor qk = detail::scratch_tensor({B, S, P}), qk_rows = detail::scratch_tensor({B, hist + S, P});
     qk_.apply(x.view(), qk.view());
+    // Checked where an overflow first appears: the fast-math kernels after it may turn an infinity
+    // into any value, finite ones too.
+    const auto origin = [&] {
+        return detail::magnitudes(x, {{"the qk projection", &qk_}, {"the value projection", &value_},
+                                      {"the delayed value projection", &value_delayed_}, {"the output projection", &out_}});
+    };
+    detail::require_finite_results("latent attention", {{"the qk projection", &qk}}, origin);
     copy_into(qk.view(), TensorView(qk_rows.data() + hist * P, {B, S, P}, packed_strides));
     if (hist > 0) {
         const ConstTensorView history = state ? state->qk_history_.view()
@@ -373,6 +380,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     } else {
         value_.apply(x.view(), v.view());
     }
+    detail::require_finite_results("latent attention", {{"the values", &v}}, origin);
 
     // 7. Attention in the latent over the cache (or over the new tokens where they are), then the
     // output projection.
@@ -393,10 +401,6 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     }
     Tensor y({B, S, c.hidden}, Tensor::unset);
     out_.apply(TensorView(attended.data(), {B, S, H * dh}), y.view());
-    const auto origin = [&] {
-        return detail::magnitudes(x, {{"the qk projection", &qk_}, {"the value projection", &value_},
-                                      {"the delayed value projection", &value_delayed_}, {"the output projection", &out_}});
-    };
     if (!state) {
         detail::require_finite_results("latent attention", {{"the output", &y}}, origin);
         return y;
