@@ -26,12 +26,13 @@ TEST_F(Cli, InspectDescribesTwoBillionLayersByTheirRule) {
                      "  layers i with (i + 1) % 6 != 0: E=64 H=4 Hkv=4 D=256; RoPE theta 10000; QK-norm per head by 1 + "
                      "w eps 1e-06; scale 0.0625; window 512; biases none\n"
                      "  layers i with (i + 1) % 6 == 0 (5, 11, ...): E=64 H=4 Hkv=4 D=256; RoPE theta 1e+06; QK-norm per "
-                     "head by 1 + w eps 1e-06; scale 0.0625; every key; biases none\n");
+                     "head by 1 + w eps 1e-06; scale 0.0625; every key; biases none\n" "  cache per token and layer: 8192 bytes in f32, 4096 in bf16 or f16, 2080 in int8 (codes and scales)\n");
     const std::string llama = tmp.file("llama.json");
     std::ofstream(llama) << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2147483647})";
     const CliResult alike = hattn("inspect " + llama);
     EXPECT_EQ(alike.out, llama + ": cached_attention, 2147483647 layers\n  layers 0-2147483646: E=64 H=4 Hkv=4 D=16; RoPE "
-                                 "theta 10000; every key; biases none\n");
+                                 "theta 10000; every key; biases none\n  cache per token and layer: 512 bytes in "
+                                 "f32, 256 in bf16 or f16, 160 in int8 (codes and scales)\n");
     // Layers listed one by one are read one by one, so only so many.
     const std::string listed = tmp.file("listed.json");
     std::ofstream(listed) << R"({"model_type": "gemma3_text", "hidden_size": 64, "num_hidden_layers": 100000,

@@ -71,7 +71,9 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
                                 "window 1024; biases none";
     EXPECT_EQ(r.out, gemma3 + ": cached_attention, 7 layers\n  layers 0-4: " + sliding +
                          "\n  layer 5: E=2560 H=8 Hkv=4 D=256; RoPE theta 1e+06, linear x8; QK-norm per head by 1 + w eps "
-                         "1e-06; scale 0.0625; every key; biases none\n  layer 6: " + sliding + "\n");
+                         "1e-06; scale 0.0625; every key; biases none\n  layer 6: " + sliding + "\n" +
+                         // Hkv x D = 4 x 256 keys and values: 2 x 1024 floats, or int8 codes and a scale a head.
+                         "  cache per token and layer: 8192 bytes in f32, 4096 in bf16 or f16, 2080 in int8 (codes and scales)\n");
     // EmbeddingGemma: Gemma 3's layers, attending both ways (its 512-key window kept as 257 each way).
     const std::string embedding = tmp.file("embeddinggemma.json");
     std::ofstream(embedding) << R"({"model_type": "gemma3_text", "hidden_size": 768, "num_attention_heads": 3,
@@ -81,7 +83,9 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
     EXPECT_EQ(both_ways.out, embedding + ": cached_attention, 6 layers\n  layers 0-4: E=768 H=3 Hkv=1 D=256; RoPE theta "
                                          "10000; QK-norm per head by 1 + w eps 1e-06; scale 0.0625; window 257 both ways; "
                                          "biases none\n  layer 5: E=768 H=3 Hkv=1 D=256; RoPE theta 1e+06; QK-norm per head "
-                                         "by 1 + w eps 1e-06; scale 0.0625; every key both ways; biases none\n");
+                                         "by 1 + w eps 1e-06; scale 0.0625; every key both ways; biases none\n"
+                                         "  cache per token and layer: 2048 bytes in f32, 1024 in bf16 or f16, 520 in "
+                                         "int8 (codes and scales)\n");
     // Gemma 3 with attn_logit_softcapping stated: not capped, as transformers does not, and so noted.
     const std::string capped_gemma3 = tmp.file("capped_gemma3.json");
     std::ofstream(capped_gemma3) << R"({"model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 4,
@@ -89,7 +93,8 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
     const CliResult uncapped = hattn("inspect " + capped_gemma3);
     EXPECT_EQ(uncapped.out, capped_gemma3 + ": cached_attention, 1 layers\n  layer 0: E=64 H=4 Hkv=4 D=256; RoPE theta "
                                             "1e+06; QK-norm per head by 1 + w eps 1e-06; scale 0.0625; every key; biases "
-                                            "none\n  note: attn_logit_softcapping is ignored: transformers' Gemma3Attention "
+                                            "none\n" "  cache per token and layer: 8192 bytes in f32, 4096 in bf16 or f16, 2080 in int8 (codes and scales)\n"
+                                            "  note: attn_logit_softcapping is ignored: transformers' Gemma3Attention "
                                             "stores it and never applies it\n");
     // Gemma 2: sliding and full layers alternate, their scores soft-capped (50 by default).
     const std::string gemma2 = tmp.file("gemma2.json");
@@ -97,7 +102,8 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
     const CliResult capped = hattn("inspect " + gemma2);
     EXPECT_EQ(capped.out, gemma2 + ": cached_attention, 2 layers\n  layer 0: E=64 H=4 Hkv=4 D=256; RoPE theta 10000; scale "
                                    "0.0625; window 4096; scores soft-capped at 50; biases none\n  layer 1: E=64 H=4 Hkv=4 "
-                                   "D=256; RoPE theta 10000; scale 0.0625; every key; scores soft-capped at 50; biases none\n");
+                                   "D=256; RoPE theta 10000; scale 0.0625; every key; scores soft-capped at 50; biases none\n" +
+                      std::string("  cache per token and layer: 8192 bytes in f32, 4096 in bf16 or f16, 2080 in int8 (codes and scales)\n"));
     // Llama 4: three layers of four attend in chunks, rotate pairs and norm q and k without weights;
     // the fourth scales its queries by position.
     const std::string llama4 = tmp.file("llama4.json");
@@ -106,7 +112,9 @@ TEST_F(Cli, InspectDescribesAModelConfigLayerByLayer) {
     EXPECT_EQ(chunked.out, llama4 + ": cached_attention, 4 layers\n  layers 0-2: E=5120 H=40 Hkv=8 D=128; RoPE theta 500000, "
                                     "interleaved pairs; QK-norm per head without weights eps 1e-05; chunks of 8192; biases "
                                     "none\n  layer 3: E=5120 H=40 Hkv=8 D=128; no RoPE; every key; queries scaled by "
-                                    "log(1 + floor((p + 1) / 8192)) * 0.1 + 1; biases none\n");
+                                    "log(1 + floor((p + 1) / 8192)) * 0.1 + 1; biases none\n"
+                                    "  cache per token and layer: 8192 bytes in f32, 4096 in bf16 or f16, 2112 in int8 "
+                                    "(codes and scales)\n");
     // A refused config prints nothing but its one line.
     const std::string olmo = tmp.file("olmo.json");
     std::ofstream(olmo) << R"({"model_type": "olmo", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
@@ -176,6 +184,26 @@ TEST_F(Cli, RunsACachedAttentionCase) {
                               tmp.file("o.npy"));
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(read_npy_f32(tmp.file("o.npy")).shape(), Shape({1, 3, 8}));
+}
+
+// A Hugging Face config's torch_dtype (or transformers 5's dtype) is the checkpoint's storage type:
+// inspect names it, and what a layer's cache takes per token in each storage type.
+TEST_F(Cli, InspectReportsTheCheckpointsDtypeAndCacheBytes) {
+    const std::string qwen = tmp.file("qwen.json");
+    std::ofstream(qwen) << R"({"model_type": "qwen2", "hidden_size": 128, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "torch_dtype": "bfloat16"})";
+    const CliResult r = hattn("inspect " + qwen);
+    EXPECT_EQ(r.status, 0) << r.err;
+    // 2 KV heads of 32: 2 x 64 floats a token; int8: 2 x 2 x (32 codes + a 4-byte scale).
+    EXPECT_NE(r.out.find("\n  checkpoint dtype bfloat16: layers store what --dtype asks (f32 unless asked)\n"
+                         "  cache per token and layer: 512 bytes in f32, 256 in bf16 or f16, 144 in int8 (codes and "
+                         "scales)\n"),
+              std::string::npos)
+        << r.out;
+    const std::string odd = tmp.file("odd.json");
+    std::ofstream(odd) << R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "dtype": "int4\nhattn: x"})";
+    const CliResult weird = hattn("inspect " + odd);
+    EXPECT_NE(weird.out.find("  checkpoint dtype (not float32, bfloat16 or float16): "), std::string::npos) << weird.out;
 }
 
 // --report says what the run used: its storage types, the bytes of the layer's weights (4 of 8 x 8

@@ -1,6 +1,7 @@
 #include "describe_config.h"
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "hattn/config.h"
@@ -74,6 +75,31 @@ std::string describe(const CachedAttentionConfig &c) {
     return out.str();
 }
 
+// The checkpoint's own storage type where its config states one (torch_dtype, or transformers 5's
+// dtype; a multimodal model's in its text_config or at the top), as PyTorch names it.
+std::optional<std::string> stated_dtype(const ConfigReader &config) {
+    for (const ConfigReader &c : {text_model_config(config), config}) {
+        for (const char *key : {"torch_dtype", "dtype"}) {
+            if (c.has(key)) return c.get_string(key);
+        }
+    }
+    return std::nullopt;
+}
+
+// What a layer's cache takes per token in each storage type, and the checkpoint's own type.
+std::string storage_text(const ConfigReader &config, const CachedAttentionConfig &layer) {
+    std::ostringstream out;
+    if (const std::optional<std::string> dtype = stated_dtype(config)) {
+        const bool known = *dtype == "float32" || *dtype == "bfloat16" || *dtype == "float16";
+        out << "  checkpoint dtype " << (known ? *dtype : std::string("(not float32, bfloat16 or float16)"))
+            << ": layers store what --dtype asks (f32 unless asked)\n";
+    }
+    out << "  cache per token and layer: " << layer.cache_bytes_per_token(DType::F32) << " bytes in f32, "
+        << layer.cache_bytes_per_token(DType::BF16) << " in bf16 or f16, " << layer.cache_bytes_per_token(DType::Int8)
+        << " in int8 (codes and scales)\n";
+    return out.str();
+}
+
 std::string unused_keys_text(const ConfigReader &config) {
     std::string text;
     for (const std::string &line : CachedAttentionConfig::unused_keys(config)) text += "  note: " + line + "\n";
@@ -117,8 +143,9 @@ void describe_attention_config(const std::string &path) {
     const ConfigReader config = ConfigReader::from_file(path);
     const ConfigReader text = text_model_config(config);
     if (text.has("embedding_dimension") || !text.has("num_hidden_layers")) {
-        const std::string line = describe(CachedAttentionConfig::from(config));  // before any output: it may refuse
-        std::cout << path << ": cached_attention: " << line << "\n" << unused_keys_text(config);
+        const CachedAttentionConfig layer = CachedAttentionConfig::from(config);  // before any output: it may refuse
+        std::cout << path << ": cached_attention: " << describe(layer) << "\n" << storage_text(config, layer)
+                  << unused_keys_text(config);
         return;
     }
     // Every layer is read before anything is printed: a refused config prints only its error.
@@ -137,6 +164,7 @@ void describe_attention_config(const std::string &path) {
     } else {
         out << consecutive_layers(config, layers);
     }
+    if (layers > 0) out << storage_text(config, CachedAttentionConfig::from(config, 0));
     std::cout << out.str() << unused_keys_text(config);
 }
 

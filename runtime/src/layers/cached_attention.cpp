@@ -177,9 +177,7 @@ int64_t CachedAttention::weight_bytes() const {
     return bytes;
 }
 
-int64_t CachedAttention::cache_bytes_per_token() const {
-    return 2 * config_.kv_heads * config_.head_dimension * static_cast<int64_t>(sizeof(float));
-}
+int64_t CachedAttention::cache_bytes_per_token() const { return config_.cache_bytes_per_token(DType::F32); }
 
 float CachedAttention::scale() const {
     return static_cast<float>(config_.attention_scale.value_or(1.0 / std::sqrt(double(config_.head_dimension))));

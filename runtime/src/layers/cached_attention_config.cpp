@@ -99,6 +99,13 @@ CachedAttentionConfig CachedAttentionConfig::from(const ConfigReader &config) {
     return cfg;
 }
 
+int64_t CachedAttentionConfig::cache_bytes_per_token(DType kv_dtype) const {
+    // An int8 group is one token's values of one KV head: D codes and a float32 scale.
+    const int64_t row = kv_dtype == DType::Int8 ? head_dimension + static_cast<int64_t>(sizeof(float))
+                                               : head_dimension * static_cast<int64_t>(dtype_size(kv_dtype));
+    return 2 * kv_heads * row;
+}
+
 void CachedAttentionConfig::validate() const {
     const int64_t E = embedding_dimension, D = head_dimension;
     require(E > 0 && D > 0 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0, [&] {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hattn/config.h"
+#include "hattn/dtype.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/kv_cache.h"
@@ -128,6 +129,10 @@ struct CachedAttentionConfig {
     // norms). The constructor calls it, so a config built by hand is checked like a read one;
     // from()'s own checks come first and name the file's keys.
     void validate() const;
+
+    // The bytes a cache of this layer takes per token (keys and values of every KV head) in a
+    // storage type: int8 counts each group's codes and its float32 scale (spec/attention.md §5).
+    int64_t cache_bytes_per_token(DType kv_dtype) const;
 };
 
 class CachedAttention {
