@@ -166,6 +166,19 @@ TEST_F(Cli, BenchPrintsOneJsonLine) {
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
+// Bench lines say the storage types they ran in; types this build does not run are refused.
+TEST_F(Cli, BenchSaysItsStorageTypes) {
+    const CliResult r = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("dtype"), "f32");
+    EXPECT_EQ(j.at("kv_dtype"), "f32");
+    expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --kv-dtype bf16"),
+                           "bench decode: dtype f32, kv_dtype bf16: storage types other than f32 are not supported yet");
+    expect_one_line_naming(hattn("bench prefill --heads 2 --head-dim 8 --seq 16 --dtype f8"),
+                           "--dtype must be one of f32, f16, bf16, int8, got 'f8'");
+}
+
 // --kernel-times adds the run broken down by kernel: one decode call is one attention_decode call.
 TEST_F(Cli, BenchBreaksARunDownByKernel) {
     const CliResult r = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 2 --kernel-times");

@@ -80,6 +80,14 @@ std::optional<double> Args::number(const std::string &flag) const {
     return n;
 }
 
+std::optional<DType> Args::storage_type(const std::string &flag) const {
+    const std::optional<std::string> name = value(flag);
+    if (!name) return std::nullopt;
+    const std::optional<DType> dtype = type_named(*name);
+    require(dtype.has_value(), flag + " must be one of " + type_names() + ", got '" + *name + "'");
+    return dtype;
+}
+
 void apply_threads(const Args &args) {
     if (auto n = args.integer("--threads")) {
         require(*n >= 1 && *n <= 4096, "--threads must be in 1..4096, got " + std::to_string(*n));

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "hattn/dtype.h"
+
 namespace hattn::cli {
 
 class Args {
@@ -24,6 +26,7 @@ public:
     std::string required(const std::string &flag) const;
     std::optional<int64_t> integer(const std::string &flag) const;  // must parse as an integer
     std::optional<double> number(const std::string &flag) const;    // must parse as a finite number
+    std::optional<DType> storage_type(const std::string &flag) const;  // must name one (hattn/dtype.h)
 
 private:
     std::map<std::string, std::string> values_;

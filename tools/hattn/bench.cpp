@@ -66,7 +66,8 @@ ScheduleChoice schedule_from(const Args &args) {
 // a decode) is never silently ignored.
 Args benchmark_args(const std::vector<std::string> &argv, const std::string &what) {
     const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-    std::set<std::string> valued{"--threads", "--device", "--reps", "--schedule"}, switches{"--kernel-times"};
+    std::set<std::string> valued{"--threads", "--device", "--reps", "--schedule", "--dtype", "--kv-dtype"},
+        switches{"--kernel-times"};
     if (what == "projection") {
         valued.insert({"--in", "--out", "--rows"});
         switches.insert("--bitnet");
@@ -116,10 +117,17 @@ int run_benchmark(const std::vector<std::string> &argv) {
     set_schedule_choice(schedule_from(args));
     apply_threads(args);
     const int reps = static_cast<int>(positive(args, "--reps", what == "decode" ? 20 : 5));
+    // --dtype sets both, as a case's "dtype" does; the benchmarks run in f32 only so far.
+    const DType dtype = args.storage_type("--dtype").value_or(DType::F32);
+    const DType kv_dtype = args.storage_type("--kv-dtype").value_or(dtype);
+    require(dtype == DType::F32 && kv_dtype == DType::F32, [&] {
+        return "bench " + what + ": dtype " + type_name(dtype) + ", kv_dtype " + type_name(kv_dtype) +
+               ": storage types other than f32 are not supported yet";
+    });
 
     nlohmann::json r{{"what", what}, {"device", device_name(device)},
-                     {"schedule", args.value("--schedule").value_or("hand")},
-                     {"threads", num_threads()}};
+                     {"schedule", args.value("--schedule").value_or("hand")}, {"threads", num_threads()},
+                     {"dtype", type_name(dtype)}, {"kv_dtype", type_name(kv_dtype)}};
     bench::Workload w;
     int runs = reps;  // how many runs the median took
     if (what == "projection") {

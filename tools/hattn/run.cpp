@@ -37,14 +37,6 @@ LayerCase load(const Args &args) {
     return load_case_files(files);
 }
 
-std::optional<DType> storage_type(const Args &args, const char *flag) {
-    const std::optional<std::string> name = args.value(flag);
-    if (!name) return std::nullopt;
-    const std::optional<DType> dtype = type_named(*name);
-    require(dtype.has_value(), std::string(flag) + " must be one of " + type_names() + ", got '" + *name + "'");
-    return dtype;
-}
-
 // What the run used, as one JSON object (spec/cli.md).
 void write_report(const std::string &path, const RunReport &r) {
     const nlohmann::json report{{"dtype", type_name(r.dtype)},
@@ -72,8 +64,8 @@ int run_command(const std::vector<std::string> &argv) {
     // Everything is read and validated before a kernel runs.
     LayerCase c = load(args);
     // The flags win over a case's own types; --dtype alone sets both, as a case's "dtype" does.
-    const DType dtype = storage_type(args, "--dtype").value_or(c.dtype);
-    set_storage_types(c, dtype, storage_type(args, "--kv-dtype").value_or(args.has("--dtype") ? dtype : c.kv_dtype),
+    const DType dtype = args.storage_type("--dtype").value_or(c.dtype);
+    set_storage_types(c, dtype, args.storage_type("--kv-dtype").value_or(args.has("--dtype") ? dtype : c.kv_dtype),
                       "--dtype");
     const std::optional<int64_t> prefill = args.integer("--prefill");
     if (prefill) validate_prefill(c, *prefill);
