@@ -38,8 +38,7 @@ void require_finite_results(const char *layer, std::initializer_list<Result> res
         if (const float *bad = first_non_finite(*r.values)) throw_overflow(layer, r, bad, origin());
     }
 }
-// Whether t's values can be read on the host (not kept on a GPU), for origin().
-inline bool on_host(const Tensor &t) { return !t.is_resident(); }
+
 
 // For origin(): "the input's largest magnitude is 3e+38, the largest weight 2.5 (in q_proj)".
 // BitLinear projections (ternary) are passed over.

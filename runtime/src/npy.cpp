@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <string_view>
 
 #include "hattn/error.h"
 #include "input_bytes.h"
@@ -173,11 +174,6 @@ private:
     size_t pos_ = 0;
 };
 
-std::vector<uint8_t> read_file(const std::string &path) {
-    const std::string bytes = detail::read_input_file(path);
-    return std::vector<uint8_t>(bytes.begin(), bytes.end());
-}
-
 uint32_t read_le(const uint8_t *p, int bytes) {
     uint32_t value = 0;
     for (int i = bytes - 1; i >= 0; i--) value = (value << 8) | p[i];
@@ -223,7 +219,8 @@ const char *npy_type_name(NpyArray::Type type) {
 }
 
 NpyArray read_npy(const std::string &path) {
-    const std::vector<uint8_t> bytes = read_file(path);
+    const std::string file = detail::read_input_file(path);
+    const std::basic_string_view<uint8_t> bytes(reinterpret_cast<const uint8_t *>(file.data()), file.size());
     if (bytes.size() < magic_size || std::memcmp(bytes.data(), magic, magic_size) != 0) {
         fail(path, "not a .npy file (bad magic)");
     }

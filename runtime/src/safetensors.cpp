@@ -303,7 +303,7 @@ Tensor SafetensorsFile::load(const std::string &name) const {
 
 std::optional<int64_t> Weights::layer_index() const {
     // The first "layers.N." at the start or after a dot, read by hand: a backtracking regex
-    // recursed once per digit and overflowed the stack on a prefix of 30,000 digits.
+    // recurses once per digit, so a long prefix would overflow the stack.
     const std::string_view prefix = prefix_, word = "layers.";
     for (size_t at = prefix.find(word); at != std::string_view::npos; at = prefix.find(word, at + 1)) {
         if (at > 0 && prefix[at - 1] != '.') continue;

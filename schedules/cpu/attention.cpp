@@ -78,8 +78,8 @@ void schedule_prefill_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targ
     const int vec = t.natural_vector_size<float>();
     const int values_per_step = std::max(1, tiles.accumulators / tiles.query_vectors);
     // 128 keys' probabilities (32 KB at 64 queries) and V lines (128 per D slice) fit a 48 KB L1
-    // together, and each block loads and stores the tile's accumulators once: 128 ran faster than
-    // 64 and 256 (docs/perf/log.md, "Prefill: the running merge with one state per query row").
+    // together, and each block loads and stores the tile's accumulators once (docs/perf/log.md,
+    // "Prefill: the running merge with one state per query row").
     const int keys_per_block = 128;
     Var qo("qo"), qv("qv"), qg("qg"), qr("qr"), dt("dt"), dv("dv");
     RVar rjo("rjo"), rji("rji");

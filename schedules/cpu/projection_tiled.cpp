@@ -83,7 +83,7 @@ void schedule_projection_blocked(Projection &g, const Target &t, ProjectionBlock
 // one) sums vectors of products along k, one accumulator each, so a step loads tile.outputs W
 // vectors and tile.rows x vectors for their product of FMAs, and the tile's accumulators are that
 // many independent chains. Each accumulator's lanes are then summed by a shuffle tree (a vector
-// reduction), not lane by lane: at in = 128 the scalar sums took most of the time.
+// reduction), not lane by lane, whose scalar sums would dominate short rows.
 void schedule_projection_gemv(Projection &g, const Target &t, GemvTile tile) {
     const int vec = t.natural_vector_size<float>();
     const TailStrategy guard = TailStrategy::GuardWithIf, round_up = TailStrategy::RoundUp;

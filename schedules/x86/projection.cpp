@@ -7,8 +7,8 @@ namespace hattn::schedules::x86 {
 // AVX-512 has 32 vector registers: a 64-output x 6-row tile keeps 24 accumulators live beside the
 // 4 W vectors and the broadcast x (6 broadcasts and 4 loads per 24 FMAs, where 2 vectors x 8 rows
 // needed 10 per 16). AVX2 and SSE have 16: 3 vectors x 4 rows keeps 12 accumulators, the chains
-// that an FMA unit of two pipes of latency 5 needs (2 x 4, 8 of them, ran slower once x was packed;
-// before, the row addresses' arithmetic hid it). docs/perf/log.md, "x86 projection tiles and blocks".
+// that an FMA unit of two pipes of latency 5 needs. docs/perf/log.md, "x86 projection tiles and
+// blocks".
 ProjectionTile projection_tile(const Halide::Target &t) {
     if (t.has_feature(Halide::Target::AVX512)) return {6, 64};
     return {4, 3 * t.natural_vector_size<float>()};
@@ -19,9 +19,8 @@ ProjectionTile projection_tile(const Halide::Target &t) {
 // inputs of 64 outputs); its blocks are sized by the same rule (with a 48 KB L1d and 2 MB L2 other
 // blockings ran level: the tile, not the blocking, sets the rate there).
 // The gemv's tile: 4 outputs x 4 rows (16 accumulators, 8 loads per 16 FMAs) where there are 32
-// registers; 4 x 2 where there are 16 (8 accumulators beside 4 W vectors and one of x), on AVX2 the
-// fastest of the tiles tried at almost every row count (3 x 3 leaves tails, 4 x 3 spills).
-// docs/perf/log.md, "x86 projection tiles and blocks".
+// registers; 4 x 2 where there are 16 (8 accumulators beside 4 W vectors and one of x: 3 x 3
+// leaves tails, 4 x 3 spills). docs/perf/log.md, "x86 projection tiles and blocks".
 cpu::GemvTile gemv_tile(const Halide::Target &t) {
     return t.has_feature(Halide::Target::AVX512) ? cpu::GemvTile{4, 4} : cpu::GemvTile{4, 2};
 }

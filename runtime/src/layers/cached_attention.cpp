@@ -403,9 +403,9 @@ CachedAttention::KeyStore CachedAttention::store_keys(const NewTokens &t, KVCach
         return store;
     }
     // The new tokens are all the keys there are: the kernels read them where the projections
-    // wrote them, [B, S, Hkv, D] seen as the cache's [B, Hkv, S, D]. No temporary cache of
-    // 2 B S Hkv D floats is allocated, zeroed and filled (the time it took was within the noise
-    // of an E = 2048, S = 2048 layer prefill; the memory is not).
+    // wrote them, [B, S, Hkv, D] seen as the cache's [B, Hkv, S, D]: no temporary cache of
+    // 2 B S Hkv D floats is allocated, zeroed and filled (docs/perf/log.md, "Layer prefill without a
+    // temporary cache").
     store.keys = tokens_as_cache(t.k.view());
     store.values = tokens_as_cache(t.v.view());
     return store;
