@@ -129,7 +129,7 @@ endmacro()
 
 # hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [GPU_PARAMS k=v ...] [GPU_ROWS_PARAMS k=v ...]
 #              [GPU_SMALL_TILES_PARAMS k=v ...] [X86_TARGETS t ...] [ARM_VARIANTS v ...]
-#              [ASM_CHECKS where regex ...] [NO_MULLAPUDI])
+#              [ASM_CHECKS where regex ...] [NO_MULLAPUDI] [HAND_ONLY] [NO_GPU])
 #   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
 #   GPU_ROWS_PARAMS  params of the thread-per-row GPU schedule per API (schedule rows), which
 #                 `--schedule rows` runs instead, and the runtime where no block tiles fit
@@ -142,8 +142,10 @@ endmacro()
 #                 compile the first X86 target once more, single-target, to read its assembly.
 #                 Default: `fmla v*.4s` in arm_plain. The CUDA PTX is always checked for sm_80.
 #   NO_MULLAPUDI  no x86_mullapudi2016 variant, for a generator Mullapudi2016 fails on
+#   HAND_ONLY     no autoscheduled x86 variants (a storage type's kernel: its f32 twin has them)
+#   NO_GPU        no GPU variants
 function(hattn_kernel NAME)
-    cmake_parse_arguments(ARG "NO_MULLAPUDI" "GENERATOR"
+    cmake_parse_arguments(ARG "NO_MULLAPUDI;HAND_ONLY;NO_GPU" "GENERATOR"
                           "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;GPU_SMALL_TILES_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS"
                           ${ARGN})
     if (NOT ARG_GENERATOR)
@@ -171,13 +173,15 @@ function(hattn_kernel NAME)
         _hattn_record_variant(${NAME} x86 hand "${ARG_X86_TARGETS}")
         list(APPEND libs ${lib})
 
-        _hattn_x86_autoscheduled(adams2019 Halide::Adams2019)
-        if (NOT ARG_NO_MULLAPUDI)
-            _hattn_x86_autoscheduled(mullapudi2016 Halide::Mullapudi2016)
-        endif ()
-        hattn_tuned_autoscheduler(${NAME} tuned)
-        if (tuned)
-            _hattn_x86_autoscheduled(tuned ${tuned})
+        if (NOT ARG_HAND_ONLY)
+            _hattn_x86_autoscheduled(adams2019 Halide::Adams2019)
+            if (NOT ARG_NO_MULLAPUDI)
+                _hattn_x86_autoscheduled(mullapudi2016 Halide::Mullapudi2016)
+            endif ()
+            hattn_tuned_autoscheduler(${NAME} tuned)
+            if (tuned)
+                _hattn_x86_autoscheduled(tuned ${tuned})
+            endif ()
         endif ()
     endif ()
 
@@ -209,7 +213,7 @@ function(hattn_kernel NAME)
         endwhile ()
     endif ()
 
-    if (HATTN_BUILD_GPU AND NOT HATTN_TARGET_IS_ARM)
+    if (HATTN_BUILD_GPU AND NOT HATTN_TARGET_IS_ARM AND NOT ARG_NO_GPU)
         foreach (api IN LISTS HATTN_GPU_APIS)
             set(outputs "")
             if (api STREQUAL "cuda" AND NOT HATTN_PREBUILT_KERNELS)

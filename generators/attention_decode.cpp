@@ -7,6 +7,9 @@ namespace hattn {
 using namespace Halide;
 
 void AttentionDecode::generate() {
+    _halide_user_assert(k_cache.type() == buffer_type_of(kv_type) && v_cache.type() == buffer_type_of(kv_type))
+        << "kv_type " << int(StorageType(kv_type)) << " needs k_cache.type and v_cache.type "
+        << buffer_type_of(kv_type);
     // One query per sequence: a query tile of 1, and no causal mask (the query is the newest
     // token, so it sees every cached one).
     // The autoscheduled variants keep the 512-key chunks their committed tuned schedule
@@ -24,8 +27,8 @@ void AttentionDecode::generate() {
     // The attention sees each sequence's keys from first_key on, as keys 0 .. kv_len - first_key - 1;
     // the clamp keeps Halide's bounds inference (which cannot see first_key's values) in the cache.
     const Expr last_row = k_cache.dim(1).extent() - 1;
-    in.k(d, j, h, b) = k_cache(d, clamp(first_key(b) + j, 0, last_row), h, b);
-    in.v(d, j, h, b) = v_cache(d, clamp(first_key(b) + j, 0, last_row), h, b);
+    in.k(d, j, h, b) = schedules::widen_to_f32(k_cache(d, clamp(first_key(b) + j, 0, last_row), h, b), kv_type, get_target());
+    in.v(d, j, h, b) = schedules::widen_to_f32(v_cache(d, clamp(first_key(b) + j, 0, last_row), h, b), kv_type, get_target());
     in.head_dim = q.dim(0).extent();
     in.query_len = 1;
     in.kv_len(b) = kv_len(b) - first_key(b);

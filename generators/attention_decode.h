@@ -7,6 +7,7 @@
 
 #include "Halide.h"
 #include "generators/common/chunked_attention.h"
+#include "generators/common/storage_type.h"
 #include "schedules/scheduled.h"
 
 namespace hattn {
@@ -17,8 +18,11 @@ public:
     GeneratorParam<int> key_chunk{"key_chunk", 0};
 
     Input<Buffer<float>> q{"q", 4};              // (D, g, Hkv, B)
-    Input<Buffer<float>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
-    Input<Buffer<float>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
+    // The cache's storage type (f32, bf16, f16), widened to float32 as it is read; the table
+    // declares the buffers' type to match (storage_type.h).
+    GeneratorParam<StorageType> kv_type{"kv_type", StorageType::F32, storage_type_names};
+    Input<Buffer<>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
+    Input<Buffer<>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
     Input<Buffer<int32_t>> first_key{"first_key", 1};  // (B): the first key each query sees
     // At least the longest kv_len[b] - first_key[b]: the split-KV chunks end there, where the

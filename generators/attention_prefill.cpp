@@ -11,14 +11,17 @@ void AttentionPrefill::configure() {
 }
 
 void AttentionPrefill::generate() {
+    _halide_user_assert(k_cache.type() == buffer_type_of(kv_type) && v_cache.type() == buffer_type_of(kv_type))
+        << "kv_type " << int(StorageType(kv_type)) << " needs k_cache.type and v_cache.type "
+        << buffer_type_of(kv_type);
     const schedules::PrefillTile tile = schedules::prefill_tile(get_target(), tiles);
     attention = std::make_unique<ChunkedAttention>(tile.queries, tile.key_chunk, tile.key_step);
     ChunkedAttention &a = *attention;
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;
     in.q(d, hg, h, i, b) = q(d, hg, h, i, b);
-    in.k(d, j, h, b) = k_cache(d, j, h, b);
-    in.v(d, j, h, b) = v_cache(d, j, h, b);
+    in.k(d, j, h, b) = schedules::widen_to_f32(k_cache(d, j, h, b), kv_type, get_target());
+    in.v(d, j, h, b) = schedules::widen_to_f32(v_cache(d, j, h, b), kv_type, get_target());
     in.head_dim = q.dim(0).extent();
     in.query_len = q.dim(3).extent();
     in.kv_len(b) = kv_len(b);

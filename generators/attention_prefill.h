@@ -6,6 +6,7 @@
 
 #include "Halide.h"
 #include "generators/common/chunked_attention.h"
+#include "generators/common/storage_type.h"
 #include "kernel_contract.h"
 #include "schedules/scheduled.h"
 
@@ -23,8 +24,11 @@ public:
     GeneratorParam<bool> masked{"masked", false};
 
     Input<Buffer<float>> q{"q", 5};              // (D, g, Hkv, Sq, B)
-    Input<Buffer<float>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
-    Input<Buffer<float>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
+    // The cache's storage type (f32, bf16, f16), widened to float32 as it is read; the table
+    // declares the buffers' type to match (storage_type.h).
+    GeneratorParam<StorageType> kv_type{"kv_type", StorageType::F32, storage_type_names};
+    Input<Buffer<>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
+    Input<Buffer<>> v_cache{"v_cache", 4};  // (D, capacity, Hkv, B)
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B)
     // At least the longest kv_len[b]: the chunk loops end there rather than at the capacity, which
     // the autoscheduled schedules' chunk stages (computed outside the merge's loop) would pay for.

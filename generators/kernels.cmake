@@ -1,17 +1,47 @@
 # The kernel table: every kernel, once. hattn_kernel() (cmake/hattn_kernel.cmake) builds each
 # kernel's variants and records them; the runtime's table of functions, `hattn info` and the
 # forced-variant tests are generated from those records. docs/architecture.md, "Adding a kernel".
-hattn_kernel(projection)
-hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true)
+hattn_kernel(projection PARAMS weight.type=float32)
+hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true weight.type=float32)
+# Weights kept as stored in 16 bits (a layer's dtype bf16 or f16; uint16 buffers, storage_type.h),
+# widened as they are packed or streamed: hand schedules on CPUs.
+foreach (type IN ITEMS bf16 f16)
+    hattn_kernel(projection_${type} GENERATOR projection PARAMS weight_type=${type} weight.type=uint16 HAND_ONLY NO_GPU)
+    hattn_kernel(projection_gemv_${type} GENERATOR projection PARAMS gemv=true weight_type=${type} weight.type=uint16
+                 HAND_ONLY NO_GPU)
+endforeach ()
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # On a GPU: block tiles, small block tiles for devices with less shared memory a block, and the
 # rows schedule for other head dims (kernel_contract.h; docs/perf/cuda.md). Mullapudi2016 fails
 # on these generators in Halide 14 (docs/perf/log.md, "Autoscheduled and tuned schedules").
-hattn_kernel(attention_prefill GPU_SMALL_TILES_PARAMS tiles=small GPU_ROWS_PARAMS tiles=rows NO_MULLAPUDI)
-hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true
+set(f32_cache k_cache.type=float32 v_cache.type=float32)
+hattn_kernel(attention_prefill PARAMS ${f32_cache} GPU_SMALL_TILES_PARAMS tiles=small GPU_ROWS_PARAMS tiles=rows NO_MULLAPUDI)
+hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true ${f32_cache}
              GPU_SMALL_TILES_PARAMS tiles=small GPU_ROWS_PARAMS tiles=rows NO_MULLAPUDI)
-hattn_kernel(attention_decode NO_MULLAPUDI)
+hattn_kernel(attention_decode PARAMS ${f32_cache} NO_MULLAPUDI)
+# The same over caches of 16-bit values (kv_dtype bf16, f16; uint16 buffers, storage_type.h), read
+# in place and widened as they are read: hand schedules on CPUs. bf16 widens with a shift, f16 with
+# bit moves and a multiply (schedules::widen_to_f32): Halide 14 emits neither F16C nor fcvtl.
+# The assembly shows the widening: the decode's vectors of keys (shll by 16 for bf16, a shift by 13
+# into float32's places for f16), the prefill's scalars broadcast to a query tile.
+foreach (type IN ITEMS bf16 f16)
+    if (type STREQUAL "bf16")
+        set(cache kv_type=bf16 k_cache.type=uint16 v_cache.type=uint16)
+        set(vector_widen "shll[ \t]+v[0-9]+\\.4s, v[0-9]+\\.4h, #16")
+        set(scalar_widen "lsl[ \t]+w[0-9]+, w[0-9]+, #16")
+    else ()
+        set(cache kv_type=f16 k_cache.type=uint16 v_cache.type=uint16)
+        set(vector_widen "shl[ \t]+v[0-9]+\\.4s, v[0-9]+\\.4s, #13")
+        set(scalar_widen "ubfiz[ \t]+w[0-9]+, w[0-9]+, #13")  # (and 0x7fff, shift by 13)
+    endif ()
+    hattn_kernel(attention_prefill_${type} GENERATOR attention_prefill PARAMS ${cache} HAND_ONLY NO_GPU
+                 ASM_CHECKS arm_plain "${scalar_widen}")
+    hattn_kernel(attention_prefill_masked_${type} GENERATOR attention_prefill PARAMS masked=true ${cache}
+                 HAND_ONLY NO_GPU ASM_CHECKS arm_plain "${scalar_widen}")
+    hattn_kernel(attention_decode_${type} GENERATOR attention_decode PARAMS ${cache} HAND_ONLY NO_GPU
+                 ASM_CHECKS arm_plain "${vector_widen}")
+endforeach ()
 hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.
 hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")

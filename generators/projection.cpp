@@ -8,6 +8,8 @@ namespace hattn {
 using namespace Halide;
 
 void Projection::generate() {
+    _halide_user_assert(weight.type() == buffer_type_of(weight_type))
+        << "weight_type " << int(StorageType(weight_type)) << " needs weight.type " << buffer_type_of(weight_type);
     if (!gemv) {
         const schedules::ProjectionTile tile = schedules::projection_tile(get_target());
         row_tile = tile.rows;
@@ -23,7 +25,7 @@ void Projection::generate() {
     // clamped k makes its vector loads gathers).
     const Expr kv_clamped = gemv ? Expr(kv) : clamp(kv, 0, ins - 1);
     x_tiles(row_in_tile, kv, tile) = x(kv_clamped, clamp(tile * row_tile + row_in_tile, 0, rows - 1));
-    weight_rows(kv, o) = weight(kv_clamped, clamp(o, 0, outs - 1));
+    weight_rows(kv, o) = schedules::widen_to_f32(weight(kv_clamped, clamp(o, 0, outs - 1)), weight_type, get_target());
     weight_panels(out_in_panel, kv, panel) = weight_rows(kv, panel * output_tile + out_in_panel);
 
     acc(o, r) = bias(clamp(o, 0, outs - 1));

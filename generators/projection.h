@@ -6,6 +6,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "generators/common/storage_type.h"
 #include "kernel_contract.h"
 #include "schedules/scheduled.h"
 
@@ -22,8 +23,12 @@ public:
     static constexpr int gemv_max_rows_cpu = kernel_contract::projection_gemv_max_rows_cpu,
                          gemv_max_rows_gpu = kernel_contract::projection_gemv_max_rows_gpu;
 
+    // The weights' storage type (f32, bf16, f16), widened to float32 as they are read (packed, or
+    // streamed by the gemv variant); the table declares weight.type to match (storage_type.h).
+    GeneratorParam<StorageType> weight_type{"weight_type", StorageType::F32, storage_type_names};
+
     Input<Buffer<float>> x{"x", 2};
-    Input<Buffer<float>> weight{"weight", 2};
+    Input<Buffer<>> weight{"weight", 2};
     Input<Buffer<float>> bias{"bias", 1};
     // Above 0, y is clamped to [-clip, clip] (OLMo 1's clip_qkv); 0: not clamped.
     Input<float> clip{"clip"};

@@ -232,16 +232,24 @@ TEST_F(Cli, RunReportsWhatItUsed) {
 
 // A case or flags naming storage types this build does not run are refused in one line, nothing
 // written: a run in f32 would pass a low-precision case's tolerance and show nothing.
-TEST_F(Cli, StorageTypesAreCheckedAndRefusedUntilSupported) {
+TEST_F(Cli, StorageTypesAreCheckedAndReported) {
     std::string config = good_config();
     config.replace(config.find("\"batch\""), 0, "\"dtype\": \"bf16\", ");
     const std::string dir = make_case("c", config);
-    expect_one_line_naming(hattn("run --case " + dir + " --output " + tmp.file("o.npy") + " --report " + tmp.file("r.json")),
-                           "dtype bf16, kv_dtype bf16: storage types other than f32 are not supported yet");
-    EXPECT_FALSE(std::filesystem::exists(tmp.file("o.npy")));
-    EXPECT_FALSE(std::filesystem::exists(tmp.file("r.json")));
-    expect_one_line_naming(hattn("run --case " + dir + " --kv-dtype int8 --output " + tmp.file("o.npy")),
-                           "dtype bf16, kv_dtype int8: storage types other than f32");
+    // The case's types, and the bytes the layer holds in them: 4 weights of 8 x 8 bf16 values, a
+    // cache row of 2 heads x 4 bf16 values for keys and values.
+    ASSERT_EQ(hattn("run --case " + dir + " --output " + tmp.file("o.npy") + " --report " + tmp.file("r.json")).status, 0);
+    EXPECT_EQ(nlohmann::json::parse(slurp(tmp.file("r.json"))),
+              nlohmann::json({{"dtype", "bf16"}, {"kv_dtype", "bf16"}, {"weight_bytes", 4 * 8 * 8 * 2},
+                              {"cache_bytes_per_token", 2 * 2 * 4 * 2}}));
+    ASSERT_EQ(hattn("run --case " + dir + " --kv-dtype f16 --output " + tmp.file("o.npy") + " --report " + tmp.file("r.json")).status, 0);
+    EXPECT_EQ(nlohmann::json::parse(slurp(tmp.file("r.json"))),
+              nlohmann::json({{"dtype", "bf16"}, {"kv_dtype", "f16"}, {"weight_bytes", 4 * 8 * 8 * 2},
+                              {"cache_bytes_per_token", 2 * 2 * 4 * 2}}));
+    expect_one_line_naming(hattn("run --case " + dir + " --kv-dtype int8 --output " + tmp.file("o2.npy") + " --report " + tmp.file("r2.json")),
+                           "kv_dtype int8 (8-bit caches) is not supported yet");
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("o2.npy")));
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("r2.json")));
     EXPECT_EQ(hattn("run --case " + dir + " --dtype f32 --output " + tmp.file("o.npy")).status, 0);
     expect_one_line_naming(hattn("run --case " + dir + " --dtype int8 --output " + tmp.file("o.npy")),
                            "--dtype: int8 is a cache's storage type only (kv_dtype)");

@@ -10,6 +10,7 @@
 
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
+#include "hattn/half.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/rope.h"
 #include "kernel_variants.h"
@@ -261,8 +262,28 @@ void poison_rows_past(Tensor &k, Tensor &v, const std::vector<int32_t> &kv_len, 
                 }
 }
 
+// A cache's storage in `type`: k's values rounded to it in place (so that the reference sees the
+// values the kernel reads) and, for 16-bit types, their bits.
+struct StoredCache {
+    std::vector<uint16_t> bits;
+    StoredView view;
+
+    StoredCache(Tensor &k, DType type) {
+        if (type == DType::F32) {
+            view = std::as_const(k).view();
+            return;
+        }
+        round_to(type, k.data(), k.size());
+        bits.resize(k.size());
+        for (int64_t i = 0; i < k.size(); i++) bits[i] = type == DType::BF16 ? bf16_bits(k.data()[i]) : f16_bits(k.data()[i]);
+        view = StoredView(bits.data(), type, k.shape(), {});
+    }
+};
+
 // The kernel caps at kernel_softcap where given (else as the case says); the reference at the case's.
-double prefill_error(const PrefillCase &c, uint32_t seed, std::optional<float> kernel_softcap = std::nullopt) {
+// The cache holds `cache` values.
+double prefill_error(const PrefillCase &c, uint32_t seed, std::optional<float> kernel_softcap = std::nullopt,
+                     DType cache = DType::F32) {
     int64_t capacity = 0;
     for (int32_t len : c.kv_len) capacity = std::max<int64_t>(capacity, len);
     capacity += 3;  // storage past the visible keys must never be read
@@ -271,6 +292,7 @@ double prefill_error(const PrefillCase &c, uint32_t seed, std::optional<float> k
     Tensor v = testing::random_tensor({c.B, c.Hkv, capacity, c.D}, seed + 2);
     // Poison the unused tail: any read of it would show in the output.
     poison_rows_past(k, v, c.kv_len, 1e4f);
+    const StoredCache k_stored(k, cache), v_stored(v, cache);
     const int64_t mask_keys = capacity;
     std::vector<uint8_t> mask_bytes;
     std::vector<reference::QueryRow> must;
@@ -287,7 +309,7 @@ double prefill_error(const PrefillCase &c, uint32_t seed, std::optional<float> k
     Tensor out({c.B, c.Sq, c.H, c.D});
     const std::vector<float> sinks = test_sinks(c.H, seed + 4);
     const ConstTensorView sinks_view(sinks.data(), {c.H});
-    attention_prefill(q.view(), k.view(), v.view(), c.kv_len, scale, c.causal,
+    attention_prefill(q.view(), k_stored.view, v_stored.view, c.kv_len, scale, c.causal,
                       c.masked ? &mask : nullptr, out.view(), c.sinks ? &sinks_view : nullptr,
                       kernel_softcap.value_or(c.softcap));
 
@@ -380,7 +402,8 @@ struct DecodeCase {
 
 // Runs the decode kernel on seeded data and returns its error against the reference. The kernel
 // caps at kernel_softcap where given (else as the case says); the reference at the case's.
-double decode_error(const DecodeCase &c, uint32_t seed, std::optional<float> kernel_softcap = std::nullopt) {
+double decode_error(const DecodeCase &c, uint32_t seed, std::optional<float> kernel_softcap = std::nullopt,
+                    DType cache = DType::F32) {
     const int64_t B = c.kv_len.size();
     int64_t capacity = 1;
     for (int32_t len : c.kv_len) capacity = std::max<int64_t>(capacity, len + 2);
@@ -390,12 +413,13 @@ double decode_error(const DecodeCase &c, uint32_t seed, std::optional<float> ker
     // Rows past each sequence are unwritten cache (a NaN-filled allocation, say): no output may
     // depend on them, also where a sequence sees no key at all.
     poison_rows_past(k, v, c.kv_len, std::nanf(""));
+    const StoredCache k_stored(k, cache), v_stored(v, cache);
     const float scale = c.scale > 0 ? c.scale : 1.0f / std::sqrt(float(c.D));
     Tensor out({B, 1, c.H, c.D});
     const std::vector<float> sinks = test_sinks(c.H, seed + 3);
     const ConstTensorView sinks_view(sinks.data(), {c.H});
     const bool windowed = !c.first_key.empty();
-    attention_decode(ConstTensorView(q.data(), {B, c.H, c.D}), k.view(), v.view(), c.kv_len, scale,
+    attention_decode(ConstTensorView(q.data(), {B, c.H, c.D}), k_stored.view, v_stored.view, c.kv_len, scale,
                      TensorView(out.data(), {B, c.H, c.D}), c.sinks ? &sinks_view : nullptr,
                      windowed ? &c.first_key : nullptr, kernel_softcap.value_or(c.softcap));
     std::vector<reference::QueryRow> rows;
@@ -596,6 +620,38 @@ TEST(AttentionPrefillOnGpus, BlockTilesRunWhereTheirSharedMemoryFits) {
 
 // ---------------------------------------------------------------- forced-variant checks
 
+// The kernels over caches of 16-bit values: the f32 checks' shapes (generic and specialised head
+// dims, ragged lengths, sinks, soft-capping, windows) on caches holding values of the type.
+bool register_16_bit_cache_checks(DType type, const std::string &suffix) {
+    testing::register_kernel_check(
+        "attention_prefill_" + suffix,
+        {[type] {
+             return std::max({prefill_error({"check", 2, 19, 4, 2, 32, {19, 30}, true, false}, 122, std::nullopt, type),
+                              prefill_error({"query tiles", 1, 70, 2, 1, 128, {70}, true, false}, 173, std::nullopt, type),
+                              prefill_error({"sinks", 2, 19, 4, 2, 32, {19, 30}, true, false, 64, true}, 136, std::nullopt, type)});
+         },
+         1e-5, [type] { return prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, true, false, 8}, 126, std::nullopt, type); }});
+    testing::register_kernel_check(
+        "attention_prefill_masked_" + suffix,
+        {[type] {
+             return std::max(prefill_error({"check", 1, 15, 2, 1, 16, {21}, false, true}, 123, std::nullopt, type),
+                             prefill_error({"softcap", 1, 15, 4, 1, 16, {21}, false, true, 64, false, 0.4f}, 154, std::nullopt, type));
+         },
+         1e-5, [type] { return prefill_error({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8}, 127, std::nullopt, type); }});
+    testing::register_kernel_check(
+        "attention_decode_" + suffix,
+        {[type] {
+             return std::max({decode_error({4, 2, 40, {77, 1030}}, 124, std::nullopt, type),
+                              decode_error({8, 4, 128, {300}}, 132, std::nullopt, type),
+                              decode_error({2, 2, 256, {200}}, 135, std::nullopt, type),
+                              decode_error({8, 2, 64, {0, 1030}, true}, 144, std::nullopt, type),
+                              decode_error({8, 4, 64, {300, 1030}, false, {}, 0.5f}, 155, std::nullopt, type),
+                              decode_error({8, 2, 64, {1030, 9, 1}, true, {700, 2, 1}}, 145, std::nullopt, type)});
+         },
+         1e-5, [type] { return decode_error({32, 8, 128, {4096}}, 128, std::nullopt, type); }});
+    return true;
+}
+
 const bool checks_registered =
     testing::register_kernel_check(
         "rope", {[] { return rope_error({2, 5, 3, 40}, 32, {0, 9}, 21); }, 1e-6,
@@ -647,7 +703,8 @@ const bool checks_registered =
                                                          decode_error({8, 2, 64, {1030, 9, 1}, true, {700, 2, 1}}, 45)});
                                     },
                                     1e-5,
-                                    [] { return decode_error({32, 8, 128, {4096}}, 28); }});
+                                    [] { return decode_error({32, 8, 128, {4096}}, 28); }}) &&
+    register_16_bit_cache_checks(DType::BF16, "bf16") && register_16_bit_cache_checks(DType::F16, "f16");
 
 }  // namespace
 }  // namespace hattn

@@ -167,8 +167,8 @@ TEST(KVCacheSlots, AssignedSequencesAreChecked) {
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({3, 5}));
     for (int64_t h = 0; h < 2; h++)  // rows come from source 1 and land at the target's own stride
         for (int64_t i = 0; i < 5 * 4; i++) {
-            EXPECT_EQ(cache.keys().data[((1 * 2 + h) * 8) * 4 + i], longer.keys().data[((1 * 2 + h) * 16) * 4 + i]);
-            EXPECT_EQ(cache.values().data[((1 * 2 + h) * 8) * 4 + i], longer.values().data[((1 * 2 + h) * 16) * 4 + i]);
+            EXPECT_EQ(cache.keys().as_f32("keys").data[((1 * 2 + h) * 8) * 4 + i], longer.keys().as_f32("keys").data[((1 * 2 + h) * 16) * 4 + i]);
+            EXPECT_EQ(cache.values().as_f32("values").data[((1 * 2 + h) * 8) * 4 + i], longer.values().as_f32("values").data[((1 * 2 + h) * 16) * 4 + i]);
         }
     cache.reset(0);
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({0, 5}));
@@ -234,7 +234,7 @@ TEST(KVCacheSlots, AppendRefusesMalformedViewsAndChangesNothing) {
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({0}));
     // Rows of the cache's own storage could be overwritten before they are read.
     cache.append(kv.view(), kv.view());
-    const ConstTensorView own(cache.keys().data, {1, 2, 2, 4});
+    const ConstTensorView own(cache.keys().as_f32("keys").data, {1, 2, 2, 4});
     EXPECT_EQ(testing::error_message([&] { cache.append(kv.view(), own); }),
               "KV cache append: keys and values must not lie in the cache's own storage (copy them first)");
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({2}));

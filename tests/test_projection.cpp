@@ -5,6 +5,7 @@
 
 #include "kernel_contract.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
 #include "support/compare.h"
@@ -169,13 +170,19 @@ namespace {
 
 // y = x W^T + b on seeded data of the given size; the reference covers `sampled` rows (the
 // first, the last and a stride between) so that large shapes stay cheap to check.
-double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, uint32_t seed, float clip = 0.0f) {
+// The weights are held in `weights` (bf16 and f16: their bits, the values the reference sees).
+double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, uint32_t seed, float clip = 0.0f,
+                        DType weights = DType::F32) {
     const Tensor x = testing::random_tensor({rows, in}, seed);
-    const Tensor w = testing::random_tensor({out, in}, seed + 1);
+    Tensor w = testing::random_tensor({out, in}, seed + 1);
     const Tensor b = testing::random_tensor({out}, seed + 2);
     Tensor y({rows, out});
     const ConstTensorView bias = b.view();
-    project(x.view(), w.view(), &bias, y.view(), clip);
+    round_to(weights, w.data(), w.size());
+    std::vector<uint16_t> bits(w.size());
+    for (int64_t i = 0; i < w.size(); i++) bits[i] = weights == DType::BF16 ? bf16_bits(w.data()[i]) : f16_bits(w.data()[i]);
+    const StoredView stored = weights == DType::F32 ? StoredView(w.view()) : StoredView(bits.data(), weights, w.shape(), {});
+    project(x.view(), stored, &bias, y.view(), clip);
     const int64_t n = std::min(rows, sampled), step = std::max<int64_t>(1, (rows - 1) / std::max<int64_t>(n - 1, 1));
     Tensor x_rows({n, in}), y_rows({n, out});
     for (int64_t k = 0; k < n; k++) {
@@ -184,6 +191,26 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
         std::copy_n(y.data() + r * out, out, y_rows.data() + k * out);
     }
     return testing::relative_l2(y_rows, reference::projection(x_rows, w, &b, clip));
+}
+
+// The projections of 16-bit weights: the f32 checks' shapes (odd widths, a clip, tails).
+bool register_16_bit_weight_checks(DType type, const std::string &suffix) {
+    testing::register_kernel_check("projection_" + suffix,
+                                   {[type] {
+                                        const int64_t rows = 2 * tiled_seq + 1;
+                                        return std::max({projection_error(rows, 71, 45, rows, 111, 0.0f, type),
+                                                         projection_error(rows, 71, 45, rows, 115, 2.0f, type),
+                                                         projection_error(130, 100, 150, 130, 117, 0.0f, type)});
+                                    },
+                                    1e-5, [type] { return projection_error(512, 2048, 2048, 9, 112, 0.0f, type); }});
+    testing::register_kernel_check("projection_gemv_" + suffix,
+                                   {[type] {
+                                        return std::max({projection_error(3, 71, 45, 3, 113, 0.0f, type),
+                                                         projection_error(3, 71, 45, 3, 116, 2.0f, type),
+                                                         projection_error(9, 71, 45, 9, 118, 0.0f, type)});
+                                    },
+                                    1e-5, [type] { return projection_error(1, 2048, 2048, 1, 114, 0.0f, type); }});
+    return true;
 }
 
 // The projection's entry in the forced-variant tests: rows and widths off every tile size, the
@@ -203,7 +230,8 @@ const bool projection_check_registered =
                                                                             projection_error(3, 71, 45, 3, 16, 2.0f),
                                                                             projection_error(9, 71, 45, 9, 18)});
                                                        },
-                                                       1e-5, [] { return projection_error(1, 2048, 2048, 1, 14); }});
+                                                       1e-5, [] { return projection_error(1, 2048, 2048, 1, 14); }}) &&
+    register_16_bit_weight_checks(DType::BF16, "bf16") && register_16_bit_weight_checks(DType::F16, "f16");
 
 }  // namespace
 }  // namespace hattn

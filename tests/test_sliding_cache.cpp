@@ -56,8 +56,8 @@ int check_rows(const KVCache &cache, int64_t at_least) {
         EXPECT_LE(len - first, cache.rows()) << b;
         for (int64_t r = 0; r < len - first; r++) {
             const float name = float(100 * b + first + r);
-            EXPECT_EQ(cache.keys().data[(b * cache.rows() + r) * 2], name) << b << " row " << r;
-            EXPECT_EQ(cache.values().data[(b * cache.rows() + r) * 2 + 1], -name - 0.5f) << b << " row " << r;
+            EXPECT_EQ(cache.keys().as_f32("keys").data[(b * cache.rows() + r) * 2], name) << b << " row " << r;
+            EXPECT_EQ(cache.values().as_f32("values").data[(b * cache.rows() + r) * 2 + 1], -name - 0.5f) << b << " row " << r;
         }
         forgetting += first > 0;
     }
@@ -152,7 +152,7 @@ TEST(SlidingKVCache, SequencesMoveBetweenCachesThatHoldWhatTheTargetKeeps) {
     sliding.assign_sequence(1, full, 0);  // the last 6 of its 10, under sequence 0's names
     EXPECT_EQ(sliding.lengths(), std::vector<int32_t>({0, 10}));
     EXPECT_EQ(sliding.first_positions(), std::vector<int32_t>({0, 4}));
-    for (int64_t r = 0; r < 6; r++) EXPECT_EQ(sliding.keys().data[(6 + r) * 2], float(4 + r));
+    for (int64_t r = 0; r < 6; r++) EXPECT_EQ(sliding.keys().as_f32("keys").data[(6 + r) * 2], float(4 + r));
     append_named(sliding, 4);  // sequence 1 keeps 11, 12 and 13
     EXPECT_EQ(sliding.first_positions(), std::vector<int32_t>({0, 11}));
     KVCache back(1, 1, 2, 100);
@@ -165,10 +165,10 @@ TEST(SlidingKVCache, SequencesMoveBetweenCachesThatHoldWhatTheTargetKeeps) {
     KVCache narrower = KVCache::sliding(1, 1, 2, 100, {2, 4});
     narrower.assign_sequence(0, sliding, 1);  // the last 4 it holds are enough for a window of 2
     EXPECT_EQ(narrower.first_positions()[0], 11);
-    EXPECT_EQ(narrower.keys().data[0], 111.0f);
+    EXPECT_EQ(narrower.keys().as_f32("keys").data[0], 111.0f);
     sliding.fork(1, 0);
     EXPECT_EQ(sliding.first_positions(), std::vector<int32_t>({11, 11}));
-    EXPECT_EQ(sliding.keys().data[0], 111.0f);
+    EXPECT_EQ(sliding.keys().as_f32("keys").data[0], 111.0f);
 }
 
 TEST(SlidingKVCache, ImpossibleSizesAreRefused) {

@@ -121,7 +121,8 @@ TEST(TensorTest, CropSelectsARangeOfOneDimension) {
 // What a const object shows can only be read: the compiler refuses writes through it.
 static_assert(std::is_same_v<decltype(std::declval<const Tensor &>().view()), hattn::ConstTensorView>);
 static_assert(std::is_same_v<decltype(std::declval<Tensor &>().view()), TensorView>);
-static_assert(std::is_same_v<decltype(std::declval<const hattn::KVCache &>().keys()), hattn::ConstTensorView>);
+static_assert(std::is_same_v<decltype(std::declval<const hattn::KVCache &>().keys()), hattn::StoredView>);
+static_assert(std::is_same_v<decltype(hattn::StoredView::data), const void *>);
 // The values never change count (the shape says how many there are): no resizing through values().
 static_assert(std::is_same_v<decltype(std::declval<Tensor &>().values()), const std::vector<float> &>);
 static_assert(std::is_convertible_v<TensorView, hattn::ConstTensorView>);

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "hattn/error.h"
+
 namespace hattn {
 
 namespace {
@@ -41,6 +43,15 @@ std::optional<DType> type_named(const std::string &name) {
         if (name == s.name) return s.dtype;
     }
     return std::nullopt;
+}
+
+void require_supported(const StorageTypes &types, const std::string &layer) {
+    require(types.dtype != DType::Int8, [&] {
+        return layer + ": dtype int8 is a cache's storage type only (kv_dtype)";
+    });
+    require(types.kv_dtype != DType::Int8, [&] {
+        return layer + ": kv_dtype int8 (8-bit caches) is not supported yet; f32, bf16 and f16 are";
+    });
 }
 
 }  // namespace hattn

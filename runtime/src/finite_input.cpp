@@ -57,7 +57,8 @@ std::string magnitudes(const Tensor &input, std::initializer_list<std::pair<cons
     const char *where = nullptr;
     for (const auto &[name, linear] : weights) {
         if (linear->ternary()) continue;
-        for (const Tensor *t : {&linear->weight(), linear->bias() ? &*linear->bias() : nullptr}) {
+        const Tensor weight = linear->widened_weight();
+        for (const Tensor *t : {&weight, linear->bias() ? &*linear->bias() : nullptr}) {
             const float magnitude = t ? largest_magnitude(*t) : 0.0f;
             if (magnitude > largest) largest = magnitude, where = name;
         }

@@ -6,27 +6,38 @@
 #include <utility>
 
 #include "hattn/error.h"
+#include "hattn/half.h"
 
 namespace hattn {
 
-KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, std::string name)
-    : KVCache(batch, kv_heads, head_dim, capacity, capacity, std::move(name)) {}
+KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, std::string name, DType dtype)
+    : KVCache(batch, kv_heads, head_dim, capacity, capacity, std::move(name), dtype) {}
 
-KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t rows, std::string name)
-    : lengths_(std::move(name), batch, capacity), first_position_(batch, 0) {
+KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t rows, std::string name,
+                 DType dtype)
+    : lengths_(std::move(name), batch, capacity), first_position_(batch, 0), dtype_(dtype), head_dim_(head_dim) {
     require(kv_heads > 0 && head_dim > 0, [&] {
         return lengths_.owner() + ": heads and head dim must be positive, got " +
                shape_to_string({batch, kv_heads, capacity, head_dim});
     });
-    k_ = Tensor({batch, kv_heads, rows, head_dim});
-    v_ = Tensor({batch, kv_heads, rows, head_dim});
+    require(dtype == DType::F32 || ((dtype == DType::BF16 || dtype == DType::F16) && head_dim % 2 == 0), [&] {
+        return lengths_.owner() + ": a cache of " + type_name(dtype) + " values with head dim " +
+               std::to_string(head_dim) + " is not supported (f32, or bf16 and f16 with an even head dim)";
+    });
+    // 16-bit rows are held two values to a float32 word, so that the rows' moves, forks and copies
+    // are the f32 cache's own (they never look inside a row).
+    const int64_t words = head_dim * int64_t(dtype_size(dtype)) / int64_t(sizeof(float));
+    k_ = Tensor({batch, kv_heads, rows, words});
+    v_ = Tensor({batch, kv_heads, rows, words});
     // On a GPU the attention kernels read the cache where it stays: only new rows are uploaded.
-    k_.keep_on_device();
-    v_.keep_on_device();
+    if (dtype == DType::F32) {
+        k_.keep_on_device();
+        v_.keep_on_device();
+    }
 }
 
 KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, Sliding s,
-                         std::string name) {
+                         std::string name, DType dtype) {
     require(s.window > 0 && s.rollback >= 0, [&] {
         return name + ": a sliding cache's window must be positive and its rollback not negative, got " +
                std::to_string(s.window) + " and " + std::to_string(s.rollback);
@@ -44,7 +55,7 @@ KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int6
                " kept (window " + std::to_string(s.window) + " - 1 + rollback " + std::to_string(s.rollback) + ") in " +
                std::to_string(s.rows) + " rows";
     });
-    KVCache cache(batch, kv_heads, head_dim, capacity, s.rows, std::move(name));
+    KVCache cache(batch, kv_heads, head_dim, capacity, s.rows, std::move(name), dtype);
     cache.sliding_ = s;
     return cache;
 }
@@ -67,7 +78,7 @@ void KVCache::move_to_row_0(int64_t b, int64_t first) {
         // Through a copy of their own: the rows may overlap where they go.
         for (Tensor *storage : {&k_, &v_}) {
             const ConstTensorView sequence = std::as_const(*storage).view().crop(0, b, b + 1);
-            Tensor moved({1, kv_heads(), count, head_dim()}, Tensor::unset);
+            Tensor moved({1, kv_heads(), count, storage->dim(3)}, Tensor::unset);
             copy_into(sequence.crop(2, from, from + count), moved.view());
             copy_into(moved.view(), storage->view().crop(0, b, b + 1).crop(2, 0, count));
         }
@@ -83,7 +94,36 @@ void KVCache::require_rows(int64_t b, int64_t count) const {
     });
 }
 
+StoredView KVCache::stored(const Tensor &storage) const {
+    if (dtype_ == DType::F32) return storage.view();
+    const int64_t H = kv_heads(), R = rows(), D = head_dim();
+    return StoredView(storage.data(), dtype_, {batch(), H, R, D}, {H * R * D, R * D, D, 1});
+}
+
+void KVCache::store_rows(Tensor &storage, int64_t b, int64_t row, const ConstTensorView &rows_of_b) {
+    const int64_t n = rows_of_b.dim(2);
+    if (dtype_ == DType::F32) {
+        copy_into(rows_of_b, storage.view().crop(0, b, b + 1).crop(2, row, row + n));
+        return;
+    }
+    // Rounded once, here, as the spec rounds a value where it is stored.
+    const int64_t H = kv_heads(), R = rows(), D = head_dim();
+    uint16_t *first = reinterpret_cast<uint16_t *>(storage.data()) + b * H * R * D;
+    const Shape steps = rows_of_b.strides;
+    for (int64_t h = 0; h < H; h++) {
+        for (int64_t r = 0; r < n; r++) {
+            const float *in = rows_of_b.data + h * steps[1] + r * steps[2];
+            uint16_t *out = first + (h * R + row + r) * D;
+            for (int64_t d = 0; d < D; d++) out[d] = dtype_ == DType::BF16 ? bf16_bits(in[d * steps[3]]) : f16_bits(in[d * steps[3]]);
+        }
+    }
+}
+
 TensorView KVCache::slot(Tensor &storage, int64_t b, int64_t count) {
+    require(dtype_ == DType::F32, [&] {
+        return lengths_.owner() + ": a cache of " + type_name(dtype_) +
+               " values has no f32 slots (append and write_past_end round the rows they store)";
+    });
     lengths_.require_room(count, b);
     require_rows(b, count);
     const int64_t D = head_dim(), R = rows(), H = kv_heads();
@@ -115,8 +155,7 @@ void KVCache::append(const ConstTensorView &keys, const ConstTensorView &values)
         move_to_row_0(b, std::min<int64_t>(first, lengths_[b]));
         first_position_[b] = static_cast<int32_t>(first);
         for (auto [storage, t] : {std::pair{&k_, &keys}, {&v_, &values}}) {
-            copy_into(tokens_as_cache(*t).crop(0, b, b + 1).crop(2, new_from - lengths_[b], S),
-                      storage->view().crop(0, b, b + 1).crop(2, new_from - first, end - first));
+            store_rows(*storage, b, new_from - first, tokens_as_cache(*t).crop(0, b, b + 1).crop(2, new_from - lengths_[b], S));
         }
     }
     commit(S);
@@ -124,9 +163,11 @@ void KVCache::append(const ConstTensorView &keys, const ConstTensorView &values)
 
 void KVCache::write_in_place(int64_t b, const ConstTensorView &keys, const ConstTensorView &values) {
     const int64_t S = keys.dim(1);
-    const auto tokens = [&](const ConstTensorView &t) { return t.crop(0, b, b + 1); };
-    copy_into(tokens(keys), key_slot(b, S));
-    copy_into(tokens(values), value_slot(b, S));
+    lengths_.require_room(S, b);
+    require_rows(b, S);
+    const int64_t row = lengths_[b] - first_position_[b];
+    store_rows(k_, b, row, tokens_as_cache(keys).crop(0, b, b + 1));
+    store_rows(v_, b, row, tokens_as_cache(values).crop(0, b, b + 1));
 }
 
 void KVCache::check_tokens(const ConstTensorView &keys, const ConstTensorView &values) const {
@@ -203,10 +244,10 @@ void KVCache::restart_if_empty(int64_t b) {
 void KVCache::fork(int64_t source, int64_t target) { assign_sequence(target, *this, source); }
 
 void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t source) {
-    require(from.kv_heads() == kv_heads() && from.head_dim() == head_dim(), [&] {
+    require(from.kv_heads() == kv_heads() && from.head_dim() == head_dim() && from.dtype() == dtype(), [&] {
         return lengths_.owner() + ": cannot take a sequence from a cache of " + std::to_string(from.kv_heads()) +
-               " heads x " + std::to_string(from.head_dim()) + " into one of " + std::to_string(kv_heads()) + " x " +
-               std::to_string(head_dim());
+               " heads x " + std::to_string(from.head_dim()) + " " + type_name(from.dtype()) + " into one of " +
+               std::to_string(kv_heads()) + " x " + std::to_string(head_dim()) + " " + type_name(dtype());
     });
     const int64_t len = lengths_.check_assign(target, from.lengths_, source);
     if (&from == this && source == target) return;

@@ -207,10 +207,11 @@ Tensor prefill_then_decode(const LayerCase &c, int64_t P, Prefill prefill, Decod
     return out;
 }
 
-// A run's output and what it used.
+// A run's output and what it used: the types the layer holds, whatever the case asked.
 template <typename Layer>
-CaseRun ran(const LayerCase &c, const Layer &layer, Tensor y) {
-    return {std::move(y), RunReport{c.dtype, c.kv_dtype, layer.weight_bytes(), layer.cache_bytes_per_token()}};
+CaseRun ran(const Layer &layer, Tensor y) {
+    const StorageTypes types = layer.storage_types();
+    return {std::move(y), RunReport{types.dtype, types.kv_dtype, layer.weight_bytes(), layer.cache_bytes_per_token()}};
 }
 
 Tensor run_cached_attention(const CachedAttention &layer, const LayerCase &c, std::optional<int64_t> prefill) {
@@ -241,9 +242,10 @@ Tensor run_cached_attention(const CachedAttention &layer, const LayerCase &c, st
 
 std::unique_ptr<LatentAttention> latent_layer(const LayerCase &c) {
     const std::string kind = c.kind->name;
-    if (kind == "zaya_cca") return std::make_unique<ZayaAttention>(c.config, c.weights);
-    if (kind == "ccgqa") return std::make_unique<CCGQAAttention>(c.config, c.weights);
-    return std::make_unique<CCAAttention>(c.config, c.weights);
+    LatentAttentionConfig config = kind == "zaya_cca" ? LatentAttentionConfig::zaya(c.config)
+                                                      : LatentAttentionConfig::cca(c.config, kind == "ccgqa");
+    config.storage = {c.dtype, c.kv_dtype};
+    return std::make_unique<LatentAttention>(config, c.weights);
 }
 
 Tensor run_latent_attention(const LatentAttention &layer, const LayerCase &c, std::optional<int64_t> prefill) {
@@ -267,22 +269,23 @@ Tensor run_dsa(const DsaAttention &layer, const LayerCase &c, std::optional<int6
 CaseRun run_case(const LayerCase &c, std::optional<int64_t> prefill) {
     if (prefill) validate_prefill(c, *prefill);
     require(c.kind->built, std::string("kind '") + c.kind->name + "' is not built yet");
-    require(c.dtype == DType::F32 && c.kv_dtype == DType::F32, [&] {
-        return std::string("dtype ") + type_name(c.dtype) + ", kv_dtype " + type_name(c.kv_dtype) +
-               ": storage types other than f32 are not supported yet (layers run in f32 only)";
-    });
     const std::string kind = c.kind->name;
+    const StorageTypes types{c.dtype, c.kv_dtype};
     if (kind == "cached_attention") {
-        const CachedAttention layer(c.config, c.weights);
-        return ran(c, layer, run_cached_attention(layer, c, prefill));
+        CachedAttentionConfig config = CachedAttentionConfig::from(c.config, c.weights);
+        config.storage = types;
+        const CachedAttention layer(config, c.weights);
+        return ran(layer, run_cached_attention(layer, c, prefill));
     }
     if (kind == "cca" || kind == "ccgqa" || kind == "zaya_cca") {
         const std::unique_ptr<LatentAttention> layer = latent_layer(c);
-        return ran(c, *layer, run_latent_attention(*layer, c, prefill));
+        return ran(*layer, run_latent_attention(*layer, c, prefill));
     }
     if (kind == "glm_dsa") {
-        const DsaAttention layer(DsaConfig::from(c.config), c.weights);
-        return ran(c, layer, run_dsa(layer, c, prefill));
+        DsaConfig config = DsaConfig::from(c.config);
+        config.storage = types;
+        const DsaAttention layer(config, c.weights);
+        return ran(layer, run_dsa(layer, c, prefill));
     }
     throw Error("kind '" + kind + "' has no layer module", Error::Kind::Internal);
 }

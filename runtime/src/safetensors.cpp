@@ -16,6 +16,7 @@
 
 #include "hattn/config.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "hattn/input_file.h"
 #include "finite_input.h"
 #include "json_parse.h"
@@ -50,31 +51,6 @@ bool parse_dtype(const std::string &name, DType *dtype) {
     }
     return false;
 }
-
-float float_from_bits(uint32_t bits) {
-    float value;
-    std::memcpy(&value, &bits, sizeof(value));
-    return value;
-}
-
-// IEEE half to float: every half is exactly representable, so this is bit manipulation only.
-float f16_to_f32(uint16_t half) {
-    const uint32_t sign = uint32_t(half & 0x8000) << 16;
-    uint32_t exponent = (half >> 10) & 0x1f;
-    uint32_t mantissa = half & 0x3ff;
-    if (exponent == 0x1f) return float_from_bits(sign | 0x7f800000 | (mantissa << 13));
-    if (exponent != 0) return float_from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13));
-    if (mantissa == 0) return float_from_bits(sign);
-    // Subnormal half: shift the leading 1 into the implicit bit, lowering the exponent to match.
-    exponent = 113;
-    while ((mantissa & 0x400) == 0) {
-        mantissa <<= 1;
-        exponent--;
-    }
-    return float_from_bits(sign | (exponent << 23) | ((mantissa & 0x3ff) << 13));
-}
-
-float bf16_to_f32(uint16_t bf16) { return float_from_bits(uint32_t(bf16) << 16); }
 
 uint16_t read_u16le(const uint8_t *p) { return uint16_t(p[0] | (p[1] << 8)); }
 
@@ -291,10 +267,10 @@ Tensor SafetensorsFile::load(const std::string &name) const {
         if (count > 0) std::memcpy(dst, src, count * sizeof(float));
         break;
     case DType::F16:
-        for (size_t i = 0; i < count; i++) dst[i] = f16_to_f32(read_u16le(src + 2 * i));
+        for (size_t i = 0; i < count; i++) dst[i] = from_f16_bits(read_u16le(src + 2 * i));
         break;
     case DType::BF16:
-        for (size_t i = 0; i < count; i++) dst[i] = bf16_to_f32(read_u16le(src + 2 * i));
+        for (size_t i = 0; i < count; i++) dst[i] = from_bf16_bits(read_u16le(src + 2 * i));
         break;
     case DType::Int8: break;  // (never: the header's reader refuses every other dtype)
     }

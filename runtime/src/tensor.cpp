@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "hattn/error.h"
+#include "hattn/half.h"
 
 namespace hattn {
 
@@ -121,19 +122,22 @@ void detail::require_well_formed(const ConstTensorView &view, const char *what) 
     throw Error(std::string(what) + ": a tensor view of " + shape_to_string(view.shape) + " has no data");
 }
 
-Halide::Runtime::Buffer<float> detail::halide_buffer(const ConstTensorView &view) {
-    // (A malformed stride list is refused below, after the extents' own checks.)
-    const Shape steps = view.strides.size() == view.shape.size() ? view.strides : contiguous_strides(view.shape);
+namespace {
+
+// Halide's dimensions (reversed) of a view's shape and strides, checked to fit its 32-bit fields.
+std::vector<halide_dimension_t> halide_dimensions(const Shape &shape, const Shape &strides) {
+    // (A malformed stride list is refused by the callers, after the extents' own checks.)
+    const Shape steps = strides.size() == shape.size() ? strides : contiguous_strides(shape);
     constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
     constexpr int64_t int32_min = std::numeric_limits<int32_t>::min();
-    const int r = view.rank();
+    const int r = static_cast<int>(shape.size());
     std::vector<halide_dimension_t> dims(r);
     for (int i = 0; i < r; i++) {
         const int torch_dim = r - 1 - i;
-        const int64_t extent = view.shape[torch_dim];
+        const int64_t extent = shape[torch_dim];
         const int64_t stride = steps[torch_dim];
         auto where = [&] {
-            return " in dimension " + std::to_string(torch_dim) + " of shape " + shape_to_string(view.shape);
+            return " in dimension " + std::to_string(torch_dim) + " of shape " + shape_to_string(shape);
         };
         require(extent >= 0, [&] { return "negative extent " + std::to_string(extent) + where(); });
         require(extent <= int32_max, [&] {
@@ -144,10 +148,75 @@ Halide::Runtime::Buffer<float> detail::halide_buffer(const ConstTensorView &view
         });
         dims[i] = halide_dimension_t(0, static_cast<int32_t>(extent), static_cast<int32_t>(stride));
     }
+    return dims;
+}
+
+halide_type_t halide_type_of_storage(DType dtype) {
+    switch (dtype) {
+    // 16-bit values as their bits: the kernels' buffers are uint16 (generators/common/storage_type.h).
+    case DType::F16:
+    case DType::BF16: return halide_type_t(halide_type_uint, 16);
+    case DType::Int8: return halide_type_t(halide_type_int, 8);
+    case DType::F32: break;
+    }
+    return halide_type_t(halide_type_float, 32);
+}
+
+}  // namespace
+
+Halide::Runtime::Buffer<float> detail::halide_buffer(const ConstTensorView &view) {
+    std::vector<halide_dimension_t> dims = halide_dimensions(view.shape, view.strides);
     require_well_formed(view, "kernel call");
     // Halide's buffers have no read-only form; a kernel writes only the buffers of its outputs,
     // which callers pass as writable views.
     return Halide::Runtime::Buffer<float>(const_cast<float *>(view.data), dims);
+}
+
+Halide::Runtime::Buffer<void> detail::halide_storage_buffer(const StoredView &view) {
+    std::vector<halide_dimension_t> dims = halide_dimensions(view.shape, view.strides);
+    require_well_formed(ConstTensorView(static_cast<const float *>(view.data), view.shape, view.strides), "kernel call");
+    return Halide::Runtime::Buffer<void>(halide_type_of_storage(view.dtype), const_cast<void *>(view.data),
+                                         static_cast<int>(dims.size()), dims.data());
+}
+
+StoredView::StoredView(const void *data, DType dtype, Shape shape, Shape strides)
+    : data(data), dtype(dtype), shape(std::move(shape)), strides(std::move(strides)) {}
+
+StoredView StoredView::crop(int dim, int64_t begin, int64_t end) const {
+    // The f32 view's crop does the checks and the stride arithmetic, in elements.
+    const ConstTensorView cropped =
+        ConstTensorView(static_cast<const float *>(data), shape, strides).crop(dim, begin, end);
+    const int64_t offset = cropped.data - static_cast<const float *>(data);
+    return StoredView(static_cast<const char *>(data) + offset * int64_t(dtype_size(dtype)), dtype, cropped.shape,
+                      cropped.strides);
+}
+
+ConstTensorView StoredView::as_f32(const char *what) const {
+    require(dtype == DType::F32, [&] {
+        return std::string(what) + ": holds " + type_name(dtype) + " values, read here as f32 only";
+    });
+    return ConstTensorView(static_cast<const float *>(data), shape, strides);
+}
+
+void widen_into(const StoredView &src, const TensorView &dst) {
+    if (src.dtype == DType::F32) return copy_into(src.as_f32("widen_into"), dst);
+    require(src.shape == dst.shape, [&] {
+        return "widen_into: source " + shape_to_string(src.shape) + " and destination " + shape_to_string(dst.shape) +
+               " differ";
+    });
+    require(src.dtype == DType::BF16 || src.dtype == DType::F16,
+            [&] { return std::string("widen_into: cannot widen ") + type_name(src.dtype) + " values here"; });
+    const Shape from = src.strides.empty() ? contiguous_strides(src.shape) : src.strides;
+    const Shape to = dst.strides.empty() ? contiguous_strides(dst.shape) : dst.strides;
+    const uint16_t *in = static_cast<const uint16_t *>(src.data);
+    const int r = src.rank();
+    std::vector<int64_t> index(r, 0);
+    for (int64_t n = 0, count = src.size(); n < count; n++) {
+        int64_t a = 0, b = 0;
+        for (int i = 0; i < r; i++) a += index[i] * from[i], b += index[i] * to[i];
+        dst.data[b] = src.dtype == DType::BF16 ? from_bf16_bits(in[a]) : from_f16_bits(in[a]);
+        for (int i = r - 1; i >= 0 && ++index[i] == src.shape[i]; i--) index[i] = 0;
+    }
 }
 
 Tensor::Tensor() = default;

@@ -21,4 +21,15 @@ std::string type_names();  // "f32, f16, bf16, int8", for messages
 const char *dtype_name(DType dtype);
 size_t dtype_size(DType dtype);  // bytes per element (an int8 cache's scales not counted)
 
+// A layer's storage types: its weights' and activations' (f32, bf16, f16) and its caches' and
+// states'. The defaults keep everything in float32.
+struct StorageTypes {
+    DType dtype = DType::F32;
+    DType kv_dtype = DType::F32;
+};
+
+// Throws Error, starting with `layer`, unless this build runs the types: dtype f32, bf16 or f16,
+// and kv_dtype one of those too (int8 caches are not built yet).
+void require_supported(const StorageTypes &types, const std::string &layer);
+
 }  // namespace hattn

@@ -24,7 +24,10 @@ namespace hattn {
 class KVCache {
 public:
     // `name` starts the cache's error messages (a model with a cache per layer may say which).
-    KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, std::string name = "KV cache");
+    // Its rows hold `dtype` values (kv_dtype: f32, or bf16 and f16 with an even head dim), rounded
+    // once where they are stored.
+    KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, std::string name = "KV cache",
+            DType dtype = DType::F32);
     // What a sliding cache keeps. When an append needs rows, a sequence keeps its last
     // window - 1 + rollback tokens (kept(): fewer than `rows`), which move to row 0, and forgets
     // the earlier ones: it copies kept() rows once per rows - kept() tokens.
@@ -38,13 +41,14 @@ public:
     };
     // A cache of sequences of up to `capacity` tokens, held in s.rows rows each.
     static KVCache sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, Sliding s,
-                           std::string name = "KV cache");
+                           std::string name = "KV cache", DType dtype = DType::F32);
 
     int64_t batch() const { return k_.dim(0); }
     int64_t kv_heads() const { return k_.dim(1); }
     int64_t capacity() const { return lengths_.capacity(); }  // tokens per sequence
     int64_t rows() const { return k_.dim(2); }                 // rows per sequence: the capacity unless sliding
-    int64_t head_dim() const { return k_.dim(3); }
+    int64_t head_dim() const { return head_dim_; }
+    DType dtype() const { return dtype_; }
     const std::vector<int32_t> &lengths() const { return lengths_.values(); }
     const std::string &name() const { return lengths_.owner(); }  // as its errors name it
     // What a sliding cache keeps; none for a full one.
@@ -55,8 +59,8 @@ public:
     // The storage [B, Hkv, rows, D]: sequence b's tokens [first_positions()[b], lengths()[b]) in
     // its first rows; rows past them are not part of it. (Attention kernels called on a sliding
     // cache directly take lengths() - first_positions() as its sequences' lengths.)
-    ConstTensorView keys() const { return k_.view(); }
-    ConstTensorView values() const { return v_.view(); }
+    StoredView keys() const { return stored(k_); }
+    StoredView values() const { return stored(v_); }
 
     // Appends externally computed keys and values [B, S, Hkv, D] (contiguous, already rotated) to every
     // sequence. Throws, changing nothing, on a shape mismatch or when a sequence would overflow.
@@ -87,7 +91,7 @@ public:
     bool fits_in_rows(int64_t count) const;
     // Where sequence b's next `count` tokens go, as a [1, count, Hkv, D] view (the layout a
     // projection produces) into the storage. Write it with kernels or copy_into, which keep the
-    // cache's device copy current (a kernel on a GPU writes the rows there, in place).
+    // cache's device copy current (a kernel on a GPU writes the rows there, in place). f32 caches only.
     TensorView key_slot(int64_t b, int64_t count);
     TensorView value_slot(int64_t b, int64_t count);
     // Writes keys and values [B, S, Hkv, D] (contiguous) into every sequence's slot, past its end,
@@ -100,8 +104,12 @@ public:
     void commit(int64_t count);
 
 private:
-    KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t rows, std::string name);
+    KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t rows, std::string name,
+            DType dtype);
     TensorView slot(Tensor &storage, int64_t b, int64_t count);
+    StoredView stored(const Tensor &storage) const;  // the elements of k_ or v_
+    // Sequence b's rows [row, row + n) of k_ or v_ take rows_of_b [1, Hkv, n, D], rounded to dtype_.
+    void store_rows(Tensor &storage, int64_t b, int64_t row, const ConstTensorView &rows_of_b);
     // Whether sequence b's rows take `count` more tokens after its own, and a check that they do.
     bool fits(int64_t b, int64_t count) const;
     void require_rows(int64_t b, int64_t count) const;
@@ -117,6 +125,8 @@ private:
     SequenceLengths lengths_;
     std::optional<Sliding> sliding_;
     std::vector<int32_t> first_position_;
+    DType dtype_ = DType::F32;
+    int64_t head_dim_ = 0;
 };
 
 // New tokens [B, S, Hkv, D] (a projection's layout) seen as a cache's storage [B, Hkv, S, D]: a

@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "hattn/dtype.h"
+
 namespace hattn {
 
 using Shape = std::vector<int64_t>;
@@ -52,6 +54,34 @@ using TensorView = BasicTensorView<float>;
 using ConstTensorView = BasicTensorView<const float>;
 extern template struct BasicTensorView<float>;
 extern template struct BasicTensorView<const float>;
+
+// A read-only view of elements in any storage type (hattn/dtype.h): f32 memory, or a cache's
+// 16-bit rows, which the kernels read in place. Shape and strides count elements, as in a
+// TensorView; every ConstTensorView is one of f32.
+struct StoredView {
+    const void *data = nullptr;
+    DType dtype = DType::F32;
+    Shape shape;
+    Shape strides;
+
+    StoredView() = default;
+    StoredView(const void *data, DType dtype, Shape shape, Shape strides);
+    StoredView(const ConstTensorView &view)  // NOLINT: implicit by design
+        : data(view.data), dtype(DType::F32), shape(view.shape), strides(view.strides) {}
+    StoredView(const TensorView &view)  // NOLINT: implicit by design
+        : data(view.data), dtype(DType::F32), shape(view.shape), strides(view.strides) {}
+
+    int rank() const { return static_cast<int>(shape.size()); }
+    int64_t dim(int i) const { return i >= 0 && i < rank() ? shape[i] : detail::no_such_dimension(i, shape); }
+    int64_t size() const { return element_count(shape); }
+    StoredView crop(int dim, int64_t begin, int64_t end) const;
+    // The f32 view of the same memory; throws unless dtype is F32.
+    ConstTensorView as_f32(const char *what) const;
+};
+
+// src's values, widened to float32, into dst (the same shape; any strides; host memory only; f32
+// sources go through copy_into).
+void widen_into(const StoredView &src, const TensorView &dst);
 
 // Copies src into dst element by element; both views must have the same shape, any strides, and
 // must not overlap (a copy within one buffer goes through a tensor of its own).

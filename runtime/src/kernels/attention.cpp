@@ -24,8 +24,15 @@ ConstTensorView split_heads(const ConstTensorView &t, int64_t kv_heads, const ch
 }
 
 // Checks the cache storage against q [B, ..., H, D] and returns Hkv.
-void check_cache(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
+void check_cache(const ConstTensorView &q, const StoredView &k_cache, const StoredView &v_cache,
                  const std::vector<int32_t> &kv_len, int64_t min_len, const char *kernel) {
+    require(k_cache.dtype == v_cache.dtype && k_cache.dtype != DType::Int8, [&] {
+        return std::string(kernel) + ": K and V caches of " + type_name(k_cache.dtype) + " and " +
+               type_name(v_cache.dtype) + " values (both f32, bf16 or f16)";
+    });
+    require(k_cache.dtype == DType::F32 || current_device() == Device::CPU, [&] {
+        return std::string(kernel) + ": caches of " + type_name(k_cache.dtype) + " values on a GPU are not supported yet (they run on the CPU)";
+    });
     require(k_cache.rank() == 4 && v_cache.shape == k_cache.shape, [&] {
         return std::string(kernel) + ": K and V caches must both be [B, Hkv, capacity, D], got " +
                shape_to_string(k_cache.shape) + " and " + shape_to_string(v_cache.shape);
@@ -93,20 +100,22 @@ void check_scores(float scale, float softcap, const char *kernel) {
 // The Halide buffers of one attention call: queries and output with heads split as (hk, hg), the
 // cache storage as it is, the KV lengths, the sinks as (hg, hk), and the soft-capping.
 struct AttentionBuffers {
-    Halide::Runtime::Buffer<float> q, out, k, v, sinks;
+    Halide::Runtime::Buffer<float> q, out;
+    Halide::Runtime::Buffer<void> k, v;
+    Halide::Runtime::Buffer<float> sinks;
     Halide::Runtime::Buffer<int32_t> len;
     bool has_sinks;
     // The kernels divide by softcap even where has_softcap is false (in branches they discard).
     float softcap;
     bool has_softcap;
 
-    AttentionBuffers(const ConstTensorView &queries, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
+    AttentionBuffers(const ConstTensorView &queries, const StoredView &k_cache, const StoredView &v_cache,
                      const std::vector<int32_t> &kv_len, const TensorView &output, const ConstTensorView *head_sinks,
                      float score_softcap)
         : q(detail::halide_buffer(split_heads(queries, k_cache.dim(1), "queries"))),
           out(detail::halide_buffer(split_heads(output, k_cache.dim(1), "output"))),
-          k(detail::halide_buffer(k_cache)),
-          v(detail::halide_buffer(v_cache)),
+          k(detail::halide_storage_buffer(k_cache)),
+          v(detail::halide_storage_buffer(v_cache)),
           sinks(detail::halide_buffer(sinks_by_kv_head(queries, k_cache.dim(1), head_sinks))),
           len(const_cast<int32_t *>(kv_len.data()), static_cast<int>(kv_len.size())),
           has_sinks(head_sinks != nullptr),
@@ -114,9 +123,24 @@ struct AttentionBuffers {
           has_softcap(score_softcap > 0.0f) {}
 };
 
+// Runs the kernel of the cache's storage type: F32, BF16 or F16 (checked by check_cache).
+template <typename F32, typename BF16, typename F16, typename... Args>
+void run_for_cache(DType cache, Args... args) {
+    if (cache == DType::BF16) return detail::run_kernel<BF16>(args...);
+    if (cache == DType::F16) return detail::run_kernel<F16>(args...);
+    detail::run_kernel<F32>(args...);
+}
+
+template <typename F32, typename BF16, typename F16, typename... Args>
+void run_prefill_for_cache(DType cache, int64_t head_dim, Args... args) {
+    if (cache == DType::BF16) return detail::run_prefill_kernel<BF16>(head_dim, args...);
+    if (cache == DType::F16) return detail::run_prefill_kernel<F16>(head_dim, args...);
+    detail::run_prefill_kernel<F32>(head_dim, args...);
+}
+
 }  // namespace
 
-void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
+void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, const StoredView &v_cache,
                        const std::vector<int32_t> &kv_len, float scale, bool causal,
                        const MaskView *mask, const TensorView &out, const ConstTensorView *sinks,
                        float softcap) {
@@ -134,7 +158,9 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
     const int32_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
-        detail::run_prefill_kernel<detail::kernels::attention_prefill>(q.dim(3), b.q.raw_buffer(),
+        namespace k = detail::kernels;
+        run_prefill_for_cache<k::attention_prefill, k::attention_prefill_bf16, k::attention_prefill_f16>(
+                            k_cache.dtype, q.dim(3), b.q.raw_buffer(),
                             b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest, scale, causal,
                             b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
         return;
@@ -157,13 +183,15 @@ void attention_prefill(const ConstTensorView &q, const ConstTensorView &k_cache,
         {0, static_cast<int32_t>(q.dim(0)), static_cast<int32_t>(Sq * mask->shape[3]), 0}};
     require(mask->data != nullptr, [&] { return "attention mask " + shape_to_string(mask->shape) + " has no data"; });
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
-    detail::run_prefill_kernel<detail::kernels::attention_prefill_masked>(q.dim(3),
+    namespace k = detail::kernels;
+    run_prefill_for_cache<k::attention_prefill_masked, k::attention_prefill_masked_bf16, k::attention_prefill_masked_f16>(
+                        k_cache.dtype, q.dim(3),
                         b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
                         scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap,
                         mask_b.raw_buffer(), b.out.raw_buffer());
 }
 
-void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, const ConstTensorView &v_cache,
+void attention_decode(const ConstTensorView &q, const StoredView &k_cache, const StoredView &v_cache,
                       const std::vector<int32_t> &kv_len, float scale, const TensorView &out,
                       const ConstTensorView *sinks, const std::vector<int32_t> *first_key, float softcap) {
     require(q.rank() == 3,
@@ -200,7 +228,8 @@ void attention_decode(const ConstTensorView &q, const ConstTensorView &k_cache, 
     for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - first[s]);
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
-    detail::run_kernel<detail::kernels::attention_decode>(b.q.raw_buffer(),
+    namespace k = detail::kernels;
+    run_for_cache<k::attention_decode, k::attention_decode_bf16, k::attention_decode_f16>(k_cache.dtype, b.q.raw_buffer(),
                         b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), first_b.raw_buffer(), longest,
                         scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
 }

@@ -48,11 +48,18 @@ Halide::Runtime::Buffer<float> as_matrix(const ConstTensorView &t, const char *w
 
 }  // namespace
 
-void project(const ConstTensorView &x, const ConstTensorView &weight, const ConstTensorView *bias,
+void project(const ConstTensorView &x, const StoredView &weight, const ConstTensorView *bias,
              const TensorView &y, float clip) {
     // Before as_matrix reads their strides.
     detail::require_well_formed(x, "projection: input");
-    detail::require_well_formed(weight, "projection: weight");
+    detail::require_well_formed(ConstTensorView(static_cast<const float *>(weight.data), weight.shape, weight.strides),
+                                "projection: weight");
+    require(weight.dtype == DType::F32 || ((weight.dtype == DType::BF16 || weight.dtype == DType::F16) &&
+                                           current_device() == Device::CPU),
+            [&] {
+                return std::string("projection: weights of ") + type_name(weight.dtype) +
+                       (weight.dtype == DType::Int8 ? " are not supported" : " on a GPU are not supported yet (they run on the CPU)");
+            });
     if (bias) detail::require_well_formed(*bias, "projection: bias");
     detail::require_well_formed(y, "projection: output");
     require(weight.rank() == 2,
@@ -80,19 +87,26 @@ void project(const ConstTensorView &x, const ConstTensorView &weight, const Cons
 
     auto b = detail::halide_buffer(bias ? *bias : detail::resident_zeros(out));
     auto xb = as_matrix(x, "input", false);
-    auto wb = detail::halide_buffer(weight);
+    auto wb = detail::halide_storage_buffer(weight);
     auto yb = as_matrix(y, "output", true);
     // Few rows (decode, short prompts): the variant that streams W as stored instead of packing
     // it, up to the rows where it meets the GEMM (kernel_contract.h).
     const int64_t gemv_max_rows = current_device() == Device::CPU ? kernel_contract::projection_gemv_max_rows_cpu
                                                                      : kernel_contract::projection_gemv_max_rows_gpu;
     const bool few_rows = xb.dim(1).extent() <= gemv_max_rows;
+    namespace k = detail::kernels;
+    const auto run = [&](auto f32, auto bf16, auto f16) {
+        using F32 = decltype(f32);
+        using BF16 = decltype(bf16);
+        using F16 = decltype(f16);
+        if (weight.dtype == DType::BF16) return detail::run_kernel<BF16>(xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip, yb.raw_buffer());
+        if (weight.dtype == DType::F16) return detail::run_kernel<F16>(xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip, yb.raw_buffer());
+        detail::run_kernel<F32>(xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip, yb.raw_buffer());
+    };
     if (few_rows) {
-        detail::run_kernel<detail::kernels::projection_gemv>(xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip,
-                                                             yb.raw_buffer());
+        run(k::projection_gemv{}, k::projection_gemv_bf16{}, k::projection_gemv_f16{});
     } else {
-        detail::run_kernel<detail::kernels::projection>(xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip,
-                                                        yb.raw_buffer());
+        run(k::projection{}, k::projection_bf16{}, k::projection_f16{});
     }
 }
 

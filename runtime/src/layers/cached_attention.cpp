@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <utility>
 
+#include "activation_rounding.h"
 #include "device_residency.h"
 #include "finite_input.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "hattn/kernels/norm.h"
 #include "hattn/kernels/projection.h"
 #include "quoted.h"
@@ -57,11 +59,12 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
     using Names = CachedAttentionConfig::Names;
     const bool hf = config.names != Names::Seed;
     const float qkv_clip = static_cast<float>(config.qkv_clip.value_or(0.0));
+    const DType dtype = config.storage.dtype;
     const auto linear = [&](const char *seed_name, const char *hf_name, int64_t rows, int64_t cols, bool has_bias,
                             float clip) {
         const std::string name = hf ? hf_name : seed_name;
         return Linear::dense(w.get(name + ".weight", {rows, cols}),
-                             has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt, clip);
+                             has_bias ? std::optional<Tensor>(w.get(name + ".bias", {rows})) : std::nullopt, clip, dtype);
     };
     if (config.names == Names::GroupedQueryKeyValue) {
         // q, k and v of every group, split once here.
@@ -72,15 +75,15 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         const auto part = [&](int64_t which) {
             std::optional<Tensor> part_bias;
             if (bias) part_bias = group_part(*bias, config.kv_heads, g, D, which);
-            return Linear::dense(group_part(qkv, config.kv_heads, g, D, which), std::move(part_bias), qkv_clip);
+            return Linear::dense(group_part(qkv, config.kv_heads, g, D, which), std::move(part_bias), qkv_clip, dtype);
         };
         query_ = part(0), key_ = part(1), value_ = part(2);
     } else if (config.names == Names::HuggingFaceFusedQkv) {
         // Phi-3 has no biases. Split once here: the layer projects q, k and v as separate products.
         const Tensor qkv = w.get("qkv_proj.weight", {q_width + 2 * kv_width, E});
-        query_ = Linear::dense(rows_of(qkv, 0, q_width), std::nullopt, qkv_clip);
-        key_ = Linear::dense(rows_of(qkv, q_width, kv_width), std::nullopt, qkv_clip);
-        value_ = Linear::dense(rows_of(qkv, q_width + kv_width, kv_width), std::nullopt, qkv_clip);
+        query_ = Linear::dense(rows_of(qkv, 0, q_width), std::nullopt, qkv_clip, dtype);
+        key_ = Linear::dense(rows_of(qkv, q_width, kv_width), std::nullopt, qkv_clip, dtype);
+        value_ = Linear::dense(rows_of(qkv, q_width + kv_width, kv_width), std::nullopt, qkv_clip, dtype);
     } else {
         query_ = linear("query_projection", "q_proj", q_width, E, config.bias, qkv_clip);
         key_ = linear("key_projection", "k_proj", kv_width, E, config.bias, qkv_clip);
@@ -111,13 +114,17 @@ CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weig
         query_norm_ = norm_weight(config.qk_norm->query_module, config.heads);
         key_norm_ = norm_weight(config.qk_norm->key_module, config.kv_heads);
         if (config.qk_norm->centred) qk_norm_bias_ = Tensor({D}, std::vector<float>(D, 0.0f));
-        // On a GPU uploaded once, like the projections' weights (not with every call).
+        // Kept in the dtype (Gemma's 1 + w rounded as the sum); on a GPU uploaded once, like the
+        // projections' weights (not with every call).
         for (std::optional<Tensor> *t : {&query_norm_, &key_norm_, &qk_norm_bias_}) {
-            if (*t) (*t)->keep_on_device(Residency::ReadOnly);
+            if (!*t) continue;
+            round_to(dtype, (*t)->data(), (*t)->size());
+            (*t)->keep_on_device(Residency::ReadOnly);
         }
     }
     if (config.sinks) {
         sinks_ = w.get("sinks", {config.heads});
+        round_to(dtype, sinks_->data(), sinks_->size());
         sinks_->keep_on_device(Residency::ReadOnly);
     }
     if (config.rope_base) {
@@ -161,12 +168,13 @@ KVCache CachedAttention::make_cache(int64_t batch, int64_t capacity) const {
     require_causal_for_cache();
     const int64_t Hkv = config_.kv_heads, D = config_.head_dimension;
     const std::optional<int64_t> window = keys_reached();
-    if (!window) return KVCache(batch, Hkv, D, capacity);
+    const DType kv_dtype = config_.storage.kv_dtype;
+    if (!window) return KVCache(batch, Hkv, D, capacity, "KV cache", kv_dtype);
     // It keeps the window's tokens and sliding_cache_rollback more, in rows for max(W, 256) more,
     // so that it moves the kept rows once per that many tokens.
     KVCache::Sliding keep{*window, 0, sliding_cache_rollback};
     keep.rows = keep.kept() + std::max<int64_t>(keep.window, 256);
-    return KVCache::sliding(batch, Hkv, D, capacity, keep);
+    return KVCache::sliding(batch, Hkv, D, capacity, keep, "KV cache", kv_dtype);
 }
 
 int64_t CachedAttention::weight_bytes() const {
@@ -177,7 +185,9 @@ int64_t CachedAttention::weight_bytes() const {
     return bytes;
 }
 
-int64_t CachedAttention::cache_bytes_per_token() const { return config_.cache_bytes_per_token(DType::F32); }
+int64_t CachedAttention::cache_bytes_per_token() const {
+    return config_.cache_bytes_per_token(config_.storage.kv_dtype);
+}
 
 float CachedAttention::scale() const {
     return static_cast<float>(config_.attention_scale.value_or(1.0 / std::sqrt(double(config_.head_dimension))));
@@ -185,18 +195,22 @@ float CachedAttention::scale() const {
 
 float CachedAttention::softcap() const { return static_cast<float>(config_.score_softcap.value_or(0.0)); }
 
-void CachedAttention::prefill_kernel(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
+void CachedAttention::prefill_kernel(const ConstTensorView &q, const StoredView &keys, const StoredView &values,
                                      const std::vector<int32_t> &lengths, bool causal, const MaskView *mask,
                                      const TensorView &out) const {
     const std::optional<ConstTensorView> sinks = sinks_ ? std::optional(sinks_->view()) : std::nullopt;
     attention_prefill(q, keys, values, lengths, scale(), causal, mask, out, sinks ? &*sinks : nullptr, softcap());
 }
 
-void CachedAttention::decode_kernel(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
+void CachedAttention::decode_kernel(const ConstTensorView &q, const StoredView &keys, const StoredView &values,
                                     const std::vector<int32_t> &lengths, const std::vector<int32_t> &first_key,
                                     const TensorView &out) const {
     const std::optional<ConstTensorView> sinks = sinks_ ? std::optional(sinks_->view()) : std::nullopt;
     attention_decode(q, keys, values, lengths, scale(), out, sinks ? &*sinks : nullptr, &first_key, softcap());
+}
+
+void CachedAttention::stored(Tensor &activation) const {
+    detail::store_as(config_.storage.dtype, activation, "cached_attention");
 }
 
 void CachedAttention::check_input(const Tensor &x, const char *what) const {
@@ -211,6 +225,7 @@ Tensor CachedAttention::project_heads(const Tensor &x, const Linear &projection,
                                       const std::optional<Tensor> &norm) const {
     Tensor y = detail::scratch_tensor({x.dim(0), x.dim(1), heads, config_.head_dimension});
     projection.apply(x.view(), TensorView(y.data(), {x.dim(0), x.dim(1), heads * config_.head_dimension}));
+    stored(y);
     if (!norm) return y;  // (not a conditional expression, which would copy y: a download on a GPU)
     return qk_normed(y, *norm);
 }
@@ -227,6 +242,7 @@ Tensor CachedAttention::qk_normed(const Tensor &y, const Tensor &norm) const {
     } else {
         rms_norm(ConstTensorView(y.data(), rows), norm, eps, TensorView(normed.data(), rows));
     }
+    stored(normed);
     return normed;
 }
 
@@ -235,6 +251,7 @@ Tensor CachedAttention::output(const Tensor &attended) const {
     Tensor y({B, S, config_.embedding_dimension}, Tensor::unset);
     output_.apply(ConstTensorView(attended.data(), {B, S, config_.heads * config_.head_dimension}),
                   y.view());
+    stored(y);
     return y;
 }
 
@@ -250,11 +267,20 @@ Tensor CachedAttention::self_attention(const Tensor &x, KVCache *cache, const Ma
     return attend_new_tokens(x, x, x, cache, mask);
 }
 
-Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_input, const Tensor &value_input,
+Tensor CachedAttention::attend_new_tokens(const Tensor &x_given, const Tensor &key_given, const Tensor &value_given,
                                           KVCache *cache, const MaskView *mask) const {
-    check_call(x, key_input, value_input, cache, mask);
-    const int64_t B = x.dim(0), S = x.dim(1);
+    check_call(x_given, key_given, value_given, cache, mask);
+    const int64_t B = x_given.dim(0), S = x_given.dim(1);
     if (S == 0 || B == 0) return Tensor({B, S, config_.embedding_dimension});  // nothing to compute or remember
+    // Converted to the dtype once on entry (one tensor passed as several, once).
+    std::optional<Tensor> copies[3];
+    const DType dtype = config_.storage.dtype;
+    const Tensor &x = detail::converted_input(dtype, x_given, copies[0], "cached_attention");
+    const Tensor &key_input =
+        &key_given == &x_given ? x : detail::converted_input(dtype, key_given, copies[1], "cached_attention");
+    const Tensor &value_input = &value_given == &x_given  ? x
+                                : &value_given == &key_given ? key_input
+                                                             : detail::converted_input(dtype, value_given, copies[2], "cached_attention");
 
     // On a GPU everything between the inputs and the output stays on the device: the inputs go up
     // once, the new keys and values are written into the cache there, and only y comes back.
@@ -271,6 +297,7 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x, const Tensor &key_inp
     const KeyStore store = store_keys(t, cache, in_rows, window_keys, window_values);
     Tensor attended = detail::scratch_tensor(t.q.shape());
     attend(t, store, mask, attended);
+    stored(attended);
     Tensor y = output(attended);
     const auto origin = [&] { return "it first appears after the projections; " + weights_and(x); };
     // A cache keeps the new keys and values, also those no query of this call sees (a caller's mask).
@@ -350,6 +377,7 @@ void CachedAttention::project_new_tokens(const Tensor &x, const Tensor &key_inpu
         for (Tensor *rotated_in : {&t.q, &t.k}) {
             Tensor rotated = detail::scratch_tensor(rotated_in->shape());
             apply_rope(rotated_in->view(), *table, t.start, rotated.view(), config_.rope_layout);
+            stored(rotated);
             *rotated_in = std::move(rotated);
         }
     }
@@ -362,6 +390,7 @@ void CachedAttention::project_new_tokens(const Tensor &x, const Tensor &key_inpu
     if (query_temperature_ && double(end + temperature->position_offset) > temperature->floor_scale) {
         Tensor scaled = detail::scratch_tensor(t.q.shape());
         apply_rope(t.q.view(), *query_temperature_->covering(end), t.start, scaled.view(), RopeLayout::NeoX);
+        stored(scaled);
         t.q = std::move(scaled);
     }
 }
@@ -394,8 +423,8 @@ CachedAttention::KeyStore CachedAttention::store_keys(const NewTokens &t, KVCach
             for (int64_t b = 0; b < B; b++) {
                 const int64_t held_from = cache->first_positions()[b], old = t.start[b] - store.row_0[b];
                 const TensorView rows_of_b = to->view().crop(0, b, b + 1);
-                copy_into(cached.crop(0, b, b + 1).crop(2, store.row_0[b] - held_from, t.start[b] - held_from),
-                          rows_of_b.crop(2, 0, old));
+                widen_into(cached.crop(0, b, b + 1).crop(2, store.row_0[b] - held_from, t.start[b] - held_from),
+                           rows_of_b.crop(2, 0, old));
                 copy_into(tokens_as_cache(new_tokens).crop(0, b, b + 1), rows_of_b.crop(2, old, old + S));
             }
         }
@@ -495,7 +524,7 @@ void CachedAttention::attend_rows(const Tensor &q, const KeyStore &store, const 
     // The keys [first, end) are every key these queries reach; where causal, the queries are the
     // last p1 - p0 of them (end = p1), as the kernels' causal rule takes them.
     const int64_t row_0 = store.row_0[r.b];
-    const auto rows = [&](const ConstTensorView &t) { return t.crop(0, r.b, r.b + 1).crop(2, r.first - row_0, r.end - row_0); };
+    const auto rows = [&](const StoredView &t) { return t.crop(0, r.b, r.b + 1).crop(2, r.first - row_0, r.end - row_0); };
     const auto tokens = [&](auto view) { return view.crop(0, r.b, r.b + 1).crop(1, r.p0 - r.start, r.p1 - r.start); };
     const std::vector<int32_t> visible{static_cast<int32_t>(width)};
     const MaskView *rows_mask = hidden.empty() ? nullptr : &mask;
@@ -520,21 +549,26 @@ ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
     if (&value_input != &key_input) detail::require_finite("cached_attention: value input", value_input);
     const int64_t B = key_input.dim(0), Sk = key_input.dim(1);
     require(Sk > 0, "cached_attention: the context must hold at least one token");
-    KVCache kv(B, config_.kv_heads, config_.head_dimension, Sk);
-    const detail::ScopedRegion inputs[] = {detail::upload_once(key_input), detail::upload_once(value_input)};
+    KVCache kv(B, config_.kv_heads, config_.head_dimension, Sk, "KV cache", config_.storage.kv_dtype);
+    std::optional<Tensor> copies[2];
+    const DType dtype = config_.storage.dtype;
+    const Tensor &keys_in = detail::converted_input(dtype, key_input, copies[0], "cached_attention");
+    const Tensor &values_in =
+        &value_input == &key_input ? keys_in : detail::converted_input(dtype, value_input, copies[1], "cached_attention");
+    const detail::ScopedRegion inputs[] = {detail::upload_once(keys_in), detail::upload_once(values_in)};
     // No RoPE here: the keys are normed as projected, also where the layer norms them after RoPE.
-    kv.append(project_heads(key_input, key_, config_.kv_heads, key_norm_).view(),
-              project_heads(value_input, value_, config_.kv_heads).view());
+    kv.append(project_heads(keys_in, key_, config_.kv_heads, key_norm_).view(),
+              project_heads(values_in, value_, config_.kv_heads).view());
     return ConditioningCache(std::move(kv));
 }
 
-Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache &context,
+Tensor CachedAttention::cross_attention(const Tensor &x_given, const ConditioningCache &context,
                                         const MaskView *mask) const {
-    check_input(x, "input");
+    check_input(x_given, "input");
     const KVCache &kv = context.kv();
-    require(kv.batch() == x.dim(0), [&] {
+    require(kv.batch() == x_given.dim(0), [&] {
         return "cached_attention: context batch " + std::to_string(kv.batch()) + " differs from input batch " +
-               std::to_string(x.dim(0));
+               std::to_string(x_given.dim(0));
     });
     // Any KV head count that divides H would pass the kernel's check, grouping the heads wrongly.
     require(kv.kv_heads() == config_.kv_heads && kv.head_dim() == config_.head_dimension, [&] {
@@ -543,13 +577,16 @@ Tensor CachedAttention::cross_attention(const Tensor &x, const ConditioningCache
                "] does not fit this layer's [Hkv=" + std::to_string(config_.kv_heads) +
                ", D=" + std::to_string(config_.head_dimension) + "]";
     });
-    if (x.dim(1) == 0) return Tensor({x.dim(0), 0, config_.embedding_dimension});  // nothing to compute
+    if (x_given.dim(1) == 0) return Tensor({x_given.dim(0), 0, config_.embedding_dimension});  // nothing to compute
+    std::optional<Tensor> copy;
+    const Tensor &x = detail::converted_input(config_.storage.dtype, x_given, copy, "cached_attention");
     const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads, query_norm_);
     detail::require_finite_results("cached_attention: cross-attention", {{"the query projection", &q}},
                                    [&] { return weights_and(x); });
     Tensor attended = detail::scratch_tensor(q.shape());
     prefill_kernel(q.view(), kv.keys(), kv.values(), kv.lengths(), false, mask, attended.view());
+    stored(attended);
     Tensor y = output(attended);
     detail::require_finite_results("cached_attention: cross-attention", {{"the output", &y}},
                                    [&] { return weights_and(x); });

@@ -108,6 +108,7 @@ int64_t CachedAttentionConfig::cache_bytes_per_token(DType kv_dtype) const {
 
 void CachedAttentionConfig::validate() const {
     const int64_t E = embedding_dimension, D = head_dimension;
+    require_supported(storage, "cached_attention");
     require(E > 0 && D > 0 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0, [&] {
         return "cached_attention: E=" + std::to_string(E) + " H=" + std::to_string(heads) +
                " Hkv=" + std::to_string(kv_heads) + " D=" + std::to_string(D) +

@@ -87,6 +87,11 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
 }
 
 void DsaConfig::validate() const {
+    require_supported(storage, "glm_dsa");
+    require(storage.dtype == DType::F32 && storage.kv_dtype == DType::F32, [&] {
+        return std::string("glm_dsa: dtype ") + type_name(storage.dtype) + ", kv_dtype " + type_name(storage.kv_dtype) +
+               ": storage types other than f32 are not supported yet for this kind";
+    });
     const std::pair<const char *, int64_t> sizes[] = {{"hidden", hidden},
                                                       {"heads", heads},
                                                       {"q_lora_rank", q_lora_rank},

@@ -169,6 +169,11 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
 }
 
 void LatentAttentionConfig::validate() const {
+    require_supported(storage, "latent attention");
+    require(storage.dtype == DType::F32 && storage.kv_dtype == DType::F32, [&] {
+        return std::string("latent attention: dtype ") + type_name(storage.dtype) + ", kv_dtype " +
+               type_name(storage.kv_dtype) + ": storage types other than f32 are not supported yet for this kind";
+    });
     require(hidden > 0 && heads > 0 && kv_heads > 0 && head_dim > 0 && heads % kv_heads == 0, [&] {
         return "latent_attention: hidden=" + str(hidden) + " heads=" + str(heads) + " kv_heads=" + str(kv_heads) +
                " head_dim=" + str(head_dim) + ": each must be positive, and heads a multiple of kv_heads";
@@ -385,7 +390,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     // 7. Attention in the latent over the cache (or over the new tokens where they are), then the
     // output projection.
     const ConstTensorView k_tokens(k.data(), {B, S, Hkv, dh}), v_tokens(v.data(), {B, S, Hkv, dh});
-    ConstTensorView key_store = tokens_as_cache(k_tokens), value_store = tokens_as_cache(v_tokens);
+    StoredView key_store = tokens_as_cache(k_tokens), value_store = tokens_as_cache(v_tokens);
     if (state) {
         state->kv_.write_past_end(k_tokens, v_tokens);
         key_store = state->kv_.keys();

@@ -125,6 +125,10 @@ struct CachedAttentionConfig {
     // layer reads alike (a seed config too); 0 where a list says it (layer_types, no_rope_layers).
     static int64_t layer_period(const ConfigReader &config);
 
+    // Not from a config file: the caller's choice (hattn run's --dtype and --kv-dtype, a case's
+    // dtype and kv_dtype). The cache make_cache() builds holds kv_dtype values.
+    StorageTypes storage;
+
     // Throws Error naming the field if this config describes no layer (sizes, windows, scales,
     // norms). The constructor calls it, so a config built by hand is checked like a read one;
     // from()'s own checks come first and name the file's keys.
@@ -143,6 +147,7 @@ public:
     CachedAttention(const ConfigReader &config, const Weights &weights);
 
     const CachedAttentionConfig &config() const { return config_; }
+    StorageTypes storage_types() const { return config_.storage; }
     // The bytes of the weights it holds, and of its cache per token (keys and values).
     int64_t weight_bytes() const;
     int64_t cache_bytes_per_token() const;
@@ -192,7 +197,7 @@ private:
     // copy of a sliding cache's rows and the new tokens, or the new tokens alone. Sequence b's row
     // r holds position row_0[b] + r.
     struct KeyStore {
-        ConstTensorView keys, values;
+        StoredView keys, values;
         std::vector<int32_t> row_0;
     };
     // Self-attention of the new tokens (queries from x, keys and values from their inputs),
@@ -258,10 +263,12 @@ private:
     float scale() const;
     float softcap() const;  // as the kernels take it: 0 for none
     // attention_prefill and attention_decode with this layer's scale, sinks and soft-capping.
-    void prefill_kernel(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
+    // An activation as the layer stores it: rounded to its dtype.
+    void stored(Tensor &activation) const;
+    void prefill_kernel(const ConstTensorView &q, const StoredView &keys, const StoredView &values,
                         const std::vector<int32_t> &lengths, bool causal, const MaskView *mask,
                         const TensorView &out) const;
-    void decode_kernel(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
+    void decode_kernel(const ConstTensorView &q, const StoredView &keys, const StoredView &values,
                        const std::vector<int32_t> &lengths, const std::vector<int32_t> &first_key,
                        const TensorView &out) const;
 

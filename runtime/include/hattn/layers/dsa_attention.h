@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hattn/config.h"
+#include "hattn/dtype.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/layers/layer_identity.h"
 #include "hattn/layers/linear.h"
@@ -25,6 +26,8 @@ struct DsaConfig {
     double rope_theta = 10000.0;
     bool bias = false;
     float rms_eps = 1e-6f;
+    // Not from a config file: the caller's choice (spec/attention.md section 5).
+    StorageTypes storage;
 
     // HF config.json keys; errors name the key and values. Unknown keys are ignored.
     static DsaConfig from(const ConfigReader &config);
@@ -84,6 +87,7 @@ public:
     DsaAttention(const ConfigReader &config, const Weights &weights) : DsaAttention(DsaConfig::from(config), weights) {}
 
     const DsaConfig &config() const { return config_; }
+    StorageTypes storage_types() const { return config_.storage; }
 
     // x [B, S, E] -> [B, S, E], causal. `selected` receives the indexer's choice; `shared` (from a
     // previous layer) replaces it on layers without an indexer of their own.

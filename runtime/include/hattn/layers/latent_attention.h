@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hattn/config.h"
+#include "hattn/dtype.h"
 #include "hattn/kernels/cca.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/kv_cache.h"
@@ -33,6 +34,8 @@ struct LatentAttentionConfig {
     int64_t rotary_dim = 0;   // dims rotated per head (dh, or ZAYA's partial share)
     float norm_eps = 1e-6f;
     bool zaya_names = false;  // ZAYA weight names, conv biases, per-head key temperature
+    // Not from a config file: the caller's choice (spec/attention.md section 5).
+    StorageTypes storage;
 
     int64_t query_rank() const { return heads * head_dim; }      // Lq
     int64_t kv_rank() const { return kv_heads * head_dim; }      // Lkv
@@ -96,6 +99,7 @@ public:
     LatentAttention(const LatentAttentionConfig &config, const Weights &weights);
 
     const LatentAttentionConfig &config() const { return config_; }
+    StorageTypes storage_types() const { return config_.storage; }
 
     // The bytes of the weights it holds, and of its state's cache per token (keys and values; the
     // few qk rows and the delayed value half it keeps per sequence not counted).

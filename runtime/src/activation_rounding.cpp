@@ -1,0 +1,24 @@
+#include "activation_rounding.h"
+
+#include "hattn/device.h"
+#include "hattn/error.h"
+#include "hattn/half.h"
+
+namespace hattn::detail {
+
+void store_as(DType dtype, Tensor &t, const char *layer) {
+    if (dtype == DType::F32) return;
+    require(current_device() == Device::CPU, [&] {
+        return std::string(layer) + ": dtype " + type_name(dtype) + " on a GPU is not supported yet (16-bit activations run on the CPU)";
+    });
+    round_to(dtype, t.data(), t.size());
+}
+
+const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy, const char *layer) {
+    if (dtype == DType::F32) return x;
+    copy = x;
+    store_as(dtype, *copy, layer);
+    return *copy;
+}
+
+}  // namespace hattn::detail

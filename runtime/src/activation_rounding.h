@@ -1,0 +1,20 @@
+// A layer's activations in its dtype (spec/attention.md section 5): each kernel's result is rounded
+// to the dtype where the layer stores it, once. The values stay in float32 buffers, rounded.
+#pragma once
+
+#include <optional>
+
+#include "hattn/dtype.h"
+#include "hattn/tensor.h"
+
+namespace hattn::detail {
+
+// Rounds t's values to `dtype` in place (nothing for f32). 16-bit activations run on the CPU only in
+// this build: on a GPU it throws, naming `layer`.
+void store_as(DType dtype, Tensor &t, const char *layer);
+
+// x as the layer takes it, converted once on entry: x itself for f32; else a copy rounded to
+// `dtype`, kept in `copy`.
+const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy, const char *layer);
+
+}  // namespace hattn::detail

@@ -1,0 +1,71 @@
+#include "hattn/half.h"
+
+#include <cstring>
+
+namespace hattn {
+
+namespace {
+
+uint32_t bits_of(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+float float_of(uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+}  // namespace
+
+uint16_t bf16_bits(float value) {
+    const uint32_t bits = bits_of(value);
+    if ((bits & 0x7fffffff) > 0x7f800000) return uint16_t((bits >> 16) | 0x40);  // NaN stays NaN
+    // Adding half an ulp less one, plus the kept part's lowest bit, rounds ties to even.
+    return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+uint16_t f16_bits(float value) {
+    uint32_t bits = bits_of(value);
+    const uint16_t sign = uint16_t((bits >> 16) & 0x8000);
+    bits &= 0x7fffffff;
+    if (bits > 0x7f800000) return sign | 0x7e00;                   // NaN
+    if (bits >= 0x477ff000) return sign | 0x7bff;                  // >= 65520: 65504, never inf
+    if (bits < 0x38800000) {                                       // below 2^-14: a subnormal half
+        // Adding 0.5 puts the half's last subnormal bit (2^-24) at float32's last mantissa bit, so
+        // the FPU's own rounding (to nearest even) rounds it.
+        return sign | uint16_t(bits_of(float_of(bits) + 0.5f) - bits_of(0.5f));
+    }
+    // A normal half: rebias the exponent (127 to 15) and round away 13 mantissa bits, ties to even.
+    bits += (uint32_t(15 - 127) << 23) + 0xfff + ((bits >> 13) & 1);
+    return sign | uint16_t(bits >> 13);
+}
+
+float from_bf16_bits(uint16_t bits) { return float_of(uint32_t(bits) << 16); }
+
+float from_f16_bits(uint16_t bits) {
+    const uint32_t sign = uint32_t(bits & 0x8000) << 16, rest = bits & 0x7fff;
+    if (rest >= 0x7c00) return float_of(sign | 0x7f800000 | ((rest & 0x3ff) << 13));  // inf, NaN
+    // Exponent and mantissa in float32's places, then scaled by 2^(127 - 15): exact, subnormal
+    // halves included.
+    return float_of(sign | bits_of(float_of(rest << 13) * 0x1p112f));
+}
+
+float round_to(DType dtype, float value) {
+    switch (dtype) {
+    case DType::BF16: return from_bf16_bits(bf16_bits(value));
+    case DType::F16: return from_f16_bits(f16_bits(value));
+    case DType::F32:
+    case DType::Int8: break;
+    }
+    return value;
+}
+
+void round_to(DType dtype, float *values, int64_t count) {
+    if (dtype == DType::F32 || dtype == DType::Int8) return;
+    for (int64_t i = 0; i < count; i++) values[i] = round_to(dtype, values[i]);
+}
+
+}  // namespace hattn
