@@ -173,8 +173,18 @@ TEST_F(Cli, BenchSaysItsStorageTypes) {
     const nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j.at("dtype"), "f32");
     EXPECT_EQ(j.at("kv_dtype"), "f32");
-    expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --kv-dtype bf16"),
-                           "bench decode: dtype f32, kv_dtype bf16: storage types other than f32 are not supported yet");
+    // A bf16 cache runs its own kernel, and its bytes count as stored: 2 heads x 16 keys x 8 values
+    // x 2 bytes, for keys and values.
+    const CliResult bf16 = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1 --kv-dtype bf16");
+    ASSERT_EQ(bf16.status, 0) << bf16.err;
+    const nlohmann::json b = nlohmann::json::parse(bf16.out);
+    EXPECT_EQ(b.at("kv_dtype"), "bf16");
+    EXPECT_NEAR(b.at("gbs").get<double>() * b.at("ms").get<double>() * 1e6, 2.0 * 2 * 16 * 8 * 2, 1e-6);
+    const nlohmann::json layer = nlohmann::json::parse(
+        hattn("bench layer --layer gqa --hidden 64 --heads 4 --decode --kv-len 8 --reps 1 --dtype f16").out);
+    EXPECT_EQ(layer.at("kv_bytes_per_token"), 2 * 1 * 16 * 2);  // one KV head of 16 f16 values, K and V
+    expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --kv-dtype int8"),
+                           "bench decode: kv_dtype int8 (8-bit caches) is not supported yet");
     expect_one_line_naming(hattn("bench prefill --heads 2 --head-dim 8 --seq 16 --dtype f8"),
                            "--dtype must be one of f32, f16, bf16, int8, got 'f8'");
 }

@@ -275,7 +275,7 @@ struct StoredCache {
         }
         round_to(type, k.data(), k.size());
         bits.resize(k.size());
-        for (int64_t i = 0; i < k.size(); i++) bits[i] = type == DType::BF16 ? bf16_bits(k.data()[i]) : f16_bits(k.data()[i]);
+        to_bits(type, k.data(), bits.data(), k.size());
         view = StoredView(bits.data(), type, k.shape(), {});
     }
 };

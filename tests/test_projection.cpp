@@ -179,8 +179,8 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
     Tensor y({rows, out});
     const ConstTensorView bias = b.view();
     round_to(weights, w.data(), w.size());
-    std::vector<uint16_t> bits(w.size());
-    for (int64_t i = 0; i < w.size(); i++) bits[i] = weights == DType::BF16 ? bf16_bits(w.data()[i]) : f16_bits(w.data()[i]);
+    std::vector<uint16_t> bits(weights == DType::F32 ? 0 : w.size());
+    if (weights != DType::F32) to_bits(weights, w.data(), bits.data(), w.size());
     const StoredView stored = weights == DType::F32 ? StoredView(w.view()) : StoredView(bits.data(), weights, w.shape(), {});
     project(x.view(), stored, &bias, y.view(), clip);
     const int64_t n = std::min(rows, sampled), step = std::max<int64_t>(1, (rows - 1) / std::max<int64_t>(n - 1, 1));

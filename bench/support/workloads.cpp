@@ -1,5 +1,7 @@
 #include "bench/support/workloads.h"
 
+#include "hattn/half.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -83,6 +85,7 @@ std::unique_ptr<CachedAttention> random_cached_attention(const LayerShape &s) {
     c.head_dimension = s.hidden / s.heads;
     c.bias = true;
     c.rope_base = 10000.0;
+    c.storage = s.storage;
     if (s.window) c.sliding_window = s.window;
     const int64_t E = c.embedding_dimension, q = c.heads * c.head_dimension, kv = c.kv_heads * c.head_dimension;
     const float a = 1.0f / std::sqrt(float(E));
@@ -116,10 +119,29 @@ double median_ms(const std::function<void()> &run, int reps) {
     return times[times.size() / 2];
 }
 
+// K or V as the kernels read it: t itself in f32, else t's values stored as 16-bit bits.
+struct StoredKv {
+    std::vector<uint16_t> bits;
+    StoredView view;
+};
+
+StoredKv stored_kv(const Tensor &t, DType dtype) {
+    StoredKv kv;
+    if (dtype == DType::F32) {
+        kv.view = t.view();
+        return kv;
+    }
+    kv.bits.resize(t.size());
+    to_bits(dtype, t.data(), kv.bits.data(), t.size());
+    kv.view = StoredView(kv.bits.data(), dtype, t.shape(), {});
+    return kv;
+}
+
 Workload prefill_workload(const AttentionShape &s) {
     const int64_t Hkv = s.kv_heads ? s.kv_heads : s.heads;
     struct State {
         Tensor q, k, v, out;
+        StoredKv k_stored, v_stored;
         std::vector<int32_t> len;
         std::vector<uint8_t> mask_bytes;
         MaskView mask;
@@ -136,12 +158,14 @@ Workload prefill_workload(const AttentionShape &s) {
     st->v = random({s.batch, Hkv, s.seq, s.head_dim}, 3);
     st->out = Tensor({s.batch, s.seq, s.heads, s.head_dim});
     keep_on_device(*st);
+    st->k_stored = stored_kv(st->k, s.kv_dtype);
+    st->v_stored = stored_kv(st->v, s.kv_dtype);
     st->len.assign(s.batch, static_cast<int32_t>(s.seq));
     const float scale = 1.0f / std::sqrt(float(s.head_dim));
     const bool causal = s.causal;
     const float softcap = s.softcap;
     Workload w = make(st, [st, scale, causal, softcap] {
-        attention_prefill(st->q.view(), st->k.view(), st->v.view(), st->len, scale, causal,
+        attention_prefill(st->q.view(), st->k_stored.view, st->v_stored.view, st->len, scale, causal,
                           st->mask.data ? &st->mask : nullptr, st->out.view(), nullptr, softcap);
     });
     w.flops = 4.0 * s.batch * s.heads * double(s.seq) * s.seq * s.head_dim * (s.causal ? 0.5 : 1.0);
@@ -152,6 +176,7 @@ Workload decode_workload(const AttentionShape &s) {
     const int64_t Hkv = s.kv_heads ? s.kv_heads : s.heads;
     struct State {
         Tensor q, k, v, out;
+        StoredKv k_stored, v_stored;
         std::vector<int32_t> len;
     };
     auto st = std::make_shared<State>();
@@ -161,20 +186,24 @@ Workload decode_workload(const AttentionShape &s) {
     st->v = random({s.batch, Hkv, capacity, s.head_dim}, 3);
     st->out = Tensor({s.batch, s.heads, s.head_dim});
     keep_on_device(*st);
+    st->k_stored = stored_kv(st->k, s.kv_dtype);
+    st->v_stored = stored_kv(st->v, s.kv_dtype);
+    if (s.kv_dtype != DType::F32) st->k = st->v = Tensor();  // only the stored copies are read
     st->len.assign(s.batch, static_cast<int32_t>(s.kv_len));
     const float scale = 1.0f / std::sqrt(float(s.head_dim));
     const float softcap = s.softcap;
     Workload w = make(st, [st, scale, softcap] {
-        attention_decode(st->q.view(), st->k.view(), st->v.view(), st->len, scale, st->out.view(), nullptr, nullptr,
-                         softcap);
+        attention_decode(st->q.view(), st->k_stored.view, st->v_stored.view, st->len, scale, st->out.view(), nullptr,
+                         nullptr, softcap);
     });
-    w.bytes = 2.0 * s.batch * Hkv * double(s.kv_len) * s.head_dim * sizeof(float);
+    w.bytes = 2.0 * s.batch * Hkv * double(s.kv_len) * s.head_dim * double(dtype_size(s.kv_dtype));
     return w;
 }
 
-Workload projection_workload(int64_t rows, int64_t in, int64_t out) {
+Workload projection_workload(int64_t rows, int64_t in, int64_t out, DType weights) {
     struct State {
         Tensor x, w, b, y;
+        StoredKv w_stored;
     };
     auto st = std::make_shared<State>();
     // The weight first: a shape too large for memory fails before any other tensor is filled.
@@ -182,12 +211,14 @@ Workload projection_workload(int64_t rows, int64_t in, int64_t out) {
     st->x = random({rows, in}, 1);
     st->b = random({out}, 3);
     st->y = Tensor({rows, out});
+    st->w_stored = stored_kv(st->w, weights);
+    if (weights != DType::F32) st->w = Tensor();
     Workload w = make(st, [st] {
         const ConstTensorView bias = st->b.view();
-        project(st->x.view(), st->w.view(), &bias, st->y.view());
+        project(st->x.view(), st->w_stored.view, &bias, st->y.view());
     });
     w.flops = 2.0 * rows * in * out;
-    w.bytes = 4.0 * in * out;  // the weights dominate
+    w.bytes = double(dtype_size(weights)) * in * out;  // the weights dominate
     return w;
 }
 
@@ -322,10 +353,11 @@ std::unique_ptr<LatentAttention> random_latent_attention(const LayerShape &s) {
     // The seed's defaults derive the rest from --hidden and --heads; the message says so.
     const std::string source = "bench layer " + s.layer + " --hidden " + std::to_string(s.hidden) + " --heads " +
                                std::to_string(s.heads) + " (the seed's defaults for the rest)";
-    const LatentAttentionConfig c = LatentAttentionConfig::cca(
+    LatentAttentionConfig c = LatentAttentionConfig::cca(
         ConfigReader::parse(
             nlohmann::json{{"hidden_size", s.hidden}, {"num_heads", s.heads}, {"mode", "decoder"}}.dump(), source),
         grouped);
+    c.storage = s.storage;
     const int64_t E = c.hidden, P = c.packed(), Lq = c.query_rank(), Lkv = c.kv_rank();
     const float a = 1.0f / std::sqrt(float(E));
     std::map<std::string, Tensor> w{{"linear_qk.weight", random({P, E}, 1, a)},
@@ -347,7 +379,9 @@ DsaConfig dsa_config(const LayerShape &s) {
                                    {"q_lora_rank", std::max<int64_t>(64, s.hidden / 3)}, {"kv_lora_rank", 512},
                                    {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128},
                                    {"index_n_heads", 32}, {"index_head_dim", 128}, {"index_topk", 2048}};
-    return DsaConfig::from(ConfigReader::parse(config.dump(), "bench"));
+    DsaConfig c = DsaConfig::from(ConfigReader::parse(config.dump(), "bench"));
+    c.storage = s.storage;
+    return c;
 }
 
 std::unique_ptr<DsaAttention> random_dsa_attention(const LayerShape &s) {
@@ -372,7 +406,6 @@ std::unique_ptr<DsaAttention> random_dsa_attention(const LayerShape &s) {
 
 }  // namespace
 
-double kv_bytes_per_token(const LayerShape &s);
 
 namespace {
 
@@ -392,10 +425,12 @@ Workload layer_run(const LayerShape &s, std::unique_ptr<Layer> layer,
     };
     auto st = std::make_shared<State>();
     st->layer = std::move(layer);
+    const double cache_bytes_per_token = double(st->layer->cache_bytes_per_token());
     if (!s.decode) {
         st->x = random({s.batch, s.seq, s.hidden}, 9);
         Workload w = make(st, [st, whole] { whole(*st->layer, st->x); });
         w.tokens = double(s.batch) * s.seq;
+        w.cache_bytes_per_token = cache_bytes_per_token;
         return w;
     }
     require(s.kv_len > 0, "bench layer --decode: --kv-len must be positive");
@@ -406,7 +441,8 @@ Workload layer_run(const LayerShape &s, std::unique_ptr<Layer> layer,
         rewind(*st->cache);
     });
     w.tokens = double(s.batch);
-    w.bytes = kv_bytes_per_token(s) * s.batch * (s.window ? std::min(s.kv_len, s.window) : s.kv_len);
+    w.cache_bytes_per_token = cache_bytes_per_token;
+    w.bytes = cache_bytes_per_token * s.batch * (s.window ? std::min(s.kv_len, s.window) : s.kv_len);
     return w;
 }
 
@@ -458,20 +494,6 @@ Workload cached_layer_workload(const LayerShape &s) {
 }
 
 }  // namespace
-
-double kv_bytes_per_token(const LayerShape &s) {
-    if (s.layer == "dsa") {  // the latent (R + Rd) and the indexer key (ID), shared by all heads
-        const DsaConfig c = dsa_config(s);
-        return double(c.kv_lora_rank + c.rope_dim + c.index_dim) * sizeof(float);
-    }
-    if (is_latent(s.layer)) {
-        const bool grouped = s.layer == "ccgqa";
-        const int64_t Lkv = std::max<int64_t>(1, s.hidden / (grouped ? 8 : 4));
-        return 2.0 * Lkv * sizeof(float);
-    }
-    const int64_t D = s.hidden / s.heads;
-    return 2.0 * cached_layer_kv_heads(s) * D * sizeof(float);
-}
 
 Workload layer_workload(const LayerShape &s) {
     require(!s.window || s.layer == "mha" || s.layer == "gqa", "bench layer: --window is for mha and gqa layers");

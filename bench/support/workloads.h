@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "hattn/dtype.h"
+
 namespace hattn::bench {
 
 // One timed operation, with the work it does per run.
@@ -15,6 +17,7 @@ struct Workload {
     double flops = 0;      // floating-point operations per run (prefill)
     double bytes = 0;      // bytes of K and V read per run (decode)
     double tokens = 0;     // tokens processed per run (layers)
+    double cache_bytes_per_token = 0;  // a layer's cache, as it holds it (layers)
     std::shared_ptr<void> state;  // keeps the inputs alive
 };
 
@@ -28,11 +31,12 @@ struct AttentionShape {
     // prefill: a boolean mask hiding half the keys at random (the masked variant); the FLOPs
     // still count every visible pair, since the kernel scores them all.
     bool masked = false;
+    DType kv_dtype = DType::F32;  // the K and V storage the kernels read in place
 };
 
 Workload prefill_workload(const AttentionShape &shape);
 Workload decode_workload(const AttentionShape &shape);
-Workload projection_workload(int64_t rows, int64_t in, int64_t out);
+Workload projection_workload(int64_t rows, int64_t in, int64_t out, DType weights = DType::F32);
 // BitLinear of the same shape; `bytes` is the packed weight size.
 Workload bitlinear_workload(int64_t rows, int64_t in, int64_t out);
 Workload rope_workload(int64_t batch, int64_t seq, int64_t heads, int64_t head_dim);
@@ -56,11 +60,11 @@ struct LayerShape {
     bool decode = false;
     int64_t kv_len = 0;  // decode: tokens already in the cache
     int64_t window = 0;  // mha | gqa: a sliding window of this many keys (0: none)
+    StorageTypes storage;
 };
 
 // Throws Error (exit 2 in the CLI) for a layer that is not built yet.
 Workload layer_workload(const LayerShape &shape);
-double kv_bytes_per_token(const LayerShape &shape);
 
 // One untimed run: first touch of buffers, the thread pool's start; on a GPU the kernels' JIT
 // compilation and the first upload of resident inputs.

@@ -63,6 +63,14 @@ float round_to(DType dtype, float value) {
     return value;
 }
 
+void to_bits(DType dtype, const float *values, uint16_t *bits, int64_t count) {
+    if (dtype == DType::BF16) {
+        for (int64_t i = 0; i < count; i++) bits[i] = bf16_bits(values[i]);
+    } else {
+        for (int64_t i = 0; i < count; i++) bits[i] = f16_bits(values[i]);
+    }
+}
+
 void round_to(DType dtype, float *values, int64_t count) {
     if (dtype == DType::F32 || dtype == DType::Int8) return;
     for (int64_t i = 0; i < count; i++) values[i] = round_to(dtype, values[i]);

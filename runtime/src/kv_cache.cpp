@@ -114,7 +114,11 @@ void KVCache::store_rows(Tensor &storage, int64_t b, int64_t row, const ConstTen
         for (int64_t r = 0; r < n; r++) {
             const float *in = rows_of_b.data + h * steps[1] + r * steps[2];
             uint16_t *out = first + (h * R + row + r) * D;
-            for (int64_t d = 0; d < D; d++) out[d] = dtype_ == DType::BF16 ? bf16_bits(in[d * steps[3]]) : f16_bits(in[d * steps[3]]);
+            if (steps[3] == 1) {
+                to_bits(dtype_, in, out, D);
+            } else {
+                for (int64_t d = 0; d < D; d++) to_bits(dtype_, in + d * steps[3], out + d, 1);
+            }
         }
     }
 }

@@ -97,6 +97,12 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
     return args;
 }
 
+// The kernel a prefill or decode benchmark runs: one per cache storage type (generators/kernels.cmake).
+std::string attention_kernel(const std::string &what, DType kv_dtype) {
+    const std::string kernel = what == "prefill" ? "attention_prefill" : "attention_decode";
+    return kv_dtype == DType::F32 ? kernel : kernel + "_" + type_name(kv_dtype);
+}
+
 // --kernel-times: the same runs again, each call waited for and timed (hattn/kernel_times.h).
 nlohmann::json breakdown_json(const bench::KernelBreakdown &b) {
     nlohmann::json kernels = nlohmann::json::array();
@@ -117,13 +123,11 @@ int run_benchmark(const std::vector<std::string> &argv) {
     set_schedule_choice(schedule_from(args));
     apply_threads(args);
     const int reps = static_cast<int>(positive(args, "--reps", what == "decode" ? 20 : 5));
-    // --dtype sets both, as a case's "dtype" does; the benchmarks run in f32 only so far.
+    // --dtype sets both, as a case's "dtype" does. A kernel benchmark takes the types its inputs
+    // are stored in: projection weights in the dtype, attention K and V in the kv_dtype.
     const DType dtype = args.storage_type("--dtype").value_or(DType::F32);
     const DType kv_dtype = args.storage_type("--kv-dtype").value_or(dtype);
-    require(dtype == DType::F32 && kv_dtype == DType::F32, [&] {
-        return "bench " + what + ": dtype " + type_name(dtype) + ", kv_dtype " + type_name(kv_dtype) +
-               ": storage types other than f32 are not supported yet";
-    });
+    require_supported({dtype, kv_dtype}, "bench " + what);
 
     nlohmann::json r{{"what", what}, {"device", device_name(device)},
                      {"schedule", args.value("--schedule").value_or("hand")}, {"threads", num_threads()},
@@ -134,19 +138,21 @@ int run_benchmark(const std::vector<std::string> &argv) {
         const int64_t in = positive(args, "--in", 2048), out = positive(args, "--out", 2048);
         const int64_t rows = positive(args, "--rows", 1);
         const bool bitnet = args.has("--bitnet");
-        w = bitnet ? bench::bitlinear_workload(rows, in, out) : bench::projection_workload(rows, in, out);
+        require(!bitnet || dtype == DType::F32, "bench projection --bitnet: BitLinear's weights are ternary (no --dtype)");
+        w = bitnet ? bench::bitlinear_workload(rows, in, out) : bench::projection_workload(rows, in, out, dtype);
         runs = std::max(reps, 20);
         const double ms = bench::median_ms(w.run, runs);
         r.update({{"ms", ms}, {"rows", rows}, {"in", in}, {"out", out}, {"bitnet", bitnet},
                   {"gflops", 2.0 * rows * in * out / ms / 1e6}, {"weight_bytes", w.bytes}});
     } else if (what == "prefill" || what == "decode") {
-        const bench::AttentionShape s = attention_shape(args, what == "decode");
+        bench::AttentionShape s = attention_shape(args, what == "decode");
+        s.kv_dtype = kv_dtype;
         w = what == "prefill" ? bench::prefill_workload(s) : bench::decode_workload(s);
         const double ms = bench::median_ms(w.run, reps);
         // The family that ran: --schedule names one that a kernel may lack (then its hand-written
         // schedule runs; Mullapudi2016 has no attention variant).
         r.update({{"ms", ms}, {"batch", s.batch}, {"heads", s.heads}, {"kv_heads", s.kv_heads},
-                  {"head_dim", s.head_dim}, {"variant", last_variant_run(what == "prefill" ? "attention_prefill" : "attention_decode")}});
+                  {"head_dim", s.head_dim}, {"variant", last_variant_run(attention_kernel(what, kv_dtype))}});
         if (s.softcap > 0) r["softcap"] = s.softcap;
         if (what == "prefill") {
             r.update({{"seq", s.seq}, {"causal", s.causal}, {"gflops", w.flops / ms / 1e6}});
@@ -161,6 +167,7 @@ int run_benchmark(const std::vector<std::string> &argv) {
         s.batch = positive(args, "--batch", s.batch);
         s.decode = args.has("--decode");
         s.window = args.has("--window") ? positive(args, "--window", 1) : 0;
+        s.storage = {dtype, kv_dtype};
         if (s.decode) {
             s.kv_len = positive(args, "--kv-len", s.kv_len);
         } else {
@@ -172,7 +179,7 @@ int run_benchmark(const std::vector<std::string> &argv) {
         if (s.window) r["window"] = s.window;
         if (s.decode) {
             r.update({{"kv_len", s.kv_len}, {"ms_per_token", ms},
-                      {"kv_bytes_per_token", bench::kv_bytes_per_token(s)}});
+                      {"kv_bytes_per_token", w.cache_bytes_per_token}});
         } else {
             r.update({{"seq", s.seq}, {"tokens_per_s", w.tokens / ms * 1e3}});
         }

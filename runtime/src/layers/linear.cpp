@@ -14,10 +14,7 @@ namespace {
 // W's values in a 16-bit type, two to a float32 word: [out, in / 2] words (in is even).
 Tensor stored_as(DType dtype, const Tensor &weight) {
     Tensor words({weight.dim(0), weight.dim(1) / 2}, Tensor::unset);
-    uint16_t *bits = reinterpret_cast<uint16_t *>(words.data());
-    for (int64_t i = 0; i < weight.size(); i++) {
-        bits[i] = dtype == DType::BF16 ? bf16_bits(weight.data()[i]) : f16_bits(weight.data()[i]);
-    }
+    to_bits(dtype, weight.data(), reinterpret_cast<uint16_t *>(words.data()), weight.size());
     return words;
 }
 

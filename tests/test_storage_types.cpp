@@ -1,0 +1,142 @@
+// A cached attention layer in bf16 and f16 (spec/attention.md section 5): against the float64
+// reference within each type's cost, through caches of each type, and what it holds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "hattn/half.h"
+#include "hattn/layers/cached_attention.h"
+#include "reference/cached_attention.h"
+#include "support/cached_layer.h"
+#include "support/compare.h"
+#include "support/errors.h"
+#include "support/random.h"
+
+namespace hattn {
+namespace {
+
+using testing::Shape4;
+using testing::TestLayer;
+
+// What storing in a type may cost a layer's output, relative L2: the golden cases' tolerances
+// (../shared/golden, mha_self_rope_bf16 and _f16), which bound what the spec's rounding costs.
+double tolerance(DType dtype) { return dtype == DType::BF16 ? 2e-2 : dtype == DType::F16 ? 3e-3 : 1e-5; }
+
+CachedAttention in_types(const TestLayer &t, StorageTypes types, std::optional<int64_t> window = std::nullopt) {
+    CachedAttentionConfig config = t.layer->config();
+    config.storage = types;
+    config.sliding_window = window;
+    return t.with_config(config);
+}
+
+// The first `prefill` tokens as one call through a cache, then a decode step per token.
+Tensor through_cache(const CachedAttention &layer, const Tensor &x, int64_t prefill) {
+    KVCache cache = layer.make_cache(x.dim(0), x.dim(1));
+    Tensor out({x.dim(0), x.dim(1), x.dim(2)});
+    const auto place = [&](const Tensor &part, int64_t begin) {
+        for (int64_t b = 0; b < x.dim(0); b++) {
+            std::copy_n(part.data() + b * part.dim(1) * x.dim(2), part.dim(1) * x.dim(2),
+                        out.data() + (b * x.dim(1) + begin) * x.dim(2));
+        }
+    };
+    place(layer.self_attention(x.tokens(0, prefill), &cache), 0);
+    for (int64_t s = prefill; s < x.dim(1); s++) place(layer.decode_step(x.tokens(s, s + 1), cache), s);
+    return out;
+}
+
+double difference(const Tensor &a, const Tensor &b) { return testing::relative_l2(a, {b.values().begin(), b.values().end()}); }
+
+class StorageTypesOfALayer : public ::testing::TestWithParam<std::tuple<Shape4, DType, DType>> {};
+
+TEST_P(StorageTypesOfALayer, MatchTheReferenceWithinTheirCostAndRoundForReal) {
+    const auto [shape, dtype, kv_dtype] = GetParam();
+    const TestLayer t(shape);
+    const CachedAttention layer = in_types(t, {dtype, kv_dtype});
+    // Inputs the dtype represents exactly, as the golden cases take them.
+    Tensor x = testing::random_tensor({2, 11, shape.E}, 70);
+    round_to(dtype, x.data(), x.size());
+    const std::vector<double> expected = reference::cached_attention(t.ref, x, {}, {}, 0);
+    const Tensor once = layer.self_attention(x);
+    const double cost = std::max(tolerance(dtype), tolerance(kv_dtype));
+    EXPECT_LE(testing::relative_l2(once, expected), cost);
+    // Prefill and decode give the one pass's output within the same cost.
+    for (int64_t prefill : {0, 1, 6}) EXPECT_LE(testing::relative_l2(through_cache(layer, x, prefill), expected), cost) << prefill;
+    // The values are really rounded: the output is not the float32 layer's (through a cache, for a
+    // layer whose cache alone has another type).
+    EXPECT_GT(difference(through_cache(layer, x, 6), through_cache(*t.layer, x, 6)), 1e-4);
+}
+
+TEST_P(StorageTypesOfALayer, HoldTheirWeightsAndCachesInTheirTypes) {
+    const auto [shape, dtype, kv_dtype] = GetParam();
+    const TestLayer t(shape);
+    const CachedAttention layer = in_types(t, {dtype, kv_dtype});
+    EXPECT_EQ(layer.storage_types().dtype, dtype);
+    EXPECT_EQ(layer.make_cache(1, 4).dtype(), kv_dtype);
+    const int64_t weights = (2 * shape.H * shape.D + 2 * shape.Hkv * shape.D) * shape.E;
+    const int64_t biases = shape.bias ? shape.H * shape.D + 2 * shape.Hkv * shape.D + shape.E : 0;
+    // 16-bit weights; biases are a few values, held in float32.
+    EXPECT_EQ(layer.weight_bytes(), weights * int64_t(dtype_size(dtype)) + biases * 4);
+    EXPECT_EQ(layer.cache_bytes_per_token(), 2 * shape.Hkv * shape.D * int64_t(dtype_size(kv_dtype)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, StorageTypesOfALayer,
+    ::testing::Values(std::tuple{Shape4{64, 4, 4, 16, true, 10000.0}, DType::BF16, DType::BF16},
+                      std::tuple{Shape4{64, 4, 4, 16, true, 10000.0}, DType::F16, DType::F16},
+                      std::tuple{Shape4{96, 6, 2, 16, false, 10000.0}, DType::BF16, DType::BF16},  // GQA
+                      std::tuple{Shape4{96, 6, 2, 16, false, 10000.0}, DType::F16, DType::F16},
+                      std::tuple{Shape4{128, 2, 1, 256, false, 10000.0}, DType::BF16, DType::BF16},  // Gemma's D
+                      std::tuple{Shape4{64, 4, 1, 32, true, 500.0}, DType::F32, DType::BF16},  // f32 with a bf16 cache
+                      std::tuple{Shape4{64, 4, 1, 32, true, 500.0}, DType::BF16, DType::F32},
+                      std::tuple{Shape4{64, 4, 1, 32, true, 500.0}, DType::BF16, DType::F16}),
+    [](const auto &info) {
+        return std::string(type_name(std::get<1>(info.param))) + "_kv_" + type_name(std::get<2>(info.param)) + "_" +
+               std::to_string(info.index);
+    });
+
+// A sliding window's cache keeps, forgets and moves 16-bit rows as it does float32 ones.
+TEST(StorageTypes, ASlidingCacheOfBf16RowsDecodesAsTheOnePass) {
+    const TestLayer t({64, 4, 2, 16, true, 10000.0});
+    const CachedAttention layer = in_types(t, {DType::BF16, DType::BF16}, 5);
+    Tensor x = testing::random_tensor({2, 40, 64}, 71);
+    round_to(DType::BF16, x.data(), x.size());
+    const Tensor once = layer.self_attention(x);
+    // Every row is rounded once, where it is stored: decoding reads the same values.
+    EXPECT_LE(difference(through_cache(layer, x, 3), once), 1e-5);
+}
+
+// Truncating, forking and assigning sequences move codes only: the result is a fresh run's.
+TEST(StorageTypes, TruncateAndForkOfAnF16CacheEqualFreshRuns) {
+    const TestLayer t({64, 4, 2, 16, true, 10000.0});
+    const CachedAttention layer = in_types(t, {DType::F16, DType::F16});
+    const Tensor x = testing::random_tensor({2, 12, 64}, 72);
+    const Tensor next = testing::random_tensor({2, 1, 64}, 73);
+    KVCache cache = layer.make_cache(2, 16);
+    layer.self_attention(x, &cache);
+    cache.truncate_to(7);
+    cache.fork(1, 0);
+    KVCache fresh = layer.make_cache(2, 16);
+    layer.self_attention(x.tokens(0, 7), &fresh);
+    fresh.fork(1, 0);
+    EXPECT_EQ(difference(layer.decode_step(next, cache), layer.decode_step(next, fresh)), 0.0);
+    KVCache f32_cache = t.layer->make_cache(2, 16);
+    EXPECT_NE(testing::error_message([&] { f32_cache.assign_sequence(0, cache, 0); }).find("f16"), std::string::npos);
+}
+
+// An f16 value past its range is stored as 65504, never as inf: a layer whose projections
+// overflow f16 still gives finite output.
+TEST(StorageTypes, F16ActivationsPastTheRangeStayFinite) {
+    const TestLayer t({64, 4, 4, 16, false, std::nullopt});
+    const CachedAttention layer = in_types(t, {DType::F16, DType::F16});
+    Tensor x = testing::random_tensor({1, 5, 64}, 74);
+    for (int64_t i = 0; i < x.size(); i++) x.data()[i] *= 30000.0f;  // projections of about 1e5
+    round_to(DType::F16, x.data(), x.size());
+    KVCache cache = layer.make_cache(1, 5);
+    const Tensor y = layer.self_attention(x, &cache);
+    for (float v : y.values()) ASSERT_TRUE(std::isfinite(v));
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({5}));
+}
+
+}  // namespace
+}  // namespace hattn
