@@ -496,6 +496,8 @@ TEST_F(Cli, InfoNamesEveryKernel) {
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("CPU features:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("projection"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("attention_decode_bf16"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("bf16 dot products (vdpbf16ps) used by no kernel here"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("CUDA: "), std::string::npos) << r.out;
 }
 

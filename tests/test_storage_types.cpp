@@ -12,6 +12,8 @@
 #include "support/compare.h"
 #include "support/errors.h"
 #include "support/random.h"
+#include "support/temp_dir.h"
+#include "hattn/safetensors_writer.h"
 
 namespace hattn {
 namespace {
@@ -136,6 +138,36 @@ TEST(StorageTypes, F16ActivationsPastTheRangeStayFinite) {
     const Tensor y = layer.self_attention(x, &cache);
     for (float v : y.values()) ASSERT_TRUE(std::isfinite(v));
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({5}));
+}
+
+}  // namespace
+}  // namespace hattn
+
+namespace hattn {
+namespace {
+
+// A BF16 checkpoint's layer in bf16 keeps its weights as stored: the bytes it holds are those of
+// the checkpoint's tensors, biases (held in float32) aside.
+TEST(StorageTypes, ALayerOfABf16CheckpointHoldsItsBytes) {
+    const testing::TestLayer t({128, 4, 2, 32, false, 10000.0});
+    testing::TempDir dir;
+    write_safetensors(dir.file("bf16.safetensors"), t.tensors, DType::BF16);
+    CachedAttentionConfig config = t.layer->config();
+    config.storage = {DType::BF16, DType::BF16};
+    const Weights weights = Weights::open(dir.file("bf16.safetensors"));
+    int64_t checkpoint_bytes = 0;
+    for (const auto &[name, tensor] : t.tensors) checkpoint_bytes += tensor.size() * 2;
+    const CachedAttention layer(config, weights);
+    EXPECT_LE(layer.weight_bytes(), checkpoint_bytes * 105 / 100);
+    EXPECT_EQ(layer.weight_bytes(), checkpoint_bytes);  // no biases here
+    // The same values as a bf16 layer of the float32 file, which rounds them when it is built.
+    const CachedAttention from_f32 = t.with_config(config);
+    const Tensor x = testing::random_tensor({1, 5, 128}, 75);
+    EXPECT_EQ(testing::relative_l2(layer.self_attention(x), [&] {
+                  const Tensor y = from_f32.self_attention(x);
+                  return std::vector<double>(y.values().begin(), y.values().end());
+              }()),
+              0.0);
 }
 
 }  // namespace
