@@ -6,6 +6,13 @@ namespace hattn {
 
 using namespace Halide;
 
+void AttentionDecode::configure() {
+    if (kv_type == StorageType::Int8) {
+        k_scale = add_input<Buffer<float>>("k_scale", 3);
+        v_scale = add_input<Buffer<float>>("v_scale", 3);
+    }
+}
+
 void AttentionDecode::generate() {
     _halide_user_assert(k_cache.type() == buffer_type_of(kv_type) && v_cache.type() == buffer_type_of(kv_type))
         << "kv_type " << int(StorageType(kv_type)) << " needs k_cache.type and v_cache.type "
@@ -27,8 +34,19 @@ void AttentionDecode::generate() {
     // The attention sees each sequence's keys from first_key on, as keys 0 .. kv_len - first_key - 1;
     // the clamp keeps Halide's bounds inference (which cannot see first_key's values) in the cache.
     const Expr last_row = k_cache.dim(1).extent() - 1;
-    in.k(d, j, h, b) = schedules::widen_to_f32(k_cache(d, clamp(first_key(b) + j, 0, last_row), h, b), kv_type, get_target());
-    in.v(d, j, h, b) = schedules::widen_to_f32(v_cache(d, clamp(first_key(b) + j, 0, last_row), h, b), kv_type, get_target());
+    const Expr row = clamp(first_key(b) + j, 0, last_row);
+    Expr key = schedules::widen_to_f32(k_cache(d, row, h, b), kv_type, get_target());
+    Expr value = schedules::widen_to_f32(v_cache(d, row, h, b), kv_type, get_target());
+    in.k(d, j, h, b) = key;
+    in.v(d, j, h, b) = value;
+    if (k_scale) {  // int8 codes: their rows' scales apply to scores and probabilities
+        in.k_row_scale = [this, last_row](Expr key, Expr hk, Expr bb) {
+            return (*k_scale)(clamp(first_key(bb) + key, 0, last_row), hk, bb);
+        };
+        in.v_row_scale = [this, last_row](Expr key, Expr hk, Expr bb) {
+            return (*v_scale)(clamp(first_key(bb) + key, 0, last_row), hk, bb);
+        };
+    }
     in.head_dim = q.dim(0).extent();
     in.query_len = 1;
     in.kv_len(b) = kv_len(b) - first_key(b);
@@ -56,6 +74,9 @@ void AttentionDecode::schedule() {
     has_sinks.set_estimate(false);
     softcap.set_estimate(50.0f);
     has_softcap.set_estimate(false);
+    for (Input<Buffer<float>> *scales : {k_scale, v_scale}) {
+        if (scales) scales->set_estimates({{0, 4096}, {0, 8}, {0, 1}});
+    }
     out.set_estimates({{0, 128}, {0, 4}, {0, 8}, {0, 1}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());

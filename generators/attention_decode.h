@@ -18,7 +18,7 @@ public:
     GeneratorParam<int> key_chunk{"key_chunk", 0};
 
     Input<Buffer<float>> q{"q", 4};              // (D, g, Hkv, B)
-    // The cache's storage type (f32, bf16, f16), widened to float32 as it is read; the table
+    // The cache's storage type (f32, bf16, f16, int8), widened to float32 as it is read; the table
     // declares the buffers' type to match (storage_type.h).
     GeneratorParam<StorageType> kv_type{"kv_type", StorageType::F32, storage_type_names};
     Input<Buffer<>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
@@ -38,10 +38,14 @@ public:
     Input<float> softcap{"softcap"};
     Input<bool> has_softcap{"has_softcap"};
     Output<Buffer<float>> out{"out", 4};  // (D, g, Hkv, B)
+    // Added by configure() over an int8 cache, after the inputs above: each cached row's scale of
+    // its codes (spec/attention.md section 5), (capacity, Hkv, B).
+    Input<Buffer<float>> *k_scale = nullptr, *v_scale = nullptr;
 
     std::unique_ptr<ChunkedAttention> attention;
     Halide::Func attended{"attended"};  // (d, hg, hk, i, b) with the single query i = 0
 
+    void configure();
     void generate();
     void schedule();
 };

@@ -8,6 +8,10 @@ using namespace Halide;
 
 void AttentionPrefill::configure() {
     if (masked) mask = add_input<Buffer<uint8_t>>("mask", 4);
+    if (kv_type == StorageType::Int8) {
+        k_scale = add_input<Buffer<float>>("k_scale", 3);
+        v_scale = add_input<Buffer<float>>("v_scale", 3);
+    }
 }
 
 void AttentionPrefill::generate() {
@@ -20,8 +24,14 @@ void AttentionPrefill::generate() {
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;
     in.q(d, hg, h, i, b) = q(d, hg, h, i, b);
-    in.k(d, j, h, b) = schedules::widen_to_f32(k_cache(d, j, h, b), kv_type, get_target());
-    in.v(d, j, h, b) = schedules::widen_to_f32(v_cache(d, j, h, b), kv_type, get_target());
+    Expr key = schedules::widen_to_f32(k_cache(d, j, h, b), kv_type, get_target());
+    Expr value = schedules::widen_to_f32(v_cache(d, j, h, b), kv_type, get_target());
+    in.k(d, j, h, b) = key;
+    in.v(d, j, h, b) = value;
+    if (k_scale) {  // int8 codes: their rows' scales apply to scores and probabilities
+        in.k_row_scale = [this](Expr row, Expr hk, Expr bb) { return (*k_scale)(row, hk, bb); };
+        in.v_row_scale = [this](Expr row, Expr hk, Expr bb) { return (*v_scale)(row, hk, bb); };
+    }
     in.head_dim = q.dim(0).extent();
     in.query_len = q.dim(3).extent();
     in.kv_len(b) = kv_len(b);
@@ -56,6 +66,9 @@ void AttentionPrefill::schedule() {
     softcap.set_estimate(50.0f);
     has_softcap.set_estimate(false);
     if (mask) mask->set_estimates({{0, 2048}, {0, 2048}, {0, 1}, {0, 1}});
+    for (Input<Buffer<float>> *scales : {k_scale, v_scale}) {
+        if (scales) scales->set_estimates({{0, 2048}, {0, 16}, {0, 1}});
+    }
     out.set_estimates({{0, 64}, {0, 1}, {0, 16}, {0, 2048}, {0, 1}});
     if (auto_schedule) return;
     schedules::apply(*this, get_target());

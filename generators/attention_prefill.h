@@ -24,7 +24,7 @@ public:
     GeneratorParam<bool> masked{"masked", false};
 
     Input<Buffer<float>> q{"q", 5};              // (D, g, Hkv, Sq, B)
-    // The cache's storage type (f32, bf16, f16), widened to float32 as it is read; the table
+    // The cache's storage type (f32, bf16, f16, int8), widened to float32 as it is read; the table
     // declares the buffers' type to match (storage_type.h).
     GeneratorParam<StorageType> kv_type{"kv_type", StorageType::F32, storage_type_names};
     Input<Buffer<>> k_cache{"k_cache", 4};  // (D, capacity, Hkv, B)
@@ -45,6 +45,9 @@ public:
     Input<bool> has_softcap{"has_softcap"};
     // Added by configure() in the masked variant, after the inputs above: (Sk, Sq, 1, B), uint8.
     Input<Buffer<uint8_t>> *mask = nullptr;
+    // Added by configure() over an int8 cache, after the mask: each cached row's scale of its codes
+    // (spec/attention.md section 5), (capacity, Hkv, B).
+    Input<Buffer<float>> *k_scale = nullptr, *v_scale = nullptr;
     Output<Buffer<float>> out{"out", 5};  // (D, g, Hkv, Sq, B)
 
     std::unique_ptr<ChunkedAttention> attention;

@@ -42,6 +42,13 @@ foreach (type IN ITEMS bf16 f16)
     hattn_kernel(attention_decode_${type} GENERATOR attention_decode PARAMS ${cache} HAND_ONLY NO_GPU
                  ASM_CHECKS arm_plain "${vector_widen}")
 endforeach ()
+# Over int8 caches (kv_dtype int8): codes widened and multiplied by their row's scale as they are
+# read (spec/attention.md section 5), without a dequantised copy.
+set(cache kv_type=int8 k_cache.type=int8 v_cache.type=int8)
+hattn_kernel(attention_prefill_int8 GENERATOR attention_prefill PARAMS ${cache} HAND_ONLY NO_GPU)
+hattn_kernel(attention_prefill_masked_int8 GENERATOR attention_prefill PARAMS masked=true ${cache} HAND_ONLY NO_GPU)
+hattn_kernel(attention_decode_int8 GENERATOR attention_decode PARAMS ${cache} HAND_ONLY NO_GPU
+             ASM_CHECKS arm_plain "scvtf[ \t]+v[0-9]+\\.4s")
 hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.
 hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")

@@ -82,6 +82,7 @@ inline Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t) {
 inline Halide::Expr widen_to_f32(const Halide::Expr &stored, StorageType type, const Halide::Target &t) {
     using namespace Halide;
     if (type == StorageType::F32) return stored;
+    if (type == StorageType::Int8) return cast<float>(stored);  // the code; its row's scale is the caller's
     const Expr bits = cast<uint32_t>(stored);
     if (type == StorageType::BF16) return reinterpret<float>(bits << 16);
     if (t.has_gpu_feature()) return cast<float>(reinterpret(Float(16), stored));

@@ -183,8 +183,13 @@ TEST_F(Cli, BenchSaysItsStorageTypes) {
     const nlohmann::json layer = nlohmann::json::parse(
         hattn("bench layer --layer gqa --hidden 64 --heads 4 --decode --kv-len 8 --reps 1 --dtype f16").out);
     EXPECT_EQ(layer.at("kv_bytes_per_token"), 2 * 1 * 16 * 2);  // one KV head of 16 f16 values, K and V
-    expect_one_line_naming(hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --kv-dtype int8"),
-                           "bench decode: kv_dtype int8 (8-bit caches) is not supported yet");
+    // int8: a row's 8 codes and its float32 scale.
+    const CliResult int8 = hattn("bench decode --heads 2 --head-dim 8 --kv-len 16 --reps 1 --kv-dtype int8");
+    ASSERT_EQ(int8.status, 0) << int8.err;
+    const nlohmann::json i = nlohmann::json::parse(int8.out);
+    EXPECT_NEAR(i.at("gbs").get<double>() * i.at("ms").get<double>() * 1e6, 2.0 * 2 * 16 * (8 + 4), 1e-6);
+    expect_one_line_naming(hattn("bench layer --layer dsa --hidden 64 --heads 4 --decode --kv-len 8 --kv-dtype int8"),
+                           "glm_dsa: kv_dtype int8 (8-bit caches) is not supported yet for this kind");
     expect_one_line_naming(hattn("bench prefill --heads 2 --head-dim 8 --seq 16 --dtype f8"),
                            "--dtype must be one of f32, f16, bf16, int8, got 'f8'");
 }
@@ -256,10 +261,11 @@ TEST_F(Cli, StorageTypesAreCheckedAndReported) {
     EXPECT_EQ(nlohmann::json::parse(slurp(tmp.file("r.json"))),
               nlohmann::json({{"dtype", "bf16"}, {"kv_dtype", "f16"}, {"weight_bytes", 4 * 8 * 8 * 2},
                               {"cache_bytes_per_token", 2 * 2 * 4 * 2}}));
-    expect_one_line_naming(hattn("run --case " + dir + " --kv-dtype int8 --output " + tmp.file("o2.npy") + " --report " + tmp.file("r2.json")),
-                           "kv_dtype int8 (8-bit caches) is not supported yet");
-    EXPECT_FALSE(std::filesystem::exists(tmp.file("o2.npy")));
-    EXPECT_FALSE(std::filesystem::exists(tmp.file("r2.json")));
+    // An int8 cache row: 4 codes and a float32 scale, per KV head, for keys and values.
+    ASSERT_EQ(hattn("run --case " + dir + " --kv-dtype int8 --output " + tmp.file("o.npy") + " --report " + tmp.file("r.json")).status, 0);
+    EXPECT_EQ(nlohmann::json::parse(slurp(tmp.file("r.json"))),
+              nlohmann::json({{"dtype", "bf16"}, {"kv_dtype", "int8"}, {"weight_bytes", 4 * 8 * 8 * 2},
+                              {"cache_bytes_per_token", 2 * 2 * (4 + 4)}}));
     EXPECT_EQ(hattn("run --case " + dir + " --dtype f32 --output " + tmp.file("o.npy")).status, 0);
     expect_one_line_naming(hattn("run --case " + dir + " --dtype int8 --output " + tmp.file("o.npy")),
                            "--dtype: int8 is a cache's storage type only (kv_dtype)");

@@ -11,6 +11,7 @@
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
 #include "hattn/half.h"
+#include "hattn/int8_group.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/rope.h"
 #include "kernel_variants.h"
@@ -263,14 +264,29 @@ void poison_rows_past(Tensor &k, Tensor &v, const std::vector<int32_t> &kv_len, 
 }
 
 // A cache's storage in `type`: k's values rounded to it in place (so that the reference sees the
-// values the kernel reads) and, for 16-bit types, their bits.
+// values the kernel reads) and, for 16-bit types, their bits; for int8, codes and a scale per row.
 struct StoredCache {
     std::vector<uint16_t> bits;
+    std::vector<int8_t> codes;
+    std::vector<float> scales;
     StoredView view;
 
     StoredCache(Tensor &k, DType type) {
         if (type == DType::F32) {
             view = std::as_const(k).view();
+            return;
+        }
+        if (type == DType::Int8) {
+            const int64_t D = k.shape().back(), rows = k.size() / D;
+            codes.resize(k.size());
+            scales.resize(rows);
+            for (int64_t r = 0; r < rows; r++) {
+                float *row = k.data() + r * D;
+                scales[r] = quantize_group(row, codes.data() + r * D, D);
+                for (int64_t d = 0; d < D; d++) row[d] = float(codes[r * D + d]) * scales[r];
+            }
+            view = StoredView(codes.data(), type, k.shape(), {});
+            view.scales = ConstTensorView(scales.data(), Shape(k.shape().begin(), k.shape().end() - 1));
             return;
         }
         round_to(type, k.data(), k.size());
@@ -620,8 +636,9 @@ TEST(AttentionPrefillOnGpus, BlockTilesRunWhereTheirSharedMemoryFits) {
 
 // ---------------------------------------------------------------- forced-variant checks
 
-// The kernels over caches of 16-bit values: the f32 checks' shapes (generic and specialised head
-// dims, ragged lengths, sinks, soft-capping, windows) on caches holding values of the type.
+// The kernels over caches of 16-bit values or int8 codes: the f32 checks' shapes (generic and
+// specialised head dims, ragged lengths, sinks, soft-capping, windows) on caches holding values of
+// the type (the reference reads the values the codes and scales stand for).
 bool register_16_bit_cache_checks(DType type, const std::string &suffix) {
     testing::register_kernel_check(
         "attention_prefill_" + suffix,
@@ -704,7 +721,8 @@ const bool checks_registered =
                                     },
                                     1e-5,
                                     [] { return decode_error({32, 8, 128, {4096}}, 28); }}) &&
-    register_16_bit_cache_checks(DType::BF16, "bf16") && register_16_bit_cache_checks(DType::F16, "f16");
+    register_16_bit_cache_checks(DType::BF16, "bf16") && register_16_bit_cache_checks(DType::F16, "f16") &&
+    register_16_bit_cache_checks(DType::Int8, "int8");
 
 }  // namespace
 }  // namespace hattn

@@ -1,7 +1,8 @@
 // GLM-5 sparse attention (hattn::DsaAttention): configuration, top-k bookkeeping, shared indices,
 // each attention form against the float64 reference, and decode (absorbed, in the latent) against
 // the whole-sequence forward (on a CPU dense or absorbed, on a GPU expanded: the GPU tests run it
-// on PoCL). The golden cases compare the layer with an independent float64 implementation.
+// on PoCL), also in 16-bit storage types. The golden cases compare the layer with an independent
+// float64 implementation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "device_residency.h"
 #include "hattn/device.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "hattn/kernel_times.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/dsa.h"
@@ -41,8 +43,9 @@ nlohmann::json small_config(int64_t topk) {
 }
 
 DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = "", bool zero_index_weights = false,
-                        std::map<std::string, Tensor> *weights = nullptr) {
-    const DsaConfig c = DsaConfig::from(testing::config_of(json));
+                        std::map<std::string, Tensor> *weights = nullptr, StorageTypes storage = {}) {
+    DsaConfig c = DsaConfig::from(testing::config_of(json));
+    c.storage = storage;
     const int64_t E = c.hidden, H = c.heads;
     auto t = [](Shape s, uint32_t seed) {
         Tensor x = testing::random_tensor(s, seed);
@@ -120,6 +123,62 @@ TEST(DsaAttention, DecodeInTheLatentEqualsTheForward) {
         EXPECT_LE(testing::relative_l2(out, {expected.values().begin(), expected.values().end()}), 1e-5)
             << "topk " << topk;
     }
+}
+
+// ---------------------------------------------------------------- storage types (spec section 5)
+
+// Prefill + decode in 16-bit types equals the forward within the type's precision: with top-64 the
+// forward attends densely over the expanded keys, rounding other values than decode's latent form
+// does; with top-4 it attends in the latent too. The bf16 output differs from the f32 one: the
+// rounding happens. Outputs are returned in the dtype.
+TEST(DsaAttention, SixteenBitDecodeEqualsTheForwardWithinTheTypesPrecision) {
+    const int64_t S = 24, P = 9;  // tokens, and the prefill's
+    const Tensor x = testing::random_tensor({2, S, 64}, 90);
+    for (int64_t topk : {4, 64}) {
+        const Tensor y32 = make_layer(small_config(topk)).forward(x);
+        for (const auto &[dtype, tolerance] : {std::pair{DType::BF16, 2e-2}, {DType::F16, 3e-3}}) {
+            SCOPED_TRACE(std::string(type_name(dtype)) + ", topk " + std::to_string(topk));
+            const DsaAttention layer = make_layer(small_config(topk), "", false, nullptr, {dtype, dtype});
+            EXPECT_EQ(layer.storage_types().dtype, dtype);
+            const Tensor expected = layer.forward(x);
+            DsaState state = layer.make_state(2, S);
+            Tensor out({2, S, 64});
+            const Tensor first = layer.prefill(x.tokens(0, P), state);
+            for (int64_t b = 0; b < 2; b++) std::copy_n(first.data() + b * P * 64, P * 64, out.data() + b * S * 64);
+            for (int64_t s = P; s < S; s++) {
+                const Tensor y = layer.decode_step(x.tokens(s, s + 1), state);
+                for (int64_t b = 0; b < 2; b++) std::copy_n(y.data() + b * 64, 64, out.data() + (b * S + s) * 64);
+            }
+            EXPECT_LE(testing::relative_l2(out, expected), tolerance);
+            for (float v : out.values()) {
+                ASSERT_EQ(round_to(dtype, v), v);
+            }
+            if (dtype == DType::BF16) {
+                EXPECT_GT(testing::relative_l2(expected, y32), 1e-4);
+            }
+        }
+    }
+}
+
+// The state's latent (R) part is rounded to the kv_dtype, its rotary part and the indexer keys to
+// the dtype; 16-bit weights are held as 16-bit values (norm weights stay float32 words).
+TEST(DsaAttention, StateRowsAndWeightsAreHeldInTheirStorageTypes) {
+    const DsaAttention layer = make_layer(small_config(4), "", false, nullptr, {DType::BF16, DType::F16});
+    DsaState state = layer.make_state(1, 6);
+    layer.prefill(testing::random_tensor({1, 6, 64}, 91), state);
+    const int64_t R = 32, L = 40;
+    bool beyond_bf16 = false;  // an R value bf16 would not hold: rounded to f16, not to the dtype
+    for (int64_t i = 0; i < state.latent().size(); i++) {
+        const float v = state.latent().data()[i];
+        EXPECT_EQ(round_to(i % L < R ? DType::F16 : DType::BF16, v), v) << "latent element " << i;
+        beyond_bf16 |= i % L < R && round_to(DType::BF16, v) != v;
+    }
+    EXPECT_TRUE(beyond_bf16);
+    for (float v : state.index_keys().values()) {
+        ASSERT_EQ(round_to(DType::BF16, v), v);
+    }
+    const int64_t norms = 48 + 32 + 16 + 16, f32_bytes = make_layer(small_config(4)).weight_bytes();
+    EXPECT_EQ(layer.weight_bytes(), (f32_bytes - 4 * norms) / 2 + 4 * norms);
 }
 
 // On a GPU a decode step (absorbed form) moves x up, and down: y, the indexer's scores (ranked on

@@ -3,6 +3,7 @@
 // the latent q/k kernel on its own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "device_residency.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "hattn/kernels/cca.h"
 #include "hattn/layers/latent_attention.h"
 #include "hattn/safetensors_writer.h"
@@ -39,10 +41,12 @@ Tensor scaled(const Shape &shape, uint32_t seed, float amplitude) {
 struct SeedLayer {
     LatentAttentionConfig config;
     reference::LatentWeights ref;
+    std::map<std::string, Tensor> tensors;  // as written to the layer's weights file
     std::optional<LatentAttention> layer;
 
-    SeedLayer(const nlohmann::json &json, bool grouped, uint32_t seed = 1) {
+    SeedLayer(const nlohmann::json &json, bool grouped, uint32_t seed = 1, StorageTypes storage = {}) {
         config = LatentAttentionConfig::cca(testing::config_of(json), grouped);
+        config.storage = storage;
         const int64_t E = config.hidden, P = config.packed(), Lq = config.query_rank(), Lkv = config.kv_rank();
         const int64_t dh = config.head_dim;
         ref.E = E, ref.H = config.heads, ref.Hkv = config.kv_heads, ref.dh = dh;
@@ -62,11 +66,23 @@ struct SeedLayer {
         if (config.num_conv_layers >= 1) t["conv_qk0.weight"] = ref.w0 = scaled({P, 1, config.conv_kernel_seq}, seed + 4, 0.6f);
         if (config.num_conv_layers >= 2) t["conv_qk1.weight"] = ref.w1 = scaled({P, dh, config.conv_kernel_ch}, seed + 5, 0.3f);
         t["temp"] = scaled({1}, seed + 6, 0.3f);
-        ref.key_scale.assign(config.kv_heads, std::exp(double(t["temp"].data()[0])));
         t["unused.extra"] = Tensor({2});  // extra tensors in the file are ignored
+        // In a 16-bit dtype the weights are values of it (as a checkpoint of that type holds), so
+        // the reference shows what the rounded activations cost.
+        for (Tensor *w : {&ref.w_qk, &ref.w_v, &ref.w_v2, &ref.w_o, &ref.w0, &ref.w1}) {
+            round_to(storage.dtype, w->data(), w->size());
+        }
+        for (auto &[name, w] : t) round_to(storage.dtype, w.data(), w.size());
+        ref.key_scale.assign(config.kv_heads, std::exp(double(t["temp"].data()[0])));
+        tensors = t;
+        layer.emplace(build(config, t));
+    }
+
+    // A layer of `config` on these tensors (written to a file and read back).
+    static LatentAttention build(const LatentAttentionConfig &config, const std::map<std::string, Tensor> &t) {
         testing::TempDir dir;
         write_safetensors(dir.file("w.safetensors"), t);
-        layer.emplace(config, Weights::open(dir.file("w.safetensors")));
+        return LatentAttention(config, Weights::open(dir.file("w.safetensors")));
     }
 };
 
@@ -248,6 +264,14 @@ TEST_P(LatentOnGpu, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
     EXPECT_LE(testing::continuous_batching_error(stateful(*layer.layer), 128, 41), 1e-5);
 }
 
+// 16-bit activations run on the CPU only in this build: a GPU call says so in one line.
+TEST_P(LatentOnGpu, A16BitLayerIsRefusedWithAClearLine) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false, 1, {DType::BF16, DType::BF16});
+    const testing::OnDevice on(GetParam());
+    const Tensor x = testing::random_tensor({1, 3, 64}, 1);
+    testing::expect_contains(testing::error_message([&] { layer.layer->forward(x); }), "not supported yet");
+}
+
 HATTN_INSTANTIATE_ON_EACH_GPU(LatentOnGpu);
 
 TEST(LatentState, FailedCallLeavesTheStateUnchanged) {
@@ -412,6 +436,120 @@ TEST(LatentState, EncoderModeHasNoDecode) {
     EXPECT_THROW(encoder.layer->decode_step(testing::random_tensor({1, 1, 64}, 1), s), Error);
     EXPECT_EQ(testing::error_message([&] { decoder.layer->make_state(-2, 4); }),
               "latent state: batch and capacity must be positive, got batch -2, capacity 4");
+}
+
+// ---------------------------------------------------------------- storage types
+
+// Prefill P tokens then decode the rest, one token at a time; the outputs as one [B, S, E] tensor.
+Tensor prefill_then_decode(const LatentAttention &layer, const Tensor &x, int64_t P) {
+    const int64_t B = x.dim(0), S = x.dim(1), E = x.dim(2);
+    LatentState state = layer.make_state(B, S);
+    Tensor out({B, S, E});
+    const auto place = [&](const Tensor &part, int64_t begin) {
+        for (int64_t b = 0; b < B; b++)
+            std::copy_n(part.data() + b * part.dim(1) * E, part.dim(1) * E, out.data() + (b * S + begin) * E);
+    };
+    if (P > 0) place(layer.prefill(x.tokens(0, P), state), 0);
+    for (int64_t t = P; t < S; t++) place(layer.decode_step(x.tokens(t, t + 1), state), t);
+    return out;
+}
+
+struct StorageCase {
+    std::string name;
+    nlohmann::json config;  // over {hidden_size 128, num_heads 8, mode decoder}
+    bool grouped;
+    StorageTypes types;
+    // What the storage types may cost: bf16 keeps 8 significant bits, f16 11.
+    double tolerance;
+};
+std::ostream &operator<<(std::ostream &os, const StorageCase &c) { return os << c.name; }
+
+class LatentStorage : public ::testing::TestWithParam<StorageCase> {};
+
+// Rounded where stored, the layer stays within the types' cost of the float64 reference (on the
+// same dtype-valued weights and input), and prefill + decode through a state of kv_dtype rows
+// equals the forward within it too.
+TEST_P(LatentStorage, ForwardAndDecodeStayWithinTheTypesCost) {
+    const StorageCase &c = GetParam();
+    nlohmann::json json = {{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}};
+    json.update(c.config);
+    SeedLayer layer(json, c.grouped, 21, c.types);
+    EXPECT_EQ(layer.layer->storage_types().dtype, c.types.dtype);
+    EXPECT_EQ(layer.layer->storage_types().kv_dtype, c.types.kv_dtype);
+    const int64_t B = 2, S = 13;
+    Tensor x = testing::random_tensor({B, S, 128}, 22);
+    round_to(c.types.dtype, x.data(), x.size());
+    const Tensor y = layer.layer->forward(x);
+    EXPECT_LE(testing::relative_l2(y, reference::latent_attention(layer.ref, x)), c.tolerance) << "forward";
+    for (int64_t P : {int64_t(0), int64_t(1), S / 2}) {
+        EXPECT_LE(testing::relative_l2(prefill_then_decode(*layer.layer, x, P), y), c.tolerance)
+            << "prefill " << P << " + decode";
+    }
+    const LatentState state = layer.layer->make_state(B, S);
+    EXPECT_EQ(state.kv().dtype(), c.types.kv_dtype);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, LatentStorage,
+    ::testing::Values(StorageCase{"cca_bf16", nlohmann::json::object(), false, {DType::BF16, DType::BF16}, 2e-2},
+                      StorageCase{"cca_f16", nlohmann::json::object(), false, {DType::F16, DType::F16}, 3e-3},
+                      StorageCase{"ccgqa_bf16", nlohmann::json::object(), true, {DType::BF16, DType::BF16}, 2e-2},
+                      StorageCase{"ccgqa_f16", nlohmann::json::object(), true, {DType::F16, DType::F16}, 3e-3},
+                      StorageCase{"ccgqa_f32_kv_bf16", nlohmann::json::object(), true, {DType::F32, DType::BF16}, 2e-2},
+                      StorageCase{"ccgqa_bf16_kv_f32", nlohmann::json::object(), true, {DType::BF16, DType::F32}, 2e-2},
+                      StorageCase{"cca_noshift_conv1_f16", {{"cca_value_shift", false}, {"cca_num_conv_layers", 1}}, false,
+                                  {DType::F16, DType::F16}, 3e-3},
+                      StorageCase{"cca_bitnet_bf16", {{"use_bitnet", true}}, false, {DType::BF16, DType::BF16}, 2e-2},
+                      // int8 latent caches (the golden kvint8 cases' 4e-2)
+                      StorageCase{"cca_f32_kv_int8", nlohmann::json::object(), false, {DType::F32, DType::Int8}, 4e-2},
+                      StorageCase{"ccgqa_bf16_kv_int8", nlohmann::json::object(), true, {DType::BF16, DType::Int8}, 4e-2}),
+    [](const auto &info) { return info.param.name; });
+
+// The rounding really happens: the same bf16-valued weights and input give another output in
+// bf16 than in f32.
+TEST(LatentStorageTypes, Bf16DiffersFromF32) {
+    const nlohmann::json json = {{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}};
+    for (bool grouped : {false, true}) {
+        SeedLayer bf16(json, grouped, 23, {DType::BF16, DType::BF16});
+        LatentAttentionConfig f32_config = bf16.config;
+        f32_config.storage = {};
+        const LatentAttention f32 = SeedLayer::build(f32_config, bf16.tensors);
+        Tensor x = testing::random_tensor({2, 9, 128}, 24);
+        round_to(DType::BF16, x.data(), x.size());
+        const Tensor y32 = f32.forward(x), y16 = bf16.layer->forward(x);
+        EXPECT_GT(testing::relative_l2(y16, y32), 1e-4) << "grouped " << grouped;
+        for (float v : y16.values()) ASSERT_EQ(v, round_to(DType::BF16, v)) << "the output is returned in bf16";
+    }
+}
+
+// A bf16 or f16 cache holds 2 bytes a value: half the f32 cache's bytes; 16-bit weights half too.
+TEST(LatentStorageTypes, SixteenBitCachesAndWeightsTakeHalfTheBytes) {
+    const nlohmann::json json = {{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}};
+    SeedLayer f32(json, true), bf16(json, true, 1, {DType::BF16, DType::BF16});
+    SeedLayer f16_kv(json, true, 1, {DType::F32, DType::F16});
+    const int64_t Lkv = f32.config.kv_rank();
+    EXPECT_EQ(f32.layer->cache_bytes_per_token(), 2 * Lkv * 4);
+    EXPECT_EQ(bf16.layer->cache_bytes_per_token(), 2 * Lkv * 2);
+    EXPECT_EQ(f16_kv.layer->cache_bytes_per_token(), 2 * Lkv * 2);
+    EXPECT_EQ(f16_kv.layer->weight_bytes(), f32.layer->weight_bytes());
+    // The projections' weights halve; the convolutions' (a few floats per channel) stay float32.
+    const int64_t E = 128, P = f32.config.packed(), Lq = f32.config.query_rank();
+    const int64_t projections = (P * E + Lkv * E + E * Lq) * 4;
+    EXPECT_EQ(f32.layer->weight_bytes() - bf16.layer->weight_bytes(), projections / 2);
+}
+
+// 16-bit caches move between states like f32 ones (continuous batching).
+TEST(LatentStorageTypes, ASequencePrefilledElsewhereTakesAFinishedOnesSlot) {
+    SeedLayer layer({{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}}, true, 1, {DType::BF16, DType::BF16});
+    EXPECT_LE(testing::continuous_batching_error(stateful(*layer.layer), 128, 46), 1e-6);
+}
+
+// An int8 latent cache holds dh codes and a float32 scale per token and KV head.
+TEST(LatentStorageTypes, Int8CachesHoldCodesAndScales) {
+    SeedLayer layer({{"hidden_size", 64}, {"num_heads", 4}, {"mode", "decoder"}}, false, 1, {DType::F32, DType::Int8});
+    const LatentAttentionConfig &c = layer.layer->config();
+    EXPECT_EQ(layer.layer->cache_bytes_per_token(), 2 * c.kv_heads * (c.head_dim + 4));
+    EXPECT_EQ(layer.layer->make_state(1, 4).kv_without_history().dtype(), DType::Int8);
 }
 
 // ---------------------------------------------------------------- validation

@@ -22,8 +22,10 @@ using testing::Shape4;
 using testing::TestLayer;
 
 // What storing in a type may cost a layer's output, relative L2: the golden cases' tolerances
-// (../shared/golden, mha_self_rope_bf16 and _f16), which bound what the spec's rounding costs.
-double tolerance(DType dtype) { return dtype == DType::BF16 ? 2e-2 : dtype == DType::F16 ? 3e-3 : 1e-5; }
+// (../shared/golden, mha_self_rope_bf16, _f16 and _kvint8), which bound what the spec's rounding costs.
+double tolerance(DType dtype) {
+    return dtype == DType::BF16 ? 2e-2 : dtype == DType::F16 ? 3e-3 : dtype == DType::Int8 ? 4e-2 : 1e-5;
+}
 
 CachedAttention in_types(const TestLayer &t, StorageTypes types, std::optional<int64_t> window = std::nullopt) {
     CachedAttentionConfig config = t.layer->config();
@@ -62,7 +64,8 @@ TEST_P(StorageTypesOfALayer, MatchTheReferenceWithinTheirCostAndRoundForReal) {
     const Tensor once = layer.self_attention(x);
     const double cost = std::max(tolerance(dtype), tolerance(kv_dtype));
     EXPECT_LE(testing::relative_l2(once, expected), cost);
-    // Prefill and decode give the one pass's output within the same cost.
+    // Prefill and decode give the one pass's output within the same cost (an int8 cache's codes are
+    // read by the calls after the one that stored them).
     for (int64_t prefill : {0, 1, 6}) EXPECT_LE(testing::relative_l2(through_cache(layer, x, prefill), expected), cost) << prefill;
     // The values are really rounded: the output is not the float32 layer's (through a cache, for a
     // layer whose cache alone has another type).
@@ -79,7 +82,9 @@ TEST_P(StorageTypesOfALayer, HoldTheirWeightsAndCachesInTheirTypes) {
     const int64_t biases = shape.bias ? shape.H * shape.D + 2 * shape.Hkv * shape.D + shape.E : 0;
     // 16-bit weights; biases are a few values, held in float32.
     EXPECT_EQ(layer.weight_bytes(), weights * int64_t(dtype_size(dtype)) + biases * 4);
-    EXPECT_EQ(layer.cache_bytes_per_token(), 2 * shape.Hkv * shape.D * int64_t(dtype_size(kv_dtype)));
+    // An int8 row: D codes and a float32 scale.
+    const int64_t row = shape.D * int64_t(dtype_size(kv_dtype)) + (kv_dtype == DType::Int8 ? 4 : 0);
+    EXPECT_EQ(layer.cache_bytes_per_token(), 2 * shape.Hkv * row);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -91,7 +96,10 @@ INSTANTIATE_TEST_SUITE_P(
                       std::tuple{Shape4{128, 2, 1, 256, false, 10000.0}, DType::BF16, DType::BF16},  // Gemma's D
                       std::tuple{Shape4{64, 4, 1, 32, true, 500.0}, DType::F32, DType::BF16},  // f32 with a bf16 cache
                       std::tuple{Shape4{64, 4, 1, 32, true, 500.0}, DType::BF16, DType::F32},
-                      std::tuple{Shape4{64, 4, 1, 32, true, 500.0}, DType::BF16, DType::F16}),
+                      std::tuple{Shape4{64, 4, 1, 32, true, 500.0}, DType::BF16, DType::F16},
+                      std::tuple{Shape4{64, 4, 4, 16, true, 10000.0}, DType::F32, DType::Int8},
+                      std::tuple{Shape4{96, 6, 2, 16, false, 10000.0}, DType::BF16, DType::Int8},
+                      std::tuple{Shape4{128, 2, 1, 256, false, 10000.0}, DType::F16, DType::Int8}),
     [](const auto &info) {
         return std::string(type_name(std::get<1>(info.param))) + "_kv_" + type_name(std::get<2>(info.param)) + "_" +
                std::to_string(info.index);
@@ -168,6 +176,33 @@ TEST(StorageTypes, ALayerOfABf16CheckpointHoldsItsBytes) {
                   return std::vector<double>(y.values().begin(), y.values().end());
               }()),
               0.0);
+}
+
+// An int8 group is one token's values of one KV head: one outlier (100 times the others) costs
+// only its own group precision; every other group keeps its own scale.
+TEST(StorageTypes, AnOutlierCostsOnlyItsOwnInt8Group) {
+    KVCache cache(1, 2, 8, 4, "KV cache", DType::Int8);
+    Tensor k = testing::random_tensor({1, 4, 2, 8}, 76);
+    k.data()[(2 * 2 + 1) * 8 + 3] = 100.0f;  // token 2, head 1
+    cache.append(k.view(), k.view());
+    Tensor back({1, 2, 4, 8});
+    widen_into(cache.keys(), back.view());
+    for (int64_t t = 0; t < 4; t++) {
+        for (int64_t h = 0; h < 2; h++) {
+            float largest = 0.0f, error = 0.0f;
+            for (int64_t d = 0; d < 8; d++) {
+                const float x = k.data()[(t * 2 + h) * 8 + d];
+                largest = std::max(largest, std::fabs(x));
+                error = std::max(error, std::fabs(back.data()[(h * 4 + t) * 8 + d] - x));
+            }
+            // Half a code step of the group's own scale (largest / 127), and a float32 ulp or two.
+            EXPECT_LE(error, largest / 254.0f * 1.0001f) << t << " " << h;
+            if (t != 2 || h != 1) {  // the inputs are within 1
+                EXPECT_LE(error, 1.0f / 254.0f * 1.0001f) << t << " " << h;
+            }
+        }
+    }
+    EXPECT_EQ(cache.keys().scales.shape, Shape({1, 2, 4}));
 }
 
 }  // namespace

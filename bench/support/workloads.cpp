@@ -1,6 +1,7 @@
 #include "bench/support/workloads.h"
 
 #include "hattn/half.h"
+#include "hattn/int8_group.h"
 
 #include <algorithm>
 #include <chrono>
@@ -119,9 +120,12 @@ double median_ms(const std::function<void()> &run, int reps) {
     return times[times.size() / 2];
 }
 
-// K or V as the kernels read it: t itself in f32, else t's values stored as 16-bit bits.
+// K or V as the kernels read it: t itself in f32, else t's values stored as 16-bit bits, or as
+// int8 codes with a scale per row.
 struct StoredKv {
     std::vector<uint16_t> bits;
+    std::vector<int8_t> codes;
+    std::vector<float> scales;
     StoredView view;
 };
 
@@ -129,6 +133,15 @@ StoredKv stored_kv(const Tensor &t, DType dtype) {
     StoredKv kv;
     if (dtype == DType::F32) {
         kv.view = t.view();
+        return kv;
+    }
+    if (dtype == DType::Int8) {
+        const int64_t D = t.shape().back(), rows = t.size() / D;
+        kv.codes.resize(t.size());
+        kv.scales.resize(rows);
+        for (int64_t r = 0; r < rows; r++) kv.scales[r] = quantize_group(t.data() + r * D, kv.codes.data() + r * D, D);
+        kv.view = StoredView(kv.codes.data(), dtype, t.shape(), {});
+        kv.view.scales = ConstTensorView(kv.scales.data(), Shape(t.shape().begin(), t.shape().end() - 1));
         return kv;
     }
     kv.bits.resize(t.size());
@@ -196,7 +209,9 @@ Workload decode_workload(const AttentionShape &s) {
         attention_decode(st->q.view(), st->k_stored.view, st->v_stored.view, st->len, scale, st->out.view(), nullptr,
                          nullptr, softcap);
     });
-    w.bytes = 2.0 * s.batch * Hkv * double(s.kv_len) * s.head_dim * double(dtype_size(s.kv_dtype));
+    // Bytes as stored: an int8 row's codes and its float32 scale.
+    const double row_bytes = s.head_dim * double(dtype_size(s.kv_dtype)) + (s.kv_dtype == DType::Int8 ? 4 : 0);
+    w.bytes = 2.0 * s.batch * Hkv * double(s.kv_len) * row_bytes;
     return w;
 }
 

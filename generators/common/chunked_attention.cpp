@@ -64,6 +64,11 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     const bool stop_at_visible = merge == Merge::RunningRows;
 
     const auto capped = [&](const Expr &s) { return select(in.has_softcap, soft_capped(s, in.softcap), s); };
+    // e times its key row's scale (int8 caches), or e.
+    using RowScale = std::function<Expr(Expr, Expr, Expr)>;
+    const auto scaled = [&](const RowScale &scales, const Expr &row, const Expr &e) {
+        return scales ? e * scales(clamp(c * C + row, 0, clamp(len - 1, 0, in.capacity - 1)), hk, b) : e;
+    };
     rd = RDom(0, D, "rd");
     qk(qi, hg, j, c, qt, hk, b) = 0.0f;
     qk(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
@@ -72,9 +77,10 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         rs.where(c * C + rs.y * key_step < visible_keys);
         const Expr scored_key = rs.y * key_step + rs.x;
         score(qi, hg, j, c, qt, hk, b) = undef<float>();
-        score(qi, hg, scored_key, c, qt, hk, b) = capped(qk(qi, hg, scored_key, c, qt, hk, b));
+        score(qi, hg, scored_key, c, qt, hk, b) =
+            capped(scaled(in.k_row_scale, scored_key, qk(qi, hg, scored_key, c, qt, hk, b)));
     } else {
-        score(qi, hg, j, c, qt, hk, b) = capped(qk(qi, hg, j, c, qt, hk, b));
+        score(qi, hg, j, c, qt, hk, b) = capped(scaled(in.k_row_scale, j, qk(qi, hg, j, c, qt, hk, b)));
     }
 
     // A key is visible below one limit per query (the causal diagonal or the sequence's end).
@@ -103,7 +109,7 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     chunk_sum(qi, hg, c, qt, hk, b) = 0.0f;
     chunk_sum(qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b);
     pv(d, qi, hg, c, qt, hk, b) = 0.0f;
-    pv(d, qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b) * v_panel(d, rj, c, hk, b);
+    pv(d, qi, hg, c, qt, hk, b) += scaled(in.v_row_scale, rj, prob(qi, hg, rj, c, qt, hk, b)) * v_panel(d, rj, c, hk, b);
     chunk_out(d, qi, hg, c, qt, hk, b) = pv(d, qi, hg, c, qt, hk, b);
 
     rc = RDom(0, max_chunks, "rc");

@@ -41,6 +41,10 @@ namespace hattn {
 struct ChunkedAttentionInputs {
     Halide::Func q;        // q(d, hg, hk, i, b): query i of sequence b, head hk * g + hg
     Halide::Func k, v;     // k(d, j, hk, b): key j of KV head hk, as stored in the cache
+    // An int8 cache's row scales (j, hk, b), or none: k and v are then the codes, and the key scale
+    // multiplies the row's dot product, the value scale the probability before PV, once a row
+    // rather than once a value. Exprs of the input buffers, as `sink` below.
+    std::function<Halide::Expr(Halide::Expr j, Halide::Expr hk, Halide::Expr b)> k_row_scale, v_row_scale;
     Halide::Expr head_dim; // D
     Halide::Expr query_len;  // Sq
     Halide::Func kv_len;   // kv_len(b): visible keys of sequence b; its queries are the last Sq

@@ -6,6 +6,13 @@
 
 namespace hattn::detail {
 
+void require_types_on_device(const StorageTypes &types, const char *layer) {
+    require((types.dtype == DType::F32 && types.kv_dtype == DType::F32) || current_device() == Device::CPU, [&] {
+        return std::string(layer) + ": dtype " + type_name(types.dtype) + ", kv_dtype " + type_name(types.kv_dtype) +
+               " on a GPU are not supported yet (storage types other than f32 run on the CPU)";
+    });
+}
+
 void store_as(DType dtype, Tensor &t, const char *layer) {
     if (dtype == DType::F32) return;
     require(current_device() == Device::CPU, [&] {

@@ -9,6 +9,10 @@
 
 namespace hattn::detail {
 
+// Throws, naming `layer`, unless the layer's types run on the current device: other types than f32
+// run on the CPU only in this build. Layers check it when they are built.
+void require_types_on_device(const StorageTypes &types, const char *layer);
+
 // Rounds t's values to `dtype` in place (nothing for f32). 16-bit activations run on the CPU only in
 // this build: on a GPU it throws, naming `layer`.
 void store_as(DType dtype, Tensor &t, const char *layer);

@@ -45,12 +45,12 @@ std::optional<DType> type_named(const std::string &name) {
     return std::nullopt;
 }
 
-void require_supported(const StorageTypes &types, const std::string &layer) {
+void require_supported(const StorageTypes &types, const std::string &layer, bool int8_caches) {
     require(types.dtype != DType::Int8, [&] {
         return layer + ": dtype int8 is a cache's storage type only (kv_dtype)";
     });
-    require(types.kv_dtype != DType::Int8, [&] {
-        return layer + ": kv_dtype int8 (8-bit caches) is not supported yet; f32, bf16 and f16 are";
+    require(types.kv_dtype != DType::Int8 || int8_caches, [&] {
+        return layer + ": kv_dtype int8 (8-bit caches) is not supported yet for this kind; f32, bf16 and f16 are";
     });
 }
 

@@ -7,6 +7,7 @@
 
 #include "hattn/error.h"
 #include "hattn/half.h"
+#include "hattn/int8_group.h"
 
 namespace hattn {
 
@@ -20,15 +21,19 @@ KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capa
         return lengths_.owner() + ": heads and head dim must be positive, got " +
                shape_to_string({batch, kv_heads, capacity, head_dim});
     });
-    require(dtype == DType::F32 || ((dtype == DType::BF16 || dtype == DType::F16) && head_dim % 2 == 0), [&] {
+    const int64_t per_word = int64_t(sizeof(float)) / int64_t(dtype_size(dtype));
+    require(head_dim % per_word == 0, [&] {
         return lengths_.owner() + ": a cache of " + type_name(dtype) + " values with head dim " +
-               std::to_string(head_dim) + " is not supported (f32, or bf16 and f16 with an even head dim)";
+               std::to_string(head_dim) + " is not supported (bf16 and f16 need an even head dim, int8 a multiple of 4)";
     });
-    // 16-bit rows are held two values to a float32 word, so that the rows' moves, forks and copies
-    // are the f32 cache's own (they never look inside a row).
-    const int64_t words = head_dim * int64_t(dtype_size(dtype)) / int64_t(sizeof(float));
-    k_ = Tensor({batch, kv_heads, rows, words});
-    v_ = Tensor({batch, kv_heads, rows, words});
+    // 16-bit and int8 rows are held several values to a float32 word, so that the rows' moves,
+    // forks and copies are the f32 cache's own (they never look inside a row).
+    k_ = Tensor({batch, kv_heads, rows, head_dim / per_word});
+    v_ = Tensor({batch, kv_heads, rows, head_dim / per_word});
+    if (dtype == DType::Int8) {  // a scale per row, moved with it
+        k_scale_ = Tensor({batch, kv_heads, rows, 1});
+        v_scale_ = Tensor({batch, kv_heads, rows, 1});
+    }
     // On a GPU the attention kernels read the cache where it stays: only new rows are uploaded.
     if (dtype == DType::F32) {
         k_.keep_on_device();
@@ -76,7 +81,7 @@ void KVCache::move_to_row_0(int64_t b, int64_t first) {
     const int64_t from = first - first_position_[b], count = lengths_[b] - first;
     if (from > 0 && count > 0) {
         // Through a copy of their own: the rows may overlap where they go.
-        for (Tensor *storage : {&k_, &v_}) {
+        for (Tensor *storage : storages()) {
             const ConstTensorView sequence = std::as_const(*storage).view().crop(0, b, b + 1);
             Tensor moved({1, kv_heads(), count, storage->dim(3)}, Tensor::unset);
             copy_into(sequence.crop(2, from, from + count), moved.view());
@@ -94,10 +99,17 @@ void KVCache::require_rows(int64_t b, int64_t count) const {
     });
 }
 
+std::vector<Tensor *> KVCache::storages() {
+    if (dtype_ == DType::Int8) return {&k_, &v_, &k_scale_, &v_scale_};
+    return {&k_, &v_};
+}
+
 StoredView KVCache::stored(const Tensor &storage) const {
     if (dtype_ == DType::F32) return storage.view();
     const int64_t H = kv_heads(), R = rows(), D = head_dim();
-    return StoredView(storage.data(), dtype_, {batch(), H, R, D}, {H * R * D, R * D, D, 1});
+    StoredView view(storage.data(), dtype_, {batch(), H, R, D}, {H * R * D, R * D, D, 1});
+    if (dtype_ == DType::Int8) view.scales = ConstTensorView((&storage == &k_ ? k_scale_ : v_scale_).data(), {batch(), H, R});
+    return view;
 }
 
 void KVCache::store_rows(Tensor &storage, int64_t b, int64_t row, const ConstTensorView &rows_of_b) {
@@ -108,6 +120,19 @@ void KVCache::store_rows(Tensor &storage, int64_t b, int64_t row, const ConstTen
     }
     // Rounded once, here, as the spec rounds a value where it is stored.
     const int64_t H = kv_heads(), R = rows(), D = head_dim();
+    if (dtype_ == DType::Int8) {
+        int8_t *codes = reinterpret_cast<int8_t *>(storage.data()) + b * H * R * D;
+        float *scales = (&storage == &k_ ? k_scale_ : v_scale_).data() + b * H * R;
+        std::vector<float> group(D);
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t r = 0; r < n; r++) {
+                const float *in = rows_of_b.data + h * rows_of_b.strides[1] + r * rows_of_b.strides[2];
+                for (int64_t d = 0; d < D; d++) group[d] = in[d * rows_of_b.strides[3]];
+                scales[h * R + row + r] = quantize_group(group.data(), codes + (h * R + row + r) * D, D);
+            }
+        }
+        return;
+    }
     uint16_t *first = reinterpret_cast<uint16_t *>(storage.data()) + b * H * R * D;
     const Shape steps = rows_of_b.strides;
     for (int64_t h = 0; h < H; h++) {
@@ -265,7 +290,9 @@ void KVCache::assign_sequence(int64_t target, const KVCache &from, int64_t sourc
                " tokens from position " + std::to_string(held_from) + " on; this cache needs them from " +
                std::to_string(needed_from) + " on";
     });
-    for (auto [to, rows_of] : {std::pair<Tensor *, const Tensor *>{&k_, &from.k_}, {&v_, &from.v_}}) {
+    std::vector<std::pair<Tensor *, const Tensor *>> moved{{&k_, &from.k_}, {&v_, &from.v_}};
+    if (dtype_ == DType::Int8) moved.insert(moved.end(), {{&k_scale_, &from.k_scale_}, {&v_scale_, &from.v_scale_}});
+    for (auto [to, rows_of] : moved) {
         const ConstTensorView source_rows =
             rows_of->view().crop(0, source, source + 1).crop(2, first - held_from, len - held_from);
         copy_into(source_rows, to->view().crop(0, target, target + 1).crop(2, 0, len - first));

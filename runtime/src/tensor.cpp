@@ -187,8 +187,13 @@ StoredView StoredView::crop(int dim, int64_t begin, int64_t end) const {
     const ConstTensorView cropped =
         ConstTensorView(static_cast<const float *>(data), shape, strides).crop(dim, begin, end);
     const int64_t offset = cropped.data - static_cast<const float *>(data);
-    return StoredView(static_cast<const char *>(data) + offset * int64_t(dtype_size(dtype)), dtype, cropped.shape,
-                      cropped.strides);
+    StoredView part(static_cast<const char *>(data) + offset * int64_t(dtype_size(dtype)), dtype, cropped.shape,
+                    cropped.strides);
+    if (dtype == DType::Int8) {
+        require(dim < rank() - 1, "crop: an int8 view's rows share their scales; its last dimension is not cropped");
+        part.scales = scales.crop(dim, begin, end);
+    }
+    return part;
 }
 
 ConstTensorView StoredView::as_f32(const char *what) const {
@@ -204,17 +209,23 @@ void widen_into(const StoredView &src, const TensorView &dst) {
         return "widen_into: source " + shape_to_string(src.shape) + " and destination " + shape_to_string(dst.shape) +
                " differ";
     });
-    require(src.dtype == DType::BF16 || src.dtype == DType::F16,
-            [&] { return std::string("widen_into: cannot widen ") + type_name(src.dtype) + " values here"; });
     const Shape from = src.strides.empty() ? contiguous_strides(src.shape) : src.strides;
     const Shape to = dst.strides.empty() ? contiguous_strides(dst.shape) : dst.strides;
-    const uint16_t *in = static_cast<const uint16_t *>(src.data);
+    const Shape scale_steps = src.scales.strides.empty() ? contiguous_strides(src.scales.shape) : src.scales.strides;
     const int r = src.rank();
     std::vector<int64_t> index(r, 0);
     for (int64_t n = 0, count = src.size(); n < count; n++) {
-        int64_t a = 0, b = 0;
+        int64_t a = 0, b = 0, row = 0;
         for (int i = 0; i < r; i++) a += index[i] * from[i], b += index[i] * to[i];
-        dst.data[b] = src.dtype == DType::BF16 ? from_bf16_bits(in[a]) : from_f16_bits(in[a]);
+        float value;
+        if (src.dtype == DType::Int8) {
+            for (int i = 0; i < r - 1; i++) row += index[i] * scale_steps[i];
+            value = float(static_cast<const int8_t *>(src.data)[a]) * src.scales.data[row];
+        } else {
+            const uint16_t bits = static_cast<const uint16_t *>(src.data)[a];
+            value = src.dtype == DType::BF16 ? from_bf16_bits(bits) : from_f16_bits(bits);
+        }
+        dst.data[b] = value;
         for (int i = r - 1; i >= 0 && ++index[i] == src.shape[i]; i--) index[i] = 0;
     }
 }

@@ -127,7 +127,10 @@ int run_benchmark(const std::vector<std::string> &argv) {
     // are stored in: projection weights in the dtype, attention K and V in the kv_dtype.
     const DType dtype = args.storage_type("--dtype").value_or(DType::F32);
     const DType kv_dtype = args.storage_type("--kv-dtype").value_or(dtype);
-    require_supported({dtype, kv_dtype}, "bench " + what);
+    // (A layer whose caches take no int8 says so when it is built.)
+    require_supported({dtype, kv_dtype}, "bench " + what, true);
+    require(what != "projection" || kv_dtype == dtype || !args.has("--kv-dtype"),
+            "bench projection: --kv-dtype is for attention (a projection's weights take --dtype)");
 
     nlohmann::json r{{"what", what}, {"device", device_name(device)},
                      {"schedule", args.value("--schedule").value_or("hand")}, {"threads", num_threads()},

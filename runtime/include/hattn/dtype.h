@@ -29,7 +29,7 @@ struct StorageTypes {
 };
 
 // Throws Error, starting with `layer`, unless this build runs the types: dtype f32, bf16 or f16,
-// and kv_dtype one of those too (int8 caches are not built yet).
-void require_supported(const StorageTypes &types, const std::string &layer);
+// and kv_dtype one of those too, or int8 for a layer whose caches take it (`int8_caches`).
+void require_supported(const StorageTypes &types, const std::string &layer, bool int8_caches = false);
 
 }  // namespace hattn

@@ -24,8 +24,9 @@ namespace hattn {
 class KVCache {
 public:
     // `name` starts the cache's error messages (a model with a cache per layer may say which).
-    // Its rows hold `dtype` values (kv_dtype: f32, or bf16 and f16 with an even head dim), rounded
-    // once where they are stored.
+    // Its rows hold `dtype` values (kv_dtype: f32; bf16 and f16 with an even head dim; int8 codes
+    // with a float32 scale per row, with a head dim a multiple of 4), rounded once where they are
+    // stored (spec/attention.md section 5).
     KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, std::string name = "KV cache",
             DType dtype = DType::F32);
     // What a sliding cache keeps. When an append needs rows, a sequence keeps its last
@@ -108,6 +109,7 @@ private:
             DType dtype);
     TensorView slot(Tensor &storage, int64_t b, int64_t count);
     StoredView stored(const Tensor &storage) const;  // the elements of k_ or v_
+    std::vector<Tensor *> storages();                // what holds the rows: k_, v_ and any scales
     // Sequence b's rows [row, row + n) of k_ or v_ take rows_of_b [1, Hkv, n, D], rounded to dtype_.
     void store_rows(Tensor &storage, int64_t b, int64_t row, const ConstTensorView &rows_of_b);
     // Whether sequence b's rows take `count` more tokens after its own, and a check that they do.
@@ -125,6 +127,7 @@ private:
     SequenceLengths lengths_;
     std::optional<Sliding> sliding_;
     std::vector<int32_t> first_position_;
+    Tensor k_scale_, v_scale_;  // int8: [B, Hkv, rows, 1]
     DType dtype_ = DType::F32;
     int64_t head_dim_ = 0;
 };

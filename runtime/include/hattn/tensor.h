@@ -56,13 +56,15 @@ extern template struct BasicTensorView<float>;
 extern template struct BasicTensorView<const float>;
 
 // A read-only view of elements in any storage type (hattn/dtype.h): f32 memory, or a cache's
-// 16-bit rows, which the kernels read in place. Shape and strides count elements, as in a
-// TensorView; every ConstTensorView is one of f32.
+// 16-bit or int8 rows, which the kernels read in place. Shape and strides count elements, as in a
+// TensorView; every ConstTensorView is one of f32. Int8 codes come with their rows' float32
+// scales (spec/attention.md section 5): `scales` has the shape without its last dimension.
 struct StoredView {
     const void *data = nullptr;
     DType dtype = DType::F32;
     Shape shape;
     Shape strides;
+    ConstTensorView scales;  // int8 only
 
     StoredView() = default;
     StoredView(const void *data, DType dtype, Shape shape, Shape strides);
@@ -74,6 +76,7 @@ struct StoredView {
     int rank() const { return static_cast<int>(shape.size()); }
     int64_t dim(int i) const { return i >= 0 && i < rank() ? shape[i] : detail::no_such_dimension(i, shape); }
     int64_t size() const { return element_count(shape); }
+    // (An int8 view's last dimension, whose values share a scale, is not cropped.)
     StoredView crop(int dim, int64_t begin, int64_t end) const;
     // The f32 view of the same memory; throws unless dtype is F32.
     ConstTensorView as_f32(const char *what) const;

@@ -26,10 +26,19 @@ ConstTensorView split_heads(const ConstTensorView &t, int64_t kv_heads, const ch
 // Checks the cache storage against q [B, ..., H, D] and returns Hkv.
 void check_cache(const ConstTensorView &q, const StoredView &k_cache, const StoredView &v_cache,
                  const std::vector<int32_t> &kv_len, int64_t min_len, const char *kernel) {
-    require(k_cache.dtype == v_cache.dtype && k_cache.dtype != DType::Int8, [&] {
+    require(k_cache.dtype == v_cache.dtype, [&] {
         return std::string(kernel) + ": K and V caches of " + type_name(k_cache.dtype) + " and " +
-               type_name(v_cache.dtype) + " values (both f32, bf16 or f16)";
+               type_name(v_cache.dtype) + " values (one type for both)";
     });
+    for (const StoredView *cache : {&k_cache, &v_cache}) {
+        if (cache->dtype != DType::Int8) continue;
+        Shape rows = cache->shape;
+        if (!rows.empty()) rows.pop_back();
+        require(cache->scales.shape == rows && detail::is_well_formed(cache->scales), [&] {
+            return std::string(kernel) + ": an int8 cache " + shape_to_string(cache->shape) +
+                   " needs a scale per row, " + shape_to_string(rows) + ", got " + shape_to_string(cache->scales.shape);
+        });
+    }
     require(k_cache.dtype == DType::F32 || current_device() == Device::CPU, [&] {
         return std::string(kernel) + ": caches of " + type_name(k_cache.dtype) + " values on a GPU are not supported yet (they run on the CPU)";
     });
@@ -102,6 +111,7 @@ void check_scores(float scale, float softcap, const char *kernel) {
 struct AttentionBuffers {
     Halide::Runtime::Buffer<float> q, out;
     Halide::Runtime::Buffer<void> k, v;
+    Halide::Runtime::Buffer<float> k_scale, v_scale;  // an int8 cache's row scales (else unset)
     Halide::Runtime::Buffer<float> sinks;
     Halide::Runtime::Buffer<int32_t> len;
     bool has_sinks;
@@ -116,6 +126,8 @@ struct AttentionBuffers {
           out(detail::halide_buffer(split_heads(output, k_cache.dim(1), "output"))),
           k(detail::halide_storage_buffer(k_cache)),
           v(detail::halide_storage_buffer(v_cache)),
+          k_scale(k_cache.dtype == DType::Int8 ? detail::halide_buffer(k_cache.scales) : Halide::Runtime::Buffer<float>()),
+          v_scale(v_cache.dtype == DType::Int8 ? detail::halide_buffer(v_cache.scales) : Halide::Runtime::Buffer<float>()),
           sinks(detail::halide_buffer(sinks_by_kv_head(queries, k_cache.dim(1), head_sinks))),
           len(const_cast<int32_t *>(kv_len.data()), static_cast<int>(kv_len.size())),
           has_sinks(head_sinks != nullptr),
@@ -123,19 +135,27 @@ struct AttentionBuffers {
           has_softcap(score_softcap > 0.0f) {}
 };
 
-// Runs the kernel of the cache's storage type: F32, BF16 or F16 (checked by check_cache).
-template <typename F32, typename BF16, typename F16, typename... Args>
-void run_for_cache(DType cache, Args... args) {
-    if (cache == DType::BF16) return detail::run_kernel<BF16>(args...);
-    if (cache == DType::F16) return detail::run_kernel<F16>(args...);
-    detail::run_kernel<F32>(args...);
+// Runs the kernel of the cache's storage type (checked by check_cache) with `args` and then the
+// output: F32, BF16 or F16, or Int8 with the rows' scales before the output.
+template <typename F32, typename BF16, typename F16, typename Int8, typename... Args>
+void run_for_cache(AttentionBuffers &b, DType cache, Args... args) {
+    if (cache == DType::BF16) return detail::run_kernel<BF16>(args..., b.out.raw_buffer());
+    if (cache == DType::F16) return detail::run_kernel<F16>(args..., b.out.raw_buffer());
+    if (cache == DType::Int8) {
+        return detail::run_kernel<Int8>(args..., b.k_scale.raw_buffer(), b.v_scale.raw_buffer(), b.out.raw_buffer());
+    }
+    detail::run_kernel<F32>(args..., b.out.raw_buffer());
 }
 
-template <typename F32, typename BF16, typename F16, typename... Args>
-void run_prefill_for_cache(DType cache, int64_t head_dim, Args... args) {
-    if (cache == DType::BF16) return detail::run_prefill_kernel<BF16>(head_dim, args...);
-    if (cache == DType::F16) return detail::run_prefill_kernel<F16>(head_dim, args...);
-    detail::run_prefill_kernel<F32>(head_dim, args...);
+template <typename F32, typename BF16, typename F16, typename Int8, typename... Args>
+void run_prefill_for_cache(AttentionBuffers &b, DType cache, int64_t head_dim, Args... args) {
+    if (cache == DType::BF16) return detail::run_prefill_kernel<BF16>(head_dim, args..., b.out.raw_buffer());
+    if (cache == DType::F16) return detail::run_prefill_kernel<F16>(head_dim, args..., b.out.raw_buffer());
+    if (cache == DType::Int8) {
+        return detail::run_prefill_kernel<Int8>(head_dim, args..., b.k_scale.raw_buffer(), b.v_scale.raw_buffer(),
+                                                b.out.raw_buffer());
+    }
+    detail::run_prefill_kernel<F32>(head_dim, args..., b.out.raw_buffer());
 }
 
 }  // namespace
@@ -159,10 +179,10 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
         namespace k = detail::kernels;
-        run_prefill_for_cache<k::attention_prefill, k::attention_prefill_bf16, k::attention_prefill_f16>(
-                            k_cache.dtype, q.dim(3), b.q.raw_buffer(),
-                            b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest, scale, causal,
-                            b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
+        run_prefill_for_cache<k::attention_prefill, k::attention_prefill_bf16, k::attention_prefill_f16,
+                              k::attention_prefill_int8>(
+            b, k_cache.dtype, q.dim(3), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
+            longest, scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap);
         return;
     }
     require(mask->shape.size() == 4 && mask->shape[0] == q.dim(0) && mask->shape[1] == 1 && mask->shape[2] == Sq &&
@@ -184,11 +204,10 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
     require(mask->data != nullptr, [&] { return "attention mask " + shape_to_string(mask->shape) + " has no data"; });
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     namespace k = detail::kernels;
-    run_prefill_for_cache<k::attention_prefill_masked, k::attention_prefill_masked_bf16, k::attention_prefill_masked_f16>(
-                        k_cache.dtype, q.dim(3),
-                        b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
-                        scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap,
-                        mask_b.raw_buffer(), b.out.raw_buffer());
+    run_prefill_for_cache<k::attention_prefill_masked, k::attention_prefill_masked_bf16,
+                          k::attention_prefill_masked_f16, k::attention_prefill_masked_int8>(
+        b, k_cache.dtype, q.dim(3), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
+        scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, mask_b.raw_buffer());
 }
 
 void attention_decode(const ConstTensorView &q, const StoredView &k_cache, const StoredView &v_cache,
@@ -229,9 +248,9 @@ void attention_decode(const ConstTensorView &q, const StoredView &k_cache, const
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
     namespace k = detail::kernels;
-    run_for_cache<k::attention_decode, k::attention_decode_bf16, k::attention_decode_f16>(k_cache.dtype, b.q.raw_buffer(),
-                        b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), first_b.raw_buffer(), longest,
-                        scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, b.out.raw_buffer());
+    run_for_cache<k::attention_decode, k::attention_decode_bf16, k::attention_decode_f16, k::attention_decode_int8>(
+        b, k_cache.dtype, b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
+        first_b.raw_buffer(), longest, scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap);
 }
 
 }  // namespace hattn

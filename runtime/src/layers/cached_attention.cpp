@@ -49,6 +49,7 @@ CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weig
 CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weights &w)
     // Validated first: the members below are built from it.
     : config_((config.validate(), config)) {
+    detail::require_types_on_device(config.storage, "cached_attention");
     const std::optional<int64_t> weights_layer = w.layer_index();
     require(!config.layer || !weights_layer || *config.layer == *weights_layer, [&] {
         return "cached_attention: the config was read for layer " + std::to_string(config.layer.value_or(0)) +

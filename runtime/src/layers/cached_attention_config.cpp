@@ -108,7 +108,11 @@ int64_t CachedAttentionConfig::cache_bytes_per_token(DType kv_dtype) const {
 
 void CachedAttentionConfig::validate() const {
     const int64_t E = embedding_dimension, D = head_dimension;
-    require_supported(storage, "cached_attention");
+    require_supported(storage, "cached_attention", true);
+    require(storage.kv_dtype != DType::Int8 || head_dimension % 4 == 0, [&] {
+        return "cached_attention: an int8 cache needs a head dimension that is a multiple of 4, got " +
+               std::to_string(head_dimension);
+    });
     require(E > 0 && D > 0 && heads > 0 && kv_heads > 0 && heads % kv_heads == 0, [&] {
         return "cached_attention: E=" + std::to_string(E) + " H=" + std::to_string(heads) +
                " Hkv=" + std::to_string(kv_heads) + " D=" + std::to_string(D) +

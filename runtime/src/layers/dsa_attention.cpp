@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "activation_rounding.h"
 #include "device_residency.h"
 #include "finite_input.h"
 #include "hf_rope.h"
@@ -11,6 +12,7 @@
 #include "top_k.h"
 #include "hattn/error.h"
 #include "hattn/device.h"
+#include "hattn/half.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/dsa.h"
 #include "hattn/kernels/norm.h"
@@ -88,10 +90,6 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
 
 void DsaConfig::validate() const {
     require_supported(storage, "glm_dsa");
-    require(storage.dtype == DType::F32 && storage.kv_dtype == DType::F32, [&] {
-        return std::string("glm_dsa: dtype ") + type_name(storage.dtype) + ", kv_dtype " + type_name(storage.kv_dtype) +
-               ": storage types other than f32 are not supported yet for this kind";
-    });
     const std::pair<const char *, int64_t> sizes[] = {{"hidden", hidden},
                                                       {"heads", heads},
                                                       {"q_lora_rank", q_lora_rank},
@@ -122,39 +120,45 @@ void DsaConfig::validate() const {
 // Validated first: the members below are built from it.
 DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w)
     : config_((c.validate(), c)), rope_(c.rope_dim, c.rope_theta) {
+    detail::require_types_on_device(c.storage, "glm_dsa");
     const int64_t E = c.hidden, H = c.heads, R = c.kv_lora_rank;
+    const DType dtype = c.storage.dtype;
     const auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {
         if (!c.bias) return std::nullopt;
         return w.get(name, {n});
     };
-    q_a_ = Linear::dense(w.get("q_a_proj.weight", {c.q_lora_rank, E}), bias("q_a_proj.bias", c.q_lora_rank));
+    const auto linear = [&](const std::string &name, Shape shape, std::optional<Tensor> b = std::nullopt) {
+        return Linear::dense(w.get(name, std::move(shape)), std::move(b), 0.0f, dtype);
+    };
+    q_a_ = linear("q_a_proj.weight", {c.q_lora_rank, E}, bias("q_a_proj.bias", c.q_lora_rank));
     q_a_norm_ = w.get("q_a_layernorm.weight", {c.q_lora_rank});
-    q_b_ = Linear::dense(w.get("q_b_proj.weight", {H * (c.nope_dim + c.rope_dim), c.q_lora_rank}));
-    kv_a_ = Linear::dense(w.get("kv_a_proj_with_mqa.weight", {R + c.rope_dim, E}),
-                          bias("kv_a_proj_with_mqa.bias", R + c.rope_dim));
+    q_b_ = linear("q_b_proj.weight", {H * (c.nope_dim + c.rope_dim), c.q_lora_rank});
+    kv_a_ = linear("kv_a_proj_with_mqa.weight", {R + c.rope_dim, E}, bias("kv_a_proj_with_mqa.bias", R + c.rope_dim));
     kv_a_norm_ = w.get("kv_a_layernorm.weight", {R});
-    kv_b_ = Linear::dense(w.get("kv_b_proj.weight", {H * (c.nope_dim + c.v_dim), R}));
-    o_ = Linear::dense(w.get("o_proj.weight", {E, H * c.v_dim}), bias("o_proj.bias", E));
-    index_q_ = Linear::dense(w.get("indexer.wq_b.weight", {c.index_heads * c.index_dim, c.q_lora_rank}));
-    index_k_ = Linear::dense(w.get("indexer.wk.weight", {c.index_dim, E}));
+    kv_b_ = linear("kv_b_proj.weight", {H * (c.nope_dim + c.v_dim), R});
+    o_ = linear("o_proj.weight", {E, H * c.v_dim}, bias("o_proj.bias", E));
+    index_q_ = linear("indexer.wq_b.weight", {c.index_heads * c.index_dim, c.q_lora_rank});
+    index_k_ = linear("indexer.wk.weight", {c.index_dim, E});
     index_norm_w_ = w.get("indexer.k_norm.weight", {c.index_dim});
     index_norm_b_ = w.get("indexer.k_norm.bias", {c.index_dim});
-    // The indexer's head weights are x W_w^T / sqrt(IH): the scale is folded into W_w once.
-    Tensor head_weights = w.get("indexer.weights_proj.weight", {c.index_heads, E});
-    const float head_scale = static_cast<float>(1.0 / std::sqrt(double(c.index_heads)));
-    std::for_each(head_weights.data(), head_weights.data() + head_weights.size(), [&](float &v) { v *= head_scale; });
-    index_w_ = Linear::dense(std::move(head_weights));
+    // The indexer's head weights w = x W_w^T / sqrt(IH): W_w is kept as stored and the scale goes
+    // into the scores' (relu(a x) = a relu(x) for a > 0).
+    index_w_ = linear("indexer.weights_proj.weight", {c.index_heads, E});
     // Per head, W_kvb's key rows transposed ([R, N]): the absorbed query is q_nope_h times them.
-    // (Its value rows are applied to the attended latent in place, as views of W_kvb.)
-    const Tensor &kvb = kv_b_.weight();
+    // (Its value rows are applied to the attended latent in place, as views of W_kvb.) Built from
+    // W_kvb as held, so exact in its dtype.
+    const Tensor kvb = kv_b_.widened_weight();
     const int64_t N = c.nope_dim, V = c.v_dim;
     for (int64_t h = 0; h < H; h++) {
         Tensor t({R, N});
         for (int64_t i = 0; i < N; i++)
             for (int64_t r = 0; r < R; r++) t.data()[r * N + i] = kvb.data()[(h * (N + V) + i) * R + r];
-        key_absorb_.push_back(Linear::dense(std::move(t)));
+        key_absorb_.push_back(Linear::dense(std::move(t), std::nullopt, 0.0f, dtype));
     }
-    for (Tensor *t : {&q_a_norm_, &kv_a_norm_, &index_norm_w_, &index_norm_b_}) t->keep_on_device(Residency::ReadOnly);
+    for (Tensor *t : {&q_a_norm_, &kv_a_norm_, &index_norm_w_, &index_norm_b_}) {
+        round_to(dtype, t->data(), t->size());
+        t->keep_on_device(Residency::ReadOnly);
+    }
 }
 
 int64_t DsaAttention::weight_bytes() const {
@@ -168,6 +172,7 @@ int64_t DsaAttention::weight_bytes() const {
 }
 
 int64_t DsaAttention::cache_bytes_per_token() const {
+    // Held as float32 in any kv_dtype (rounded to it): 16-bit DSA state kernels are future work.
     return (config_.kv_lora_rank + config_.rope_dim + config_.index_dim) * static_cast<int64_t>(sizeof(float));
 }
 
@@ -198,15 +203,16 @@ Tensor DsaAttention::decode_step(const Tensor &x_t, DsaState &state, TopK *selec
     return run(x_t, state, true, selected, shared);
 }
 
-Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *selected, const TopK *shared) const {
+Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, TopK *selected, const TopK *shared) const {
     const DsaConfig &c = config_;
-    require(x.rank() == 3 && x.dim(2) == c.hidden,
-            [&] { return "glm_dsa: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]"; });
-    detail::require_finite("glm_dsa: input", x);
-    const int64_t B = x.dim(0), S = x.dim(1), H = c.heads, N = c.nope_dim, Rd = c.rope_dim, V = c.v_dim;
+    require(x_given.rank() == 3 && x_given.dim(2) == c.hidden, [&] {
+        return "glm_dsa: input " + shape_to_string(x_given.shape()) + " must be [B, S, " + str(c.hidden) + "]";
+    });
+    detail::require_finite("glm_dsa: input", x_given);
+    const int64_t B = x_given.dim(0), S = x_given.dim(1), H = c.heads, N = c.nope_dim, Rd = c.rope_dim, V = c.v_dim;
     const int64_t R = c.kv_lora_rank, L = R + Rd, IH = c.index_heads, ID = c.index_dim;
     require(state.batch() == B, [&] {
-        return "glm_dsa: state batch " + str(state.batch()) + " does not fit input " + shape_to_string(x.shape());
+        return "glm_dsa: state batch " + str(state.batch()) + " does not fit input " + shape_to_string(x_given.shape());
     });
     // Another layer's state would be written past its rows where its widths are smaller; where
     // they agree, its rows are still another layer's latents and index keys.
@@ -227,6 +233,12 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
         if (selected) *selected = TopK{B, 0, 0, {}};
         return Tensor({B, 0, c.hidden});
     }
+    const DType dtype = c.storage.dtype, kv_dtype = c.storage.kv_dtype;
+    // Every kernel result the call keeps is rounded to the dtype where it is written (section 5);
+    // scores, top-k and softmax stay float32.
+    const auto stored = [&](Tensor &t) { detail::store_as(dtype, t, "glm_dsa"); };
+    std::optional<Tensor> x_copy;
+    const Tensor &x = detail::converted_input(dtype, x_given, x_copy, "glm_dsa");  // once, on entry
     const std::vector<int32_t> start = state.lengths();
     int32_t longest = 0;
     for (int64_t b = 0; b < B; b++) longest = std::max<int32_t>(longest, start[b] + static_cast<int32_t>(S));
@@ -250,18 +262,27 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     // Queries: q_resid = RMSNorm(x W_qa^T), q = q_resid W_qb^T -> [H, N + Rd], the last Rd rotated.
     Tensor q_a = detail::scratch_tensor({B, S, c.q_lora_rank}), q_resid = detail::scratch_tensor(q_a.shape());
     q_a_.apply(x.view(), q_a.view());
+    stored(q_a);
     rms_norm(matrix(q_a, B * S, c.q_lora_rank), q_a_norm_, c.rms_eps, matrix(q_resid, B * S, c.q_lora_rank));
+    stored(q_resid);
     Tensor q = detail::scratch_tensor({B, S, H * (N + Rd)}), q_rot = detail::scratch_tensor({B, S, H, Rd});
     q_b_.apply(q_resid.view(), q.view());
+    stored(q);
     apply_rope(slice(q, H, N + Rd, N, Rd), *rope, start, q_rot.view(), RopeLayout::Interleaved);
+    stored(q_rot);
 
     // The latent: kv = RMSNorm(first R of x W_kva^T), k_rot = the last Rd, rotated (one head).
     Tensor ckv = detail::scratch_tensor({B, S, L}), kv = detail::scratch_tensor({B, S, R});
     kv_a_.apply(x.view(), ckv.view());
+    stored(ckv);
     detail::require_finite_results("glm_dsa", {{"q_a_proj", &q_a}, {"kv_a_proj_with_mqa", &ckv}}, origin);
     rms_norm(TensorView(ckv.data(), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps, matrix(kv, B * S, R));
+    // kv is kept only in the state: rounded once, to the kv_dtype (its rotary part and the indexer
+    // keys stay in the dtype).
+    detail::store_as(kv_dtype, kv, "glm_dsa");
     Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), *rope, start, k_rot.view(), RopeLayout::Interleaved);
+    stored(k_rot);
 
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
@@ -280,15 +301,21 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
         iq_rot = detail::scratch_tensor({B, S, IH, ID});
         head_w = detail::scratch_tensor({B, S, IH});
         index_q_.apply(q_resid.view(), TensorView(iq.data(), {B, S, IH * ID}));
+        stored(iq);
         apply_rope(iq.view(), *rope, start, iq_rot.view(), RopeLayout::Interleaved);
+        stored(iq_rot);
         index_w_.apply(x.view(), head_w.view());
+        stored(head_w);
     }
     Tensor ik_raw = detail::scratch_tensor({B, S, ID}), ik = detail::scratch_tensor({B, S, 1, ID});
     index_k_.apply(x.view(), ik_raw.view());
+    stored(ik_raw);
     detail::require_finite_results("glm_dsa", {{"the indexer's wk", &ik_raw}}, origin);
     layer_norm(matrix(ik_raw, B * S, ID), index_norm_w_, index_norm_b_, 1e-6f, matrix(ik, B * S, ID));
+    stored(ik);
     Tensor ik_rot = detail::scratch_tensor({B, S, 1, ID});
     apply_rope(ik.view(), *rope, start, ik_rot.view(), RopeLayout::Interleaved);
+    stored(ik_rot);
 
     // Stage the new tokens past each sequence's end; they join it only at the end.
     for (int64_t b = 0; b < B; b++) {
@@ -321,7 +348,8 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
         // Queries go in blocks so the scores held at once stay [block, capacity], not [S, S].
         // The scores are ranked on the host (a GPU sends them back).
         constexpr int64_t block = 256;
-        const float index_scale = static_cast<float>(1.0 / std::sqrt(double(ID)));
+        // The head weights' 1 / sqrt(IH) too (the constructor's W_w is as stored).
+        const float index_scale = static_cast<float>(1.0 / std::sqrt(double(ID) * double(IH)));
         for (int64_t s0 = 0; s0 < S; s0 += block) {
             const int64_t Sb = std::min(block, S - s0);
             std::vector<int32_t> block_len(B);
@@ -372,8 +400,10 @@ Tensor DsaAttention::run(const Tensor &x, DsaState &state, bool decode, TopK *se
     } else {
         attend_expanded(q, q_rot, state, lengths, chosen, scale, form == AttentionForm::Dense, attended);
     }
+    stored(attended);
     Tensor y({B, S, c.hidden}, Tensor::unset);
     o_.apply(TensorView(attended.data(), {B, S, H * V}), y.view());
+    stored(y);
     // The state keeps the new latents and indexer keys, which later calls read (and rank) even
     // where this call's output does not depend on them.
     detail::require_finite_results(
@@ -397,12 +427,15 @@ void DsaAttention::attend_absorbed(const Tensor &q, const Tensor &q_rot, const D
     }
     copy_into(ConstTensorView(q_rot.data(), {B * S, H, Rd}),
               TensorView(q_abs.data() + R, {B * S, H, Rd}, {H * L, L, 1}));
+    detail::store_as(c.storage.dtype, q_abs, "glm_dsa");
     Tensor out_lat = detail::scratch_tensor({B, S, H, R});
     dsa_sparse_attention(q_abs.view(), ConstTensorView(state.latent_.data(), {B, cap, 1, L}),
                          ConstTensorView(state.latent_.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
                          scale, out_lat.view());
+    detail::store_as(c.storage.dtype, out_lat, "glm_dsa");
     for (int64_t h = 0; h < H; h++) {
-        const ConstTensorView values(kv_b_.weight().data() + (h * (N + V) + N) * R, {V, R});
+        const int64_t values_row = h * (N + V) + N;
+        const StoredView values = kv_b_.stored_weight().crop(0, values_row, values_row + V);
         project(ConstTensorView(out_lat.data() + h * R, {B * S, R}, {H * R, 1}), values, nullptr,
                 TensorView(attended.data() + h * V, {B * S, V}, {H * V, 1}));
     }
@@ -424,6 +457,7 @@ void DsaAttention::attend_expanded(const Tensor &q, const Tensor &q_rot, const D
         Tensor lat = detail::scratch_tensor({len, R}), expanded = detail::scratch_tensor({len, H * (N + V)});
         copy_into(ConstTensorView(rows, {len, R}, {L, 1}), lat.view());
         kv_b_.apply(lat.view(), expanded.view());  // [len, H * (N + V)]
+        detail::store_as(c.storage.dtype, expanded, "glm_dsa");
         // Per head keys [k_nope_h | k_rot] of every cached token, and the queries laid out alike.
         Tensor keys = padded({1, len, H, W}), q_b = padded({1, S, H, W});
         copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <utility>
 
+#include "activation_rounding.h"
 #include "device_residency.h"
 #include "finite_input.h"
 #include "hf_rope.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "hattn/kernels/attention.h"
 #include "quoted.h"
 
@@ -169,10 +172,11 @@ LatentAttentionConfig LatentAttentionConfig::zaya(const ConfigReader &c) {
 }
 
 void LatentAttentionConfig::validate() const {
-    require_supported(storage, "latent attention");
-    require(storage.dtype == DType::F32 && storage.kv_dtype == DType::F32, [&] {
-        return std::string("latent attention: dtype ") + type_name(storage.dtype) + ", kv_dtype " +
-               type_name(storage.kv_dtype) + ": storage types other than f32 are not supported yet for this kind";
+    // The latent cache is a KVCache of Hkv heads of dh values: its int8 groups are the spec's.
+    require_supported(storage, "latent attention", true);
+    require(storage.kv_dtype != DType::Int8 || head_dim % 4 == 0, [&] {
+        return "latent attention: an int8 cache needs a head dimension that is a multiple of 4, got " +
+               std::to_string(head_dim);
     });
     require(hidden > 0 && heads > 0 && kv_heads > 0 && head_dim > 0 && heads % kv_heads == 0, [&] {
         return "latent_attention: hidden=" + str(hidden) + " heads=" + str(heads) + " kv_heads=" + str(kv_heads) +
@@ -205,33 +209,44 @@ void LatentAttentionConfig::validate() const {
 LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weights &w)
     // Validated first: the members below are built from it.
     : config_((config.validate(), config)), rope_(config.rotary_dim, config.rope_base) {
+    detail::require_types_on_device(config.storage, "latent attention");
     const int64_t E = config.hidden, P = config.packed(), Lq = config.query_rank(), Lkv = config.kv_rank();
     const int64_t dh = config.head_dim;
+    const DType dtype = config.storage.dtype;
     auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {
         if (!config.bias) return std::nullopt;
         return w.get(name, {n});
+    };
+    // Dense projections keep 16-bit weights as such (the kernels read them in place).
+    const auto dense = [&](Tensor weight, std::optional<Tensor> b) {
+        return Linear::dense(std::move(weight), std::move(b), 0.0f, dtype);
     };
     if (config.zaya_names) {
         const int64_t half = Lkv / 2;
         Tensor wq = w.get("qkv_proj.q_proj.weight", {Lq, E}), wk = w.get("qkv_proj.k_proj.weight", {Lkv, E});
         std::optional<Tensor> bqk;
         if (config.bias) bqk = concat_rows(w.get("qkv_proj.q_proj.bias", {Lq}), w.get("qkv_proj.k_proj.bias", {Lkv}));
-        qk_ = Linear::dense(concat_rows(wq, wk), bqk);
-        value_ = Linear::dense(w.get("qkv_proj.v_proj_current.weight", {half, E}), bias("qkv_proj.v_proj_current.bias", half));
-        value_delayed_ = Linear::dense(w.get("qkv_proj.v_proj_delayed.weight", {half, E}),
-                                       bias("qkv_proj.v_proj_delayed.bias", half));
-        out_ = Linear::dense(w.get("o_proj.weight", {E, Lq}), bias("o_proj.bias", E));
+        qk_ = dense(concat_rows(wq, wk), bqk);
+        value_ = dense(w.get("qkv_proj.v_proj_current.weight", {half, E}), bias("qkv_proj.v_proj_current.bias", half));
+        value_delayed_ =
+            dense(w.get("qkv_proj.v_proj_delayed.weight", {half, E}), bias("qkv_proj.v_proj_delayed.bias", half));
+        out_ = dense(w.get("o_proj.weight", {E, Lq}), bias("o_proj.bias", E));
         conv_.w0 = w.get("qkv_proj.conv_qk_depthwise.weight", {P, 1, config.conv_kernel_seq});
         conv_.b0 = w.get("qkv_proj.conv_qk_depthwise.bias", {P});
         conv_.w1 = w.get("qkv_proj.conv_qk_grouped.weight", {P, dh, config.conv_kernel_ch});
         conv_.b1 = w.get("qkv_proj.conv_qk_grouped.bias", {P});
         key_scale_ = w.get("qk_norm.temp", {config.kv_heads});
+        round_to(dtype, key_scale_.data(), key_scale_.size());
         finish_construction();
         return;
     }
-    // With use_bitnet every projection (not the convolutions) is a BitLinear.
+    // With use_bitnet every projection (not the convolutions) is a BitLinear, quantised from the
+    // weights as held in the dtype.
     const auto linear = [&](const std::string &name, const Shape &shape) {
-        return config.bitnet ? Linear::bitnet(w.get(name, shape)) : Linear::dense(w.get(name, shape));
+        if (!config.bitnet) return dense(w.get(name, shape), std::nullopt);
+        Tensor weight = w.get(name, shape);
+        round_to(dtype, weight.data(), weight.size());
+        return Linear::bitnet(weight);
     };
     qk_ = linear("linear_qk.weight", {P, E});
     if (config.value_shift) {
@@ -247,7 +262,8 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
                                            : identity_grouped(P, dh);
     conv_.b0 = Tensor({P});
     conv_.b1 = Tensor({P});
-    const float temp = w.get("temp", {1}).data()[0];
+    // The weight is held in the dtype; its exp is float32 math, like the norm it scales.
+    const float temp = round_to(dtype, w.get("temp", {1}).data()[0]);
     key_scale_ = Tensor({config.kv_heads}, std::vector<float>(config.kv_heads, std::exp(temp)));
     finish_construction();
 }
@@ -256,6 +272,10 @@ void LatentAttention::finish_construction() {
     if (config_.value_shift) {
         // Token 0's delayed half is the delayed projection of a zero vector: its bias, or zeros.
         first_value_ = value_delayed_.bias() ? *value_delayed_.bias() : Tensor({config_.kv_rank() / 2});
+    }
+    // The convolutions' weights are held in the dtype (in float32 tensors, rounded once here).
+    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1}) {
+        round_to(config_.storage.dtype, t->data(), t->size());
     }
     // On a GPU the convolution weights, key scales and first value are uploaded once, like the
     // projections'.
@@ -278,12 +298,16 @@ int64_t LatentAttention::weight_bytes() const {
 }
 
 int64_t LatentAttention::cache_bytes_per_token() const {
-    return 2 * config_.kv_rank() * static_cast<int64_t>(sizeof(float));
+    // An int8 row (a token's dh values of one KV head) also keeps its float32 scale.
+    const int64_t row = config_.head_dim * static_cast<int64_t>(dtype_size(config_.storage.kv_dtype)) +
+                        (config_.storage.kv_dtype == DType::Int8 ? static_cast<int64_t>(sizeof(float)) : 0);
+    return 2 * config_.kv_heads * row;
 }
 
 LatentState LatentAttention::make_state(int64_t batch, int64_t capacity) const {
     require_decoder("make_state");
-    KVCache kv(batch, config_.kv_heads, config_.head_dim, capacity, "latent state");  // checks batch and capacity
+    // Checks batch and capacity (and, for 16-bit rows, an even head dim).
+    KVCache kv(batch, config_.kv_heads, config_.head_dim, capacity, "latent state", config_.storage.kv_dtype);
     return LatentState(identity_, std::move(kv), Tensor({batch, config_.history(), config_.packed()}), first_value_);
 }
 
@@ -305,18 +329,18 @@ Tensor LatentAttention::decode_step(const Tensor &x_t, LatentState &state) const
     return run(x_t, &state);
 }
 
-Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
+Tensor LatentAttention::run(const Tensor &x_given, LatentState *state) const {
     const LatentAttentionConfig &c = config_;
-    require(x.rank() == 3 && x.dim(2) == c.hidden, [&] {
-        return "latent attention: input " + shape_to_string(x.shape()) + " must be [B, S, " + str(c.hidden) + "]";
+    require(x_given.rank() == 3 && x_given.dim(2) == c.hidden, [&] {
+        return "latent attention: input " + shape_to_string(x_given.shape()) + " must be [B, S, " + str(c.hidden) + "]";
     });
-    detail::require_finite("latent attention: input", x);
-    const int64_t B = x.dim(0), S = x.dim(1), P = c.packed(), hist = c.history();
+    detail::require_finite("latent attention: input", x_given);
+    const int64_t B = x_given.dim(0), S = x_given.dim(1), P = c.packed(), hist = c.history();
     const int64_t H = c.heads, Hkv = c.kv_heads, dh = c.head_dim, Lkv = c.kv_rank(), half = Lkv / 2;
     if (state) {
         require(state->kv_.batch() == B, [&] {
             return "latent attention: state for batch " + str(state->kv_.batch()) + " does not fit input " +
-                   shape_to_string(x.shape());
+                   shape_to_string(x_given.shape());
         });
         // Another layer's state would be read and written at the wrong widths (or, without the
         // value shift's row, past its storage); where the widths agree, its rows and first value
@@ -327,6 +351,10 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
         state->kv_.check_room(S);
     }
     if (S == 0 || B == 0) return Tensor({B, S, c.hidden});  // no tokens: nothing to compute or remember
+    // Converted to the dtype once on entry; each kernel result below is rounded to it where stored.
+    std::optional<Tensor> copy;
+    const Tensor &x = detail::converted_input(c.storage.dtype, x_given, copy, "latent attention");
+    const auto stored = [&](Tensor &activation) { detail::store_as(c.storage.dtype, activation, "latent attention"); };
 
     // On a GPU everything between x and y stays on the device (detail::scratch_tensor), and the
     // row moves below are device copies (copy_into): x goes up once, y comes back, and the state's
@@ -338,6 +366,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     // sequence's first token).
     Tensor qk = detail::scratch_tensor({B, S, P}), qk_rows = detail::scratch_tensor({B, hist + S, P});
     qk_.apply(x.view(), qk.view());
+    stored(qk);
     // Checked where an overflow first appears: the fast-math kernels after it may turn an infinity
     // into any value, finite ones too.
     const auto origin = [&] {
@@ -358,6 +387,8 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     const auto rope = rope_.covering(*std::max_element(lengths.begin(), lengths.end()));
     Tensor q = detail::scratch_tensor({B, S, H, dh}), k = detail::scratch_tensor({B, S, Hkv, dh});
     cca_qk_latent(qk_rows.view(), conv_, key_scale_, *rope, start, c.qk_mean, c.norm_eps, q.view(), k.view());
+    stored(q);
+    stored(k);
 
     // Values: [current half | previous token's delayed half] per token with value shift.
     Tensor v = detail::scratch_tensor({B, S, Lkv});
@@ -368,6 +399,8 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
         delayed = detail::scratch_tensor({B, S, half});
         value_.apply(x.view(), current.view());
         value_delayed_.apply(x.view(), delayed.view());
+        stored(current);
+        stored(delayed);
         copy_into(current.view(), TensorView(v.data(), {B, S, half}, row_strides));
         if (state) {
             copy_into(TensorView(state->prev_value_.data(), {B, 1, half}),
@@ -384,6 +417,7 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
         }
     } else {
         value_.apply(x.view(), v.view());
+        stored(v);
     }
     detail::require_finite_results("latent attention", {{"the values", &v}}, origin);
 
@@ -404,8 +438,10 @@ Tensor LatentAttention::run(const Tensor &x, LatentState *state) const {
     } else {
         attention_prefill(q.view(), key_store, value_store, lengths, scale, c.causal, nullptr, attended.view());
     }
+    stored(attended);
     Tensor y({B, S, c.hidden}, Tensor::unset);
     out_.apply(TensorView(attended.data(), {B, S, H * dh}), y.view());
+    stored(y);
     if (!state) {
         detail::require_finite_results("latent attention", {{"the output", &y}}, origin);
         return y;

@@ -49,7 +49,9 @@ struct TopK {
 
 // Per batch: the latent cache (kv R + k_rot Rd floats per token, shared by all heads) and the
 // indexer's key cache (ID floats per token). Made by DsaAttention::make_state; every token's data
-// lives in these rows, so sequences can be reset, truncated and forked like a KVCache's.
+// lives in these rows, so sequences can be reset, truncated and forked like a KVCache's. The rows
+// are float32 holding values rounded to the layer's types: kv to its kv_dtype, k_rot and the
+// indexer keys to its dtype (the DSA kernels read float32).
 class DsaState {
 public:
     int64_t batch() const { return lengths_.batch(); }
@@ -95,7 +97,7 @@ public:
 
     DsaState make_state(int64_t batch, int64_t capacity) const;
     // The bytes of the weights it holds (W_kvb's key rows also as absorbed per head), and of its
-    // state per token (the latent, its rotary part and the indexer key).
+    // state per token (the latent, its rotary part and the indexer key), as held.
     int64_t weight_bytes() const;
     int64_t cache_bytes_per_token() const;
     // Appends x [B, S, E] (prefill) or one token (decode); all or nothing.
@@ -123,7 +125,7 @@ private:
     Linear q_a_, q_b_, kv_a_, kv_b_, o_, index_q_, index_k_, index_w_;
     Tensor q_a_norm_, kv_a_norm_, index_norm_w_, index_norm_b_;
     GrowingRopeTable rope_;        // on the Rd rotary dims (interleaved layout)
-    std::vector<Linear> key_absorb_;  // per head: W_kvb's key rows transposed, [R, N]
+    std::vector<Linear> key_absorb_;  // per head: W_kvb's key rows transposed, [R, N], in the dtype
     LayerIdentity identity_;          // recorded by the states make_state makes
 };
 

@@ -34,7 +34,9 @@ struct LatentAttentionConfig {
     int64_t rotary_dim = 0;   // dims rotated per head (dh, or ZAYA's partial share)
     float norm_eps = 1e-6f;
     bool zaya_names = false;  // ZAYA weight names, conv biases, per-head key temperature
-    // Not from a config file: the caller's choice (spec/attention.md section 5).
+    // Not from a config file: the caller's choice (spec/attention.md section 5). Weights and
+    // activations are held in dtype; the state's K/V cache in kv_dtype (16-bit rows need an even
+    // head_dim), its qk rows and delayed value half in dtype.
     StorageTypes storage;
 
     int64_t query_rank() const { return heads * head_dim; }      // Lq
@@ -56,10 +58,10 @@ struct LatentAttentionConfig {
     void validate() const;
 };
 
-// Per batch of sequences: the compressed K/V cache (Lkv floats each per token) and what the
-// causal convolutions and the value shift need from the past. Made by LatentAttention::make_state;
-// its parts change together, so a sequence can be reset or forked but not truncated (the
-// convolutions would need raw rows from before the cut, which are not kept).
+// Per batch of sequences: the compressed K/V cache (Lkv values each per token, in the layer's
+// kv_dtype) and what the causal convolutions and the value shift need from the past. Made by
+// LatentAttention::make_state; its parts change together, so a sequence can be reset or forked but
+// not truncated (the convolutions would need raw rows from before the cut, which are not kept).
 class LatentState {
 public:
     int64_t batch() const { return kv_.batch(); }
@@ -101,8 +103,8 @@ public:
     const LatentAttentionConfig &config() const { return config_; }
     StorageTypes storage_types() const { return config_.storage; }
 
-    // The bytes of the weights it holds, and of its state's cache per token (keys and values; the
-    // few qk rows and the delayed value half it keeps per sequence not counted).
+    // The bytes of the weights it holds, and of its state's cache per token (keys and values in the
+    // kv_dtype; the few qk rows and the delayed value half it keeps per sequence not counted).
     int64_t weight_bytes() const;
     int64_t cache_bytes_per_token() const;
 
