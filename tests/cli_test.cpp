@@ -188,8 +188,8 @@ TEST_F(Cli, BenchSaysItsStorageTypes) {
     ASSERT_EQ(int8.status, 0) << int8.err;
     const nlohmann::json i = nlohmann::json::parse(int8.out);
     EXPECT_NEAR(i.at("gbs").get<double>() * i.at("ms").get<double>() * 1e6, 2.0 * 2 * 16 * (8 + 4), 1e-6);
-    expect_one_line_naming(hattn("bench layer --layer dsa --hidden 64 --heads 4 --decode --kv-len 8 --kv-dtype int8"),
-                           "glm_dsa: kv_dtype int8 (8-bit caches) is not supported yet for this kind");
+    expect_one_line_naming(hattn("bench layer --layer mha --hidden 72 --heads 4 --decode --kv-len 8 --kv-dtype int8"),
+                           "cached_attention: an int8 cache needs a head dimension that is a multiple of 4, got 18");
     expect_one_line_naming(hattn("bench prefill --heads 2 --head-dim 8 --seq 16 --dtype f8"),
                            "--dtype must be one of f32, f16, bf16, int8, got 'f8'");
 }

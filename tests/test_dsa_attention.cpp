@@ -160,6 +160,36 @@ TEST(DsaAttention, SixteenBitDecodeEqualsTheForwardWithinTheTypesPrecision) {
     }
 }
 
+// An int8 state: each token's R latent values in groups of 128 (here R = 32: one group) hold at
+// most 255 distinct multiples of one scale, and decoding through it stays within the golden
+// kvint8 cases' 4e-2 of the float32 forward.
+TEST(DsaAttention, Int8StateHoldsCodesTimesAScalePerGroup) {
+    const DsaAttention layer = make_layer(small_config(64), "", false, nullptr, {DType::F32, DType::Int8});
+    const Tensor x = testing::random_tensor({1, 12, 64}, 92);
+    DsaState state = layer.make_state(1, 12);
+    layer.prefill(x.tokens(0, 5), state);
+    const int64_t R = 32, L = 40;
+    for (int64_t t = 0; t < 5; t++) {
+        const float *row = state.latent().data() + t * L;
+        float largest = 0.0f;
+        for (int64_t i = 0; i < R; i++) largest = std::max(largest, std::fabs(row[i]));
+        for (int64_t i = 0; i < R; i++) {
+            const float code = row[i] / (largest / 127.0f);
+            EXPECT_NEAR(code, std::nearbyint(code), 1e-3) << t << " " << i;
+        }
+    }
+    layer.prefill(x.tokens(5, 6), state);
+    std::vector<float> rest;
+    for (int64_t s = 6; s < 12; s++) {
+        const Tensor y = layer.decode_step(x.tokens(s, s + 1), state);
+        rest.insert(rest.end(), y.values().begin(), y.values().end());
+    }
+    const Tensor whole = make_layer(small_config(64)).forward(x);
+    const std::vector<double> expected(whole.values().begin() + 6 * 64, whole.values().end());
+    EXPECT_LE(testing::relative_l2(Tensor({1, 6, 64}, rest), expected), 4e-2);
+    EXPECT_GT(testing::relative_l2(Tensor({1, 6, 64}, rest), expected), 1e-5);  // the codes are read
+}
+
 // The state's latent (R) part is rounded to the kv_dtype, its rotary part and the indexer keys to
 // the dtype; 16-bit weights are held as 16-bit values (norm weights stay float32 words).
 TEST(DsaAttention, StateRowsAndWeightsAreHeldInTheirStorageTypes) {

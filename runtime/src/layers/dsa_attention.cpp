@@ -89,7 +89,7 @@ DsaConfig DsaConfig::from(const ConfigReader &c) {
 }
 
 void DsaConfig::validate() const {
-    require_supported(storage, "glm_dsa");
+    require_supported(storage, "glm_dsa", true);  // (int8: the latent's R part in groups of 128)
     const std::pair<const char *, int64_t> sizes[] = {{"hidden", hidden},
                                                       {"heads", heads},
                                                       {"q_lora_rank", q_lora_rank},
@@ -172,7 +172,8 @@ int64_t DsaAttention::weight_bytes() const {
 }
 
 int64_t DsaAttention::cache_bytes_per_token() const {
-    // Held as float32 in any kv_dtype (rounded to it): 16-bit DSA state kernels are future work.
+    // Held as float32 in any kv_dtype (rounded to it): 16-bit and int8 DSA state kernels are future
+    // work.
     return (config_.kv_lora_rank + config_.rope_dim + config_.index_dim) * static_cast<int64_t>(sizeof(float));
 }
 
@@ -278,8 +279,12 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
     detail::require_finite_results("glm_dsa", {{"q_a_proj", &q_a}, {"kv_a_proj_with_mqa", &ckv}}, origin);
     rms_norm(TensorView(ckv.data(), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps, matrix(kv, B * S, R));
     // kv is kept only in the state: rounded once, to the kv_dtype (its rotary part and the indexer
-    // keys stay in the dtype).
-    detail::store_as(kv_dtype, kv, "glm_dsa");
+    // keys stay in the dtype); int8 in groups of 128 of each row's R values.
+    if (kv_dtype == DType::Int8) {
+        detail::store_as_int8_groups(kv, R, 128);
+    } else {
+        detail::store_as(kv_dtype, kv, "glm_dsa");
+    }
     Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), *rope, start, k_rot.view(), RopeLayout::Interleaved);
     stored(k_rot);
