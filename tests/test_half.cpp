@@ -1,4 +1,4 @@
-// The 16-bit storage types' rounding against independent rules: the compiler's _Float16 for f16,
+// The 16-bit storage types' rounding against independent rules: the compiler's half for f16,
 // and for bf16 a choice between the two neighbouring bf16 values made in double precision.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,13 @@
 
 namespace hattn {
 namespace {
+
+// The compiler's IEEE half: C++ has _Float16 on x86-64 with GCC 12, AArch64 its __fp16.
+#if defined(__aarch64__)
+using CompilerHalf = __fp16;
+#else
+using CompilerHalf = _Float16;
+#endif
 
 float float_of(uint32_t bits) {
     float value;
@@ -61,13 +68,13 @@ TEST(Half, Bf16RoundsToNearestEven) {
 TEST(Half, F16RoundsAsTheCompilersHalfDoes) {
     for (float x : sample_floats()) {
         if (std::fabs(x) >= 65520.0f) continue;  // past the range: clamped, below
-        ASSERT_EQ(round_to(DType::F16, x), float(_Float16(x))) << x;
+        ASSERT_EQ(round_to(DType::F16, x), float(CompilerHalf(x))) << x;
     }
 }
 
 TEST(Half, F16ReadsEveryHalfExactly) {
     for (uint32_t bits = 0; bits < 0x10000; bits++) {
-        _Float16 half;
+        CompilerHalf half;
         const uint16_t h = uint16_t(bits);
         std::memcpy(&half, &h, sizeof half);
         if (std::isnan(float(half))) continue;
