@@ -73,6 +73,15 @@ void to_bits(DType dtype, const float *values, uint16_t *bits, int64_t count) {
 
 void round_to(DType dtype, float *values, int64_t count) {
     if (dtype == DType::F32 || dtype == DType::Int8) return;
+    if (dtype == DType::BF16) {
+        // bf16_bits without its NaN case, in a loop the compiler vectorises: an infinity stays one,
+        // and a NaN stays non-finite (the layers' checks see it).
+        for (int64_t i = 0; i < count; i++) {
+            const uint32_t bits = bits_of(values[i]);
+            values[i] = float_of((bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u);
+        }
+        return;
+    }
     for (int64_t i = 0; i < count; i++) values[i] = round_to(dtype, values[i]);
 }
 

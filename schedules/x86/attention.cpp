@@ -35,14 +35,18 @@ int decode_key_chunk(const Halide::Target &) { return 1024; }
 // query head reads V rows in 256-bit vectors (a D = 128 row in 16 accumulators); groups keep
 // 512-bit rows, which 256-bit vectors would split into more passes over V. docs/perf/log.md,
 // "Decode QK and PV tiles".
+// An int8 cache converts every code it reads: 512-bit vectors halve those instructions as they
+// halve the FMAs, which paid there; 16-bit caches ran level either way (docs/perf/log.md,
+// "Storage types: what was built").
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
+    const int lanes = avx512 ? (g.kv_type == StorageType::Int8 ? 16 : 8) : 0;
     cpu::DecodeCpuTiles tiles;
     tiles.keys_per_step = 2;
     tiles.one_key_from_head_dim = avx512 ? 64 : 128;
-    tiles.qk_lanes = avx512 ? 8 : 0;
+    tiles.qk_lanes = lanes;
     tiles.accumulators = avx512 ? 16 : 8;
-    tiles.pv_row_lanes = avx512 ? 8 : 0;
+    tiles.pv_row_lanes = lanes;
     cpu::schedule_decode(*g.attention, g.out, t, tiles);
 }
 
