@@ -1,7 +1,17 @@
 # cmake -DFILE=path -DPATTERN=regex -P check_file_contains.cmake
 # Fails unless FILE exists and a line of it matches PATTERN; used to check generated assembly.
+# A PATTERN starting with '!' fails where a line matches the rest instead.
 if (NOT EXISTS "${FILE}")
     message(FATAL_ERROR "${FILE} does not exist")
+endif ()
+if (PATTERN MATCHES "^!")
+    string(SUBSTRING "${PATTERN}" 1 -1 forbidden)
+    file(STRINGS "${FILE}" matches REGEX "${forbidden}" LIMIT_COUNT 1)
+    if (matches)
+        message(FATAL_ERROR "${FILE} has a line matching '${forbidden}': ${matches}")
+    endif ()
+    message(STATUS "${FILE}: no line matches '${forbidden}'")
+    return()
 endif ()
 file(STRINGS "${FILE}" matches REGEX "${PATTERN}" LIMIT_COUNT 1)
 if (NOT matches)

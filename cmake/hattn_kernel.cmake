@@ -138,8 +138,9 @@ endmacro()
 #   X86_TARGETS   the multi-target list (default HATTN_X86_TARGETS), most specific first
 #   ARM_VARIANTS  AArch64 variants to build (default HATTN_ARM_VARIANTS; `none` for none); the
 #                 runtime chooses among them
-#   ASM_CHECKS    pairs of (x86 | arm_<variant>) and a regex its hand-scheduled assembly must match; x86 checks
-#                 compile the first X86 target once more, single-target, to read its assembly.
+#   ASM_CHECKS    pairs of (x86 | arm_<variant>) and a regex its hand-scheduled assembly must match (or, after
+#                 '!', must not); x86 checks compile the first X86 target once more, single-target,
+#                 to read its assembly.
 #                 Default: `fmla v*.4s` in arm_plain. The CUDA PTX is always checked for sm_80.
 #   NO_MULLAPUDI  no x86_mullapudi2016 variant, for a generator Mullapudi2016 fails on
 #   HAND_ONLY     no autoscheduled x86 variants (a storage type's kernel: its f32 twin has them)
@@ -204,8 +205,10 @@ function(hattn_kernel NAME)
             if (where STREQUAL "x86")
                 list(GET ARG_X86_TARGETS 0 first)
                 set(lib hattn_${NAME}_x86_asm)
-                add_halide_library(${lib} ${common} TARGETS ${first} ASSEMBLY asm
-                                   USE_RUNTIME hattn_halide_runtime_x86)
+                if (NOT TARGET ${lib})  # (a kernel's x86 checks read one assembly)
+                    add_halide_library(${lib} ${common} TARGETS ${first} ASSEMBLY asm
+                                       USE_RUNTIME hattn_halide_runtime_x86)
+                endif ()
             else ()
                 set(lib hattn_${NAME}_${where}_hand)
             endif ()
