@@ -76,8 +76,8 @@ inline Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t) {
 }
 
 // A stored element (the float32 value, or a 16-bit value's bits as uint16) widened to float32.
-// bf16 is a shift. Halide 14 widens f16 with a dozen integer operations on x86 (no F16C) and on
-// AArch64 (no fcvtl; docs/perf/log.md): on CPUs the half's bits are moved into float32's places and
+// bf16 is a shift. Halide 14 widens f16 with integer operations on x86 (no F16C) and on AArch64
+// (no fcvtl; docs/perf/log.md): on CPUs the half's bits are moved into float32's places and
 // one multiply by 2^112 rebiases the exponent, exact for every finite half, subnormal ones too.
 inline Halide::Expr widen_to_f32(const Halide::Expr &stored, StorageType type, const Halide::Target &t) {
     using namespace Halide;

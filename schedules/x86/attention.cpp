@@ -36,8 +36,8 @@ int decode_key_chunk(const Halide::Target &) { return 1024; }
 // 512-bit rows, which 256-bit vectors would split into more passes over V. docs/perf/log.md,
 // "Decode QK and PV tiles".
 // An int8 cache converts every code it reads: 512-bit vectors halve those instructions as they
-// halve the FMAs, which paid there; 16-bit caches ran level either way (docs/perf/log.md,
-// "Storage types: what was built").
+// halve the FMAs. 16-bit caches keep f32's 256-bit lanes (docs/perf/log.md, "Storage types: what
+// was built").
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     const int lanes = avx512 ? (g.kv_type == StorageType::Int8 ? 16 : 8) : 0;

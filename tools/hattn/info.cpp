@@ -63,7 +63,7 @@ int info_command(const std::vector<std::string> &argv) {
     }
     out << "\n\n";
     for (const auto &row : rows) out << padded(row[0], kernel_width) << padded(row[1], runs_width) << row[2] << "\n";
-    // No kernel multiplies bf16 pairs (vdpbf16ps): docs/perf/log.md, "bf16 dot products on Zen".
+    // No kernel multiplies bf16 pairs (vdpbf16ps): docs/perf/log.md, "Storage types: what was built".
     out << "\nbf16 and f16 storage: values widened to float32 as kernels read them; bf16 dot products "
            "(vdpbf16ps) used by no kernel here\n";
     out << "\nCUDA: " << device_status(Device::CUDA) << "\nOpenCL: " << device_status(Device::OpenCL) << "\n";
