@@ -4,11 +4,11 @@
 hattn_kernel(projection PARAMS weight.type=float32)
 hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true weight.type=float32)
 # Weights kept as stored in 16 bits (a layer's dtype bf16 or f16; uint16 buffers, storage_type.h),
-# widened as they are packed or streamed: hand schedules on CPUs.
+# widened as they are packed or streamed: hand schedules on CPUs, the float32 ones on GPUs.
 foreach (type IN ITEMS bf16 f16)
-    hattn_kernel(projection_${type} GENERATOR projection PARAMS weight_type=${type} weight.type=uint16 HAND_ONLY NO_GPU)
+    hattn_kernel(projection_${type} GENERATOR projection PARAMS weight_type=${type} weight.type=uint16 HAND_ONLY)
     hattn_kernel(projection_gemv_${type} GENERATOR projection PARAMS gemv=true weight_type=${type} weight.type=uint16
-                 HAND_ONLY NO_GPU)
+                 HAND_ONLY)
 endforeach ()
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
@@ -16,13 +16,15 @@ hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # rows schedule for other head dims (kernel_contract.h; docs/perf/cuda.md). Mullapudi2016 fails
 # on these generators in Halide 14 (docs/perf/log.md, "Autoscheduled and tuned schedules").
 set(f32_cache k_cache.type=float32 v_cache.type=float32)
-hattn_kernel(attention_prefill PARAMS ${f32_cache} GPU_SMALL_TILES_PARAMS tiles=small GPU_ROWS_PARAMS tiles=rows NO_MULLAPUDI)
-hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true ${f32_cache}
-             GPU_SMALL_TILES_PARAMS tiles=small GPU_ROWS_PARAMS tiles=rows NO_MULLAPUDI)
+set(gpu_prefill GPU_SMALL_TILES_PARAMS tiles=small GPU_ROWS_PARAMS tiles=rows)
+hattn_kernel(attention_prefill PARAMS ${f32_cache} ${gpu_prefill} NO_MULLAPUDI)
+hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=true ${f32_cache} ${gpu_prefill}
+             NO_MULLAPUDI)
 hattn_kernel(attention_decode PARAMS ${f32_cache} NO_MULLAPUDI)
 # The same over caches of 16-bit values (kv_dtype bf16, f16; uint16 buffers, storage_type.h), read
-# in place and widened as they are read: hand schedules on CPUs. bf16 widens with a shift, f16 with
-# bit moves and a multiply (schedules::widen_to_f32): Halide 14 emits neither F16C nor fcvtl.
+# in place and widened as they are read: hand schedules on CPUs, the float32 ones on GPUs. bf16
+# widens with a shift, f16 with bit moves and a multiply (schedules::widen_to_f32; CUDA loads
+# halves): Halide 14 emits neither F16C nor fcvtl.
 # The assembly shows the widening: the decode's vectors of keys (shll by 16 for bf16, a shift by 13
 # into float32's places for f16), the prefill's scalars broadcast to a query tile.
 foreach (type IN ITEMS bf16 f16)
@@ -35,19 +37,20 @@ foreach (type IN ITEMS bf16 f16)
         set(vector_widen "shl[ \t]+v[0-9]+\\.4s, v[0-9]+\\.4s, #13")
         set(scalar_widen "ubfiz[ \t]+w[0-9]+, w[0-9]+, #13")  # (and 0x7fff, shift by 13)
     endif ()
-    hattn_kernel(attention_prefill_${type} GENERATOR attention_prefill PARAMS ${cache} HAND_ONLY NO_GPU
+    hattn_kernel(attention_prefill_${type} GENERATOR attention_prefill PARAMS ${cache} HAND_ONLY ${gpu_prefill}
                  ASM_CHECKS arm_plain "${scalar_widen}")
     hattn_kernel(attention_prefill_masked_${type} GENERATOR attention_prefill PARAMS masked=true ${cache}
-                 HAND_ONLY NO_GPU ASM_CHECKS arm_plain "${scalar_widen}")
-    hattn_kernel(attention_decode_${type} GENERATOR attention_decode PARAMS ${cache} HAND_ONLY NO_GPU
+                 HAND_ONLY ${gpu_prefill} ASM_CHECKS arm_plain "${scalar_widen}")
+    hattn_kernel(attention_decode_${type} GENERATOR attention_decode PARAMS ${cache} HAND_ONLY
                  ASM_CHECKS arm_plain "${vector_widen}")
 endforeach ()
 # Over int8 caches (kv_dtype int8): codes widened and multiplied by their row's scale as they are
 # read (spec/attention.md section 5), without a dequantised copy.
 set(cache kv_type=int8 k_cache.type=int8 v_cache.type=int8)
-hattn_kernel(attention_prefill_int8 GENERATOR attention_prefill PARAMS ${cache} HAND_ONLY NO_GPU)
-hattn_kernel(attention_prefill_masked_int8 GENERATOR attention_prefill PARAMS masked=true ${cache} HAND_ONLY NO_GPU)
-hattn_kernel(attention_decode_int8 GENERATOR attention_decode PARAMS ${cache} HAND_ONLY NO_GPU
+hattn_kernel(attention_prefill_int8 GENERATOR attention_prefill PARAMS ${cache} HAND_ONLY ${gpu_prefill})
+hattn_kernel(attention_prefill_masked_int8 GENERATOR attention_prefill PARAMS masked=true ${cache} HAND_ONLY
+             ${gpu_prefill})
+hattn_kernel(attention_decode_int8 GENERATOR attention_decode PARAMS ${cache} HAND_ONLY
              ASM_CHECKS arm_plain "scvtf[ \t]+v[0-9]+\\.4s")
 hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.

@@ -77,15 +77,17 @@ inline Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t) {
 
 // A stored element (the float32 value, or a 16-bit value's bits as uint16) widened to float32.
 // bf16 is a shift. Halide 14 widens f16 with integer operations on x86 (no F16C) and on AArch64
-// (no fcvtl; docs/perf/log.md): on CPUs the half's bits are moved into float32's places and
-// one multiply by 2^112 rebiases the exponent, exact for every finite half, subnormal ones too.
+// (no fcvtl; docs/perf/log.md): there, and in OpenCL, the half's bits are moved into float32's
+// places and one multiply by 2^112 rebiases the exponent, exact for every finite half, subnormal
+// ones too.
 inline Halide::Expr widen_to_f32(const Halide::Expr &stored, StorageType type, const Halide::Target &t) {
     using namespace Halide;
     if (type == StorageType::F32) return stored;
     if (type == StorageType::Int8) return cast<float>(stored);  // the code; its row's scale is the caller's
     const Expr bits = cast<uint32_t>(stored);
     if (type == StorageType::BF16) return reinterpret<float>(bits << 16);
-    if (t.has_gpu_feature()) return cast<float>(reinterpret(Float(16), stored));
+    // OpenCL's half type is an optional extension (cl_khr_fp16).
+    if (t.has_feature(Target::CUDA)) return cast<float>(reinterpret(Float(16), stored));
     const Expr magnitude = reinterpret<float>((bits & 0x7fff) << 13) * 0x1p112f;
     return reinterpret<float>(reinterpret<uint32_t>(magnitude) | ((bits & 0x8000) << 16));
 }

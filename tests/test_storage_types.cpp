@@ -10,6 +10,7 @@
 #include "reference/cached_attention.h"
 #include "support/cached_layer.h"
 #include "support/compare.h"
+#include "support/device.h"
 #include "support/errors.h"
 #include "support/random.h"
 #include "support/temp_dir.h"
@@ -104,6 +105,32 @@ INSTANTIATE_TEST_SUITE_P(
         return std::string(type_name(std::get<1>(info.param))) + "_kv_" + type_name(std::get<2>(info.param)) + "_" +
                std::to_string(info.index);
     });
+
+// The same layers on each GPU API: the typed kernels read the caches and weights where they are
+// resident, and what the host rounds (activations, stored rows) reaches the device.
+class StorageTypesOnGpu : public testing::OnEachGpu {};
+
+TEST_P(StorageTypesOnGpu, MatchTheReferenceThroughCaches) {
+    const testing::OnDevice on(GetParam());
+    const std::pair<DType, DType> types[] = {{DType::BF16, DType::BF16}, {DType::F16, DType::F16},
+                                             {DType::F32, DType::Int8}, {DType::BF16, DType::Int8}};
+    for (const auto &[dtype, kv_dtype] : types) {
+        SCOPED_TRACE(std::string(type_name(dtype)) + " kv " + type_name(kv_dtype));
+        const TestLayer t({96, 6, 2, 16, true, 10000.0});
+        const CachedAttention layer = in_types(t, {dtype, kv_dtype});
+        Tensor x = testing::random_tensor({2, 11, 96}, 74);
+        round_to(dtype, x.data(), x.size());
+        const std::vector<double> expected = reference::cached_attention(t.ref, x, {}, {}, 0);
+        const double cost = std::max(tolerance(dtype), tolerance(kv_dtype));
+        EXPECT_LE(testing::relative_l2(layer.self_attention(x), expected), cost);
+        for (int64_t prefill : {1, 6}) {
+            EXPECT_LE(testing::relative_l2(through_cache(layer, x, prefill), expected), cost) << prefill;
+        }
+        EXPECT_GT(difference(through_cache(layer, x, 6), through_cache(*t.layer, x, 6)), 1e-4);
+    }
+}
+
+HATTN_INSTANTIATE_ON_EACH_GPU(StorageTypesOnGpu);
 
 // A sliding window's cache keeps, forgets and moves 16-bit rows as it does float32 ones.
 TEST(StorageTypes, ASlidingCacheOfBf16RowsDecodesAsTheOnePass) {

@@ -1,6 +1,6 @@
 #include "activation_rounding.h"
 
-#include "hattn/device.h"
+#include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/half.h"
 #include "hattn/int8_group.h"
@@ -10,22 +10,17 @@
 
 namespace hattn::detail {
 
-void require_types_on_device(const StorageTypes &types, const char *layer) {
-    require((types.dtype == DType::F32 && types.kv_dtype == DType::F32) || current_device() == Device::CPU, [&] {
-        return std::string(layer) + ": dtype " + type_name(types.dtype) + ", kv_dtype " + type_name(types.kv_dtype) +
-               " on a GPU are not supported yet (storage types other than f32 run on the CPU)";
-    });
-}
-
-void store_as(DType dtype, Tensor &t, const char *layer) {
+// Both round on the host: on a GPU a kernel's result comes down first and goes up again after.
+void store_as(DType dtype, Tensor &t) {
     if (dtype == DType::F32) return;
-    require(current_device() == Device::CPU, [&] {
-        return std::string(layer) + ": dtype " + type_name(dtype) + " on a GPU is not supported yet (16-bit activations run on the CPU)";
-    });
+    host_reads(t.view());
     round_to(dtype, t.data(), t.size());
+    host_wrote(t.view());
 }
 
 void store_as_int8_groups(Tensor &t, int64_t width, int64_t group) {
+    host_reads(t.view());
+    host_wrote(t.view());
     std::vector<int8_t> codes(group);
     for (int64_t row = 0; row < t.size() / width; row++) {
         for (int64_t first = 0; first < width; first += group) {
@@ -37,10 +32,10 @@ void store_as_int8_groups(Tensor &t, int64_t width, int64_t group) {
     }
 }
 
-const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy, const char *layer) {
+const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy) {
     if (dtype == DType::F32) return x;
     copy = x;
-    store_as(dtype, *copy, layer);
+    store_as(dtype, *copy);
     return *copy;
 }
 

@@ -9,13 +9,8 @@
 
 namespace hattn::detail {
 
-// Throws, naming `layer`, unless the layer's types run on the current device: other types than f32
-// run on the CPU only in this build. Layers check it when they are built.
-void require_types_on_device(const StorageTypes &types, const char *layer);
-
-// Rounds t's values to `dtype` in place (nothing for f32). 16-bit activations run on the CPU only in
-// this build: on a GPU it throws, naming `layer`.
-void store_as(DType dtype, Tensor &t, const char *layer);
+// Rounds t's values to `dtype` in place (nothing for f32).
+void store_as(DType dtype, Tensor &t);
 
 // Rows [..., width] of t as an int8 cache stores them (spec/attention.md section 5): each row's
 // groups of `group` values (the last may be shorter) quantised to codes and a scale, read back in
@@ -24,6 +19,6 @@ void store_as_int8_groups(Tensor &t, int64_t width, int64_t group);
 
 // x as the layer takes it, converted once on entry: x itself for f32; else a copy rounded to
 // `dtype`, kept in `copy`.
-const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy, const char *layer);
+const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy);
 
 }  // namespace hattn::detail

@@ -49,11 +49,6 @@ template <typename Kernel, typename... Args>
 void run_kernel(Args... args) {
     call_kernel(Kernel::name, kernel_function<Kernel>(), args...);
 }
-// The same for a GPU prefill kernel, whose schedule depends on the head dim's fit.
-template <typename Kernel, typename... Args>
-void run_prefill_kernel(int64_t head_dim, Args... args) {
-    call_kernel(Kernel::name, kernel_function<Kernel>(prefill_fit(head_dim)), args...);
-}
 
 // The variant this thread last chose for `kernel`, or null.
 const KernelVariant *variant_chosen_on_this_thread(const std::string &kernel);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <utility>
 
+#include "device_residency.h"
 #include "hattn/error.h"
 #include "hattn/half.h"
 #include "hattn/int8_group.h"
@@ -35,10 +36,7 @@ KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capa
         v_scale_ = Tensor({batch, kv_heads, rows, 1});
     }
     // On a GPU the attention kernels read the cache where it stays: only new rows are uploaded.
-    if (dtype == DType::F32) {
-        k_.keep_on_device();
-        v_.keep_on_device();
-    }
+    for (Tensor *storage : storages()) storage->keep_on_device();
 }
 
 KVCache KVCache::sliding(int64_t batch, int64_t kv_heads, int64_t head_dim, int64_t capacity, Sliding s,
@@ -118,9 +116,14 @@ void KVCache::store_rows(Tensor &storage, int64_t b, int64_t row, const ConstTen
         copy_into(rows_of_b, storage.view().crop(0, b, b + 1).crop(2, row, row + n));
         return;
     }
-    // Rounded once, here, as the spec rounds a value where it is stored.
+    // Rounded once, here, as the spec rounds a value where it is stored: on the host, so that rows
+    // a GPU kernel wrote come down first, and the stored rows go up before the next kernel reads them.
     const int64_t H = kv_heads(), R = rows(), D = head_dim();
+    detail::host_reads(rows_of_b);
+    const auto stored = [&](Tensor &t) { detail::host_wrote(t.view().crop(0, b, b + 1).crop(2, row, row + n)); };
+    stored(storage);
     if (dtype_ == DType::Int8) {
+        stored(&storage == &k_ ? k_scale_ : v_scale_);
         int8_t *codes = reinterpret_cast<int8_t *>(storage.data()) + b * H * R * D;
         float *scales = (&storage == &k_ ? k_scale_ : v_scale_).data() + b * H * R;
         std::vector<float> group(D);

@@ -39,9 +39,6 @@ void check_cache(const ConstTensorView &q, const StoredView &k_cache, const Stor
                    " needs a scale per row, " + shape_to_string(rows) + ", got " + shape_to_string(cache->scales.shape);
         });
     }
-    require(k_cache.dtype == DType::F32 || current_device() == Device::CPU, [&] {
-        return std::string(kernel) + ": caches of " + type_name(k_cache.dtype) + " values on a GPU are not supported yet (they run on the CPU)";
-    });
     require(k_cache.rank() == 4 && v_cache.shape == k_cache.shape, [&] {
         return std::string(kernel) + ": K and V caches must both be [B, Hkv, capacity, D], got " +
                shape_to_string(k_cache.shape) + " and " + shape_to_string(v_cache.shape);
@@ -136,26 +133,18 @@ struct AttentionBuffers {
 };
 
 // Runs the kernel of the cache's storage type (checked by check_cache) with `args` and then the
-// output: F32, BF16 or F16, or Int8 with the rows' scales before the output.
+// output: F32, BF16 or F16, or Int8 with the rows' scales before the output. `fit`: a GPU
+// prefill's (detail::prefill_fit; nothing for a decode).
 template <typename F32, typename BF16, typename F16, typename Int8, typename... Args>
-void run_for_cache(AttentionBuffers &b, DType cache, Args... args) {
-    if (cache == DType::BF16) return detail::run_kernel<BF16>(args..., b.out.raw_buffer());
-    if (cache == DType::F16) return detail::run_kernel<F16>(args..., b.out.raw_buffer());
-    if (cache == DType::Int8) {
-        return detail::run_kernel<Int8>(args..., b.k_scale.raw_buffer(), b.v_scale.raw_buffer(), b.out.raw_buffer());
-    }
-    detail::run_kernel<F32>(args..., b.out.raw_buffer());
-}
-
-template <typename F32, typename BF16, typename F16, typename Int8, typename... Args>
-void run_prefill_for_cache(AttentionBuffers &b, DType cache, int64_t head_dim, Args... args) {
-    if (cache == DType::BF16) return detail::run_prefill_kernel<BF16>(head_dim, args..., b.out.raw_buffer());
-    if (cache == DType::F16) return detail::run_prefill_kernel<F16>(head_dim, args..., b.out.raw_buffer());
-    if (cache == DType::Int8) {
-        return detail::run_prefill_kernel<Int8>(head_dim, args..., b.k_scale.raw_buffer(), b.v_scale.raw_buffer(),
-                                                b.out.raw_buffer());
-    }
-    detail::run_prefill_kernel<F32>(head_dim, args..., b.out.raw_buffer());
+void run_for_cache(AttentionBuffers &b, DType cache, const detail::GpuPrefillFit &fit, Args... args) {
+    const auto run = [&](auto kernel, auto... scales) {
+        using Kernel = decltype(kernel);
+        detail::call_kernel(Kernel::name, detail::kernel_function<Kernel>(fit), args..., scales..., b.out.raw_buffer());
+    };
+    if (cache == DType::BF16) return run(BF16{});
+    if (cache == DType::F16) return run(F16{});
+    if (cache == DType::Int8) return run(Int8{}, b.k_scale.raw_buffer(), b.v_scale.raw_buffer());
+    run(F32{});
 }
 
 }  // namespace
@@ -179,9 +168,9 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
         namespace k = detail::kernels;
-        run_prefill_for_cache<k::attention_prefill, k::attention_prefill_bf16, k::attention_prefill_f16,
-                              k::attention_prefill_int8>(
-            b, k_cache.dtype, q.dim(3), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
+        run_for_cache<k::attention_prefill, k::attention_prefill_bf16, k::attention_prefill_f16,
+                      k::attention_prefill_int8>(
+            b, k_cache.dtype, detail::prefill_fit(q.dim(3)), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
             longest, scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap);
         return;
     }
@@ -204,9 +193,9 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
     require(mask->data != nullptr, [&] { return "attention mask " + shape_to_string(mask->shape) + " has no data"; });
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     namespace k = detail::kernels;
-    run_prefill_for_cache<k::attention_prefill_masked, k::attention_prefill_masked_bf16,
-                          k::attention_prefill_masked_f16, k::attention_prefill_masked_int8>(
-        b, k_cache.dtype, q.dim(3), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
+    run_for_cache<k::attention_prefill_masked, k::attention_prefill_masked_bf16, k::attention_prefill_masked_f16,
+                  k::attention_prefill_masked_int8>(
+        b, k_cache.dtype, detail::prefill_fit(q.dim(3)), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
         scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, mask_b.raw_buffer());
 }
 
@@ -249,7 +238,7 @@ void attention_decode(const ConstTensorView &q, const StoredView &k_cache, const
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
     namespace k = detail::kernels;
     run_for_cache<k::attention_decode, k::attention_decode_bf16, k::attention_decode_f16, k::attention_decode_int8>(
-        b, k_cache.dtype, b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
+        b, k_cache.dtype, {}, b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
         first_b.raw_buffer(), longest, scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap);
 }
 

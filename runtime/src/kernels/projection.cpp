@@ -54,12 +54,7 @@ void project(const ConstTensorView &x, const StoredView &weight, const ConstTens
     detail::require_well_formed(x, "projection: input");
     detail::require_well_formed(ConstTensorView(static_cast<const float *>(weight.data), weight.shape, weight.strides),
                                 "projection: weight");
-    require(weight.dtype == DType::F32 || ((weight.dtype == DType::BF16 || weight.dtype == DType::F16) &&
-                                           current_device() == Device::CPU),
-            [&] {
-                return std::string("projection: weights of ") + type_name(weight.dtype) +
-                       (weight.dtype == DType::Int8 ? " are not supported" : " on a GPU are not supported yet (they run on the CPU)");
-            });
+    require(weight.dtype != DType::Int8, [&] { return std::string("projection: weights of int8 are not supported"); });
     if (bias) detail::require_well_formed(*bias, "projection: bias");
     detail::require_well_formed(y, "projection: output");
     require(weight.rank() == 2,

@@ -49,7 +49,6 @@ CachedAttention::CachedAttention(const ConfigReader &config, const Weights &weig
 CachedAttention::CachedAttention(const CachedAttentionConfig &config, const Weights &w)
     // Validated first: the members below are built from it.
     : config_((config.validate(), config)) {
-    detail::require_types_on_device(config.storage, "cached_attention");
     const std::optional<int64_t> weights_layer = w.layer_index();
     require(!config.layer || !weights_layer || *config.layer == *weights_layer, [&] {
         return "cached_attention: the config was read for layer " + std::to_string(config.layer.value_or(0)) +
@@ -211,7 +210,7 @@ void CachedAttention::decode_kernel(const ConstTensorView &q, const StoredView &
 }
 
 void CachedAttention::stored(Tensor &activation) const {
-    detail::store_as(config_.storage.dtype, activation, "cached_attention");
+    detail::store_as(config_.storage.dtype, activation);
 }
 
 void CachedAttention::check_input(const Tensor &x, const char *what) const {
@@ -276,12 +275,12 @@ Tensor CachedAttention::attend_new_tokens(const Tensor &x_given, const Tensor &k
     // Converted to the dtype once on entry (one tensor passed as several, once).
     std::optional<Tensor> copies[3];
     const DType dtype = config_.storage.dtype;
-    const Tensor &x = detail::converted_input(dtype, x_given, copies[0], "cached_attention");
+    const Tensor &x = detail::converted_input(dtype, x_given, copies[0]);
     const Tensor &key_input =
-        &key_given == &x_given ? x : detail::converted_input(dtype, key_given, copies[1], "cached_attention");
+        &key_given == &x_given ? x : detail::converted_input(dtype, key_given, copies[1]);
     const Tensor &value_input = &value_given == &x_given  ? x
                                 : &value_given == &key_given ? key_input
-                                                             : detail::converted_input(dtype, value_given, copies[2], "cached_attention");
+                                                             : detail::converted_input(dtype, value_given, copies[2]);
 
     // On a GPU everything between the inputs and the output stays on the device: the inputs go up
     // once, the new keys and values are written into the cache there, and only y comes back.
@@ -553,9 +552,9 @@ ConditioningCache CachedAttention::conditioning_cache(const Tensor &key_input,
     KVCache kv(B, config_.kv_heads, config_.head_dimension, Sk, "KV cache", config_.storage.kv_dtype);
     std::optional<Tensor> copies[2];
     const DType dtype = config_.storage.dtype;
-    const Tensor &keys_in = detail::converted_input(dtype, key_input, copies[0], "cached_attention");
+    const Tensor &keys_in = detail::converted_input(dtype, key_input, copies[0]);
     const Tensor &values_in =
-        &value_input == &key_input ? keys_in : detail::converted_input(dtype, value_input, copies[1], "cached_attention");
+        &value_input == &key_input ? keys_in : detail::converted_input(dtype, value_input, copies[1]);
     const detail::ScopedRegion inputs[] = {detail::upload_once(keys_in), detail::upload_once(values_in)};
     // No RoPE here: the keys are normed as projected, also where the layer norms them after RoPE.
     kv.append(project_heads(keys_in, key_, config_.kv_heads, key_norm_).view(),
@@ -580,7 +579,7 @@ Tensor CachedAttention::cross_attention(const Tensor &x_given, const Conditionin
     });
     if (x_given.dim(1) == 0) return Tensor({x_given.dim(0), 0, config_.embedding_dimension});  // nothing to compute
     std::optional<Tensor> copy;
-    const Tensor &x = detail::converted_input(config_.storage.dtype, x_given, copy, "cached_attention");
+    const Tensor &x = detail::converted_input(config_.storage.dtype, x_given, copy);
     const detail::ScopedRegion input = detail::upload_once(x);
     const Tensor q = project_heads(x, query_, config_.heads, query_norm_);
     detail::require_finite_results("cached_attention: cross-attention", {{"the query projection", &q}},

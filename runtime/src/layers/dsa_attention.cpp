@@ -120,7 +120,6 @@ void DsaConfig::validate() const {
 // Validated first: the members below are built from it.
 DsaAttention::DsaAttention(const DsaConfig &c, const Weights &w)
     : config_((c.validate(), c)), rope_(c.rope_dim, c.rope_theta) {
-    detail::require_types_on_device(c.storage, "glm_dsa");
     const int64_t E = c.hidden, H = c.heads, R = c.kv_lora_rank;
     const DType dtype = c.storage.dtype;
     const auto bias = [&](const std::string &name, int64_t n) -> std::optional<Tensor> {
@@ -237,9 +236,9 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
     const DType dtype = c.storage.dtype, kv_dtype = c.storage.kv_dtype;
     // Every kernel result the call keeps is rounded to the dtype where it is written (section 5);
     // scores, top-k and softmax stay float32.
-    const auto stored = [&](Tensor &t) { detail::store_as(dtype, t, "glm_dsa"); };
+    const auto stored = [&](Tensor &t) { detail::store_as(dtype, t); };
     std::optional<Tensor> x_copy;
-    const Tensor &x = detail::converted_input(dtype, x_given, x_copy, "glm_dsa");  // once, on entry
+    const Tensor &x = detail::converted_input(dtype, x_given, x_copy);  // once, on entry
     const std::vector<int32_t> start = state.lengths();
     int32_t longest = 0;
     for (int64_t b = 0; b < B; b++) longest = std::max<int32_t>(longest, start[b] + static_cast<int32_t>(S));
@@ -283,7 +282,7 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
     if (kv_dtype == DType::Int8) {
         detail::store_as_int8_groups(kv, R, 128);
     } else {
-        detail::store_as(kv_dtype, kv, "glm_dsa");
+        detail::store_as(kv_dtype, kv);
     }
     Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), *rope, start, k_rot.view(), RopeLayout::Interleaved);
@@ -432,12 +431,12 @@ void DsaAttention::attend_absorbed(const Tensor &q, const Tensor &q_rot, const D
     }
     copy_into(ConstTensorView(q_rot.data(), {B * S, H, Rd}),
               TensorView(q_abs.data() + R, {B * S, H, Rd}, {H * L, L, 1}));
-    detail::store_as(c.storage.dtype, q_abs, "glm_dsa");
+    detail::store_as(c.storage.dtype, q_abs);
     Tensor out_lat = detail::scratch_tensor({B, S, H, R});
     dsa_sparse_attention(q_abs.view(), ConstTensorView(state.latent_.data(), {B, cap, 1, L}),
                          ConstTensorView(state.latent_.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
                          scale, out_lat.view());
-    detail::store_as(c.storage.dtype, out_lat, "glm_dsa");
+    detail::store_as(c.storage.dtype, out_lat);
     for (int64_t h = 0; h < H; h++) {
         const int64_t values_row = h * (N + V) + N;
         const StoredView values = kv_b_.stored_weight().crop(0, values_row, values_row + V);
@@ -462,7 +461,7 @@ void DsaAttention::attend_expanded(const Tensor &q, const Tensor &q_rot, const D
         Tensor lat = detail::scratch_tensor({len, R}), expanded = detail::scratch_tensor({len, H * (N + V)});
         copy_into(ConstTensorView(rows, {len, R}, {L, 1}), lat.view());
         kv_b_.apply(lat.view(), expanded.view());  // [len, H * (N + V)]
-        detail::store_as(c.storage.dtype, expanded, "glm_dsa");
+        detail::store_as(c.storage.dtype, expanded);
         // Per head keys [k_nope_h | k_rot] of every cached token, and the queries laid out alike.
         Tensor keys = padded({1, len, H, W}), q_b = padded({1, S, H, W});
         copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),

@@ -209,7 +209,6 @@ void LatentAttentionConfig::validate() const {
 LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weights &w)
     // Validated first: the members below are built from it.
     : config_((config.validate(), config)), rope_(config.rotary_dim, config.rope_base) {
-    detail::require_types_on_device(config.storage, "latent attention");
     const int64_t E = config.hidden, P = config.packed(), Lq = config.query_rank(), Lkv = config.kv_rank();
     const int64_t dh = config.head_dim;
     const DType dtype = config.storage.dtype;
@@ -353,8 +352,8 @@ Tensor LatentAttention::run(const Tensor &x_given, LatentState *state) const {
     if (S == 0 || B == 0) return Tensor({B, S, c.hidden});  // no tokens: nothing to compute or remember
     // Converted to the dtype once on entry; each kernel result below is rounded to it where stored.
     std::optional<Tensor> copy;
-    const Tensor &x = detail::converted_input(c.storage.dtype, x_given, copy, "latent attention");
-    const auto stored = [&](Tensor &activation) { detail::store_as(c.storage.dtype, activation, "latent attention"); };
+    const Tensor &x = detail::converted_input(c.storage.dtype, x_given, copy);
+    const auto stored = [&](Tensor &activation) { detail::store_as(c.storage.dtype, activation); };
 
     // On a GPU everything between x and y stays on the device (detail::scratch_tensor), and the
     // row moves below are device copies (copy_into): x goes up once, y comes back, and the state's
