@@ -20,9 +20,11 @@ set(HATTN_ARM_VARIANTS plain)
 set(HATTN_ARM_TARGET_plain arm-64-linux)
 set(HATTN_ARM_TARGET_dotprod arm-64-linux-arm_dot_prod)
 
-# With AVX-512 VNNI: Halide 14 emits vpdpbusd only for u8 x s8 dot products, and only for this
-# feature; kernels that use it put this target first in their X86_TARGETS.
-set(HATTN_X86_VNNI_TARGET
+# With AVX-512 VNNI and BF16: Halide 14 emits vpdpbusd (u8 x s8 dot products only) and vdpbf16ps
+# only for this feature; kernels that use them put this target first in their X86_TARGETS. Halide
+# compiles it for LLVM's sapphirerapids CPU, whose AVX512-FP16 Zen 4 and 5 lack although they run
+# it: those kernels' assembly tests forbid FP16 instructions.
+set(HATTN_X86_SAPPHIRERAPIDS_TARGET
     x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake-avx512_cannonlake-avx512_sapphirerapids)
 
 # GPU variants, one library per API, with the same schedules (schedules/gpu/ maps loops to

@@ -10,6 +10,14 @@ foreach (type IN ITEMS bf16 f16)
     hattn_kernel(projection_gemv_${type} GENERATOR projection PARAMS gemv=true weight_type=${type} weight.type=uint16
                  HAND_ONLY)
 endforeach ()
+# bf16 weights times x in bf16 pairs (vdpbf16ps: twice the products of a float32 FMA), for calls
+# past the gemv's rows on CPUs with AVX512-BF16 (the runtime chooses, as for BitLinear's VNNI).
+# W is read as uint32 words of two weights ([out, in / 2]); the SSE4.1 entry is the multi-target
+# library's fallback, which the runtime does not choose. No FP16 instruction may appear (the
+# target's LLVM CPU has them, and Zen 4 and 5 do not: schedules/x86/projection_bf16_pairs.cpp).
+hattn_kernel(projection_bf16_pairs GENERATOR projection PARAMS weight_type=bf16 bf16_pairs=true weight.type=uint32
+             X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none HAND_ONLY NO_GPU
+             ASM_CHECKS x86 "vdpbf16ps" x86 "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]")
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # On a GPU: block tiles, small block tiles for devices with less shared memory a block, and the
@@ -72,5 +80,5 @@ hattn_kernel(bitlinear_s8s8 GENERATOR bitlinear PARAMS dot_form=s8s8 ARM_VARIANT
 # Zen 4 and 5 lack although they run this sub-target: none of its instructions may appear
 # (docs/perf/log.md, "Storage types: what was built").
 hattn_kernel(bitlinear_u8s8 GENERATOR bitlinear PARAMS dot_form=u8s8 ARM_VARIANTS none
-             X86_TARGETS ${HATTN_X86_VNNI_TARGET} ${HATTN_X86_TARGETS}
+             X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} ${HATTN_X86_TARGETS}
              ASM_CHECKS x86 "vpdpbusd" x86 "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]")

@@ -8,19 +8,37 @@ namespace hattn {
 using namespace Halide;
 
 void Projection::generate() {
-    _halide_user_assert(weight.type() == buffer_type_of(weight_type))
+    _halide_user_assert(bf16_pairs || weight.type() == buffer_type_of(weight_type))
         << "weight_type " << int(StorageType(weight_type)) << " needs weight.type " << buffer_type_of(weight_type);
+    _halide_user_assert(!bf16_pairs || (weight_type == StorageType::BF16 && weight.type() == UInt(32) && !gemv))
+        << "bf16_pairs needs weight_type bf16, weight.type uint32, and no gemv";
     if (!gemv) {
-        const schedules::ProjectionTile tile = schedules::projection_tile(get_target());
+        const schedules::ProjectionTile tile = schedules::projection_tile(get_target(), bf16_pairs);
         row_tile = tile.rows;
         output_tile = tile.outputs;
     }
     Expr rows = x.dim(1).extent();
     Expr outs = weight.dim(1).extent();
     Expr ins = x.dim(0).extent();
-    k = RDom(0, ins, "k");
 
     Var kv("kv"), row_in_tile("row_in_tile"), tile("tile"), out_in_panel("out_in_panel"), panel("panel");
+    if (bf16_pairs) {
+        // The runtime passes W's words [out, in / 2] for an even `in`.
+        Var pair("pair");
+        Expr words = weight.dim(0).extent();
+        k = RDom(0, 2, 0, words, "k");
+        x_tiles(pair, row_in_tile, kv, tile) =
+            cast(BFloat(16), x(clamp(2 * kv + pair, 0, ins - 1), clamp(tile * row_tile + row_in_tile, 0, rows - 1)));
+        weight_rows(kv, o) = weight(clamp(kv, 0, words - 1), clamp(o, 0, outs - 1));
+        weight_panels(pair, out_in_panel, kv, panel) = reinterpret(
+            BFloat(16), cast<uint16_t>(weight_rows(kv, panel * output_tile + out_in_panel) >> cast<uint32_t>(16 * pair)));
+        acc(o, r) = bias(clamp(o, 0, outs - 1));
+        acc(o, r) += cast<float>(x_tiles(k.x, r % row_tile, k.y, r / row_tile)) *
+                     cast<float>(weight_panels(k.x, o % output_tile, k.y, o / output_tile));
+        y(o, r) = select(clip > 0.0f, clamp(acc(o, r), -clip, clip), acc(o, r));
+        return;
+    }
+    k = RDom(0, ins, "k");
     // The gemv variant reads k in place, guarded, so only its rows and outputs are clamped (a
     // clamped k makes its vector loads gathers).
     const Expr kv_clamped = gemv ? Expr(kv) : clamp(kv, 0, ins - 1);

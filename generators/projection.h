@@ -26,6 +26,11 @@ public:
     // The weights' storage type (f32, bf16, f16), widened to float32 as they are read (packed, or
     // streamed by the gemv variant); the table declares weight.type to match (storage_type.h).
     GeneratorParam<StorageType> weight_type{"weight_type", StorageType::F32, storage_type_names};
+    // bf16 weights multiplied in bf16 pairs (the form of AVX512-BF16's vdpbf16ps): W as uint32
+    // words, each two bf16 weights of consecutive inputs (weight.type=uint32, [out, in / 2]), and x
+    // rounded to bf16 for the products (spec/attention.md section 5: a bf16 layer's x is bf16
+    // already). k is then an RDom (pair, word) and the packed stages have the pair innermost.
+    GeneratorParam<bool> bf16_pairs{"bf16_pairs", false};
 
     Input<Buffer<float>> x{"x", 2};
     Input<Buffer<>> weight{"weight", 2};
@@ -44,6 +49,8 @@ public:
     // register tile's broadcasts of x are then one pointer plus constant offsets (read in place,
     // x's clamped row addresses cost more instructions than the FMAs they feed), and its W
     // vectors one contiguous stream per panel.
+    // In bf16 pairs: x_tiles (pair, row in tile, word, tile), weight_rows (word, output) and
+    // weight_panels (pair, output in panel, word, panel), all bf16 but weight_rows.
     Halide::Func x_tiles{"x_tiles"};              // (row in tile, k, tile)
     Halide::Func weight_rows{"weight_rows"};      // (k, output): W as stored, its indices clamped
     Halide::Func weight_panels{"weight_panels"};  // (output in panel, k, panel), read from weight_rows

@@ -28,7 +28,7 @@ struct PrefillTile {
 namespace x86 {
 PrefillTile prefill_tile(const Halide::Target &t);
 int decode_key_chunk(const Halide::Target &t);
-ProjectionTile projection_tile(const Halide::Target &t);
+ProjectionTile projection_tile(const Halide::Target &t, bool bf16_pairs);
 }  // namespace x86
 namespace arm {
 PrefillTile prefill_tile(const Halide::Target &t);
@@ -92,11 +92,11 @@ inline Halide::Expr widen_to_f32(const Halide::Expr &stored, StorageType type, c
     return reinterpret<float>(reinterpret<uint32_t>(magnitude) | ((bits & 0x8000) << 16));
 }
 
-// The projection's register tile for the target's family.
-inline ProjectionTile projection_tile(const Halide::Target &t) {
+// The projection's register tile for the target's family (bf16_pairs: x86 only).
+inline ProjectionTile projection_tile(const Halide::Target &t, bool bf16_pairs) {
     if (t.has_gpu_feature()) return gpu::projection_tile(t);
     if (t.arch == Halide::Target::ARM) return arm::projection_tile(t);
-    return x86::projection_tile(t);
+    return x86::projection_tile(t, bf16_pairs);
 }
 
 }  // namespace hattn::schedules

@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "kernel_contract.h"
 #include "hattn/error.h"
 #include "hattn/half.h"
+#include "hattn/kernel_table.h"
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
 #include "support/compare.h"
@@ -170,10 +172,12 @@ namespace {
 
 // y = x W^T + b on seeded data of the given size; the reference covers `sampled` rows (the
 // first, the last and a stride between) so that large shapes stay cheap to check.
-// The weights are held in `weights` (bf16 and f16: their bits, the values the reference sees).
+// The weights are held in `weights` (bf16 and f16: their bits, the values the reference sees);
+// x holds values of `inputs` (bf16 pairs round x to bf16: a bf16 layer's x is bf16 already).
 double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, uint32_t seed, float clip = 0.0f,
-                        DType weights = DType::F32) {
-    const Tensor x = testing::random_tensor({rows, in}, seed);
+                        DType weights = DType::F32, DType inputs = DType::F32) {
+    Tensor x = testing::random_tensor({rows, in}, seed);
+    round_to(inputs, x.data(), x.size());
     Tensor w = testing::random_tensor({out, in}, seed + 1);
     const Tensor b = testing::random_tensor({out}, seed + 2);
     Tensor y({rows, out});
@@ -193,16 +197,30 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
     return testing::relative_l2(y_rows, reference::projection(x_rows, w, &b, clip));
 }
 
-// The projections of 16-bit weights: the f32 checks' shapes (odd widths, a clip, tails).
+// Runs `check` with bf16 weights multiplied in `form`, then restores the default.
+double with_bf16_form(Bf16DotForm form, const std::function<double()> &check) {
+    set_bf16_dot_form(form);
+    const double error = check();
+    set_bf16_dot_form(Bf16DotForm::Auto);
+    return error;
+}
+
+// The projections of 16-bit weights: the f32 checks' shapes (odd widths, a clip, tails), widened.
 bool register_16_bit_weight_checks(DType type, const std::string &suffix) {
     testing::register_kernel_check("projection_" + suffix,
                                    {[type] {
                                         const int64_t rows = 2 * tiled_seq + 1;
-                                        return std::max({projection_error(rows, 71, 45, rows, 111, 0.0f, type),
-                                                         projection_error(rows, 71, 45, rows, 115, 2.0f, type),
-                                                         projection_error(130, 100, 150, 130, 117, 0.0f, type)});
+                                        return with_bf16_form(Bf16DotForm::Widened, [&] {
+                                            return std::max({projection_error(rows, 71, 45, rows, 111, 0.0f, type),
+                                                             projection_error(rows, 71, 45, rows, 115, 2.0f, type),
+                                                             projection_error(130, 100, 150, 130, 117, 0.0f, type)});
+                                        });
                                     },
-                                    1e-5, [type] { return projection_error(512, 2048, 2048, 9, 112, 0.0f, type); }});
+                                    1e-5, [type] {
+                                        return with_bf16_form(Bf16DotForm::Widened, [&] {
+                                            return projection_error(512, 2048, 2048, 9, 112, 0.0f, type);
+                                        });
+                                    }});
     testing::register_kernel_check("projection_gemv_" + suffix,
                                    {[type] {
                                         return std::max({projection_error(3, 71, 45, 3, 113, 0.0f, type),
@@ -231,7 +249,23 @@ const bool projection_check_registered =
                                                                             projection_error(9, 71, 45, 9, 18)});
                                                        },
                                                        1e-5, [] { return projection_error(1, 2048, 2048, 1, 14); }}) &&
-    register_16_bit_weight_checks(DType::BF16, "bf16") && register_16_bit_weight_checks(DType::F16, "f16");
+    register_16_bit_weight_checks(DType::BF16, "bf16") && register_16_bit_weight_checks(DType::F16, "f16") &&
+    // bf16 pairs (x86): x of bf16 values, even widths (whole words), outputs and rows off the tiles.
+    testing::register_kernel_check(
+         "projection_bf16_pairs",
+         {[] {
+              const int64_t rows = 2 * tiled_seq + 1;
+              return with_bf16_form(Bf16DotForm::Pairs, [&] {
+                  return std::max({projection_error(rows, 72, 45, rows, 121, 0.0f, DType::BF16, DType::BF16),
+                                   projection_error(rows, 72, 45, rows, 125, 2.0f, DType::BF16, DType::BF16),
+                                   projection_error(130, 300, 150, 130, 127, 0.0f, DType::BF16, DType::BF16)});
+              });
+          },
+          1e-5, [] {
+              return with_bf16_form(Bf16DotForm::Pairs, [&] {
+                  return projection_error(512, 2048, 2048, 9, 122, 0.0f, DType::BF16, DType::BF16);
+              });
+          }});
 
 }  // namespace
 }  // namespace hattn

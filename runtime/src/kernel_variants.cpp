@@ -18,6 +18,7 @@ namespace {
 
 std::atomic<ScheduleChoice> choice{ScheduleChoice::Hand};
 std::atomic<IntegerDotForm> dot_form{IntegerDotForm::Auto};
+std::atomic<Bf16DotForm> bf16_form{Bf16DotForm::Auto};
 std::mutex last_run_mutex;
 std::map<std::string, std::string> last_run;  // kernel -> family
 // The same per thread: what the kernel call this thread is making runs (see check_halide_status).
@@ -87,6 +88,9 @@ ScheduleChoice schedule_choice() { return choice; }
 void set_integer_dot_form(IntegerDotForm f) { dot_form = f; }
 IntegerDotForm integer_dot_form() { return dot_form; }
 
+void set_bf16_dot_form(Bf16DotForm f) { bf16_form = f; }
+Bf16DotForm bf16_dot_form() { return bf16_form; }
+
 const KernelVariant &variant_to_run(const std::string &kernel) {
     const std::vector<KernelVariant> &all = kernel_variants();
     VariantRange range{kernel.c_str(), 0, 0};
@@ -144,6 +148,19 @@ GpuPrefillFit prefill_fit(int64_t head_dim) {
     if (device == Device::CPU) return {};
     return gpu_prefill_fit(head_dim, device == Device::CUDA ? cuda_shared_bytes_per_block.load()
                                                             : opencl_local_bytes_per_block.load());
+}
+
+bool bf16_pairs_chosen() {
+#if defined(__x86_64__)  // AArch64 builds have no bf16 pairs variant
+    using Pairs = kernels::projection_bf16_pairs;
+    const std::optional<size_t> pairs = find_variant({Pairs::name, Pairs::first, Pairs::count}, "x86", ScheduleChoice::Hand);
+    const Bf16DotForm form = bf16_dot_form();
+    return current_device() == Device::CPU && pairs &&
+           (form == Bf16DotForm::Pairs ||
+            (form == Bf16DotForm::Auto && can_use_target(kernel_variants()[*pairs].targets.front())));
+#else
+    return false;
+#endif
 }
 
 BitLinearChoice bitlinear_kernel() {

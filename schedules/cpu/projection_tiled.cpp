@@ -1,8 +1,58 @@
 #include "schedules/cpu/projection_tiled.h"
 
+#include <optional>
+
 namespace hattn::schedules::cpu {
 
 using namespace Halide;
+
+Var schedule_projection_blocks(Projection &g, int vec, ProjectionBlocks blocks) {
+    if (g.output_tile % vec != 0 || blocks.rows % g.row_tile != 0 || blocks.outputs % g.output_tile != 0) {
+        throw CompileError("projection: the blocks must be whole register tiles, and the tile whole vectors");
+    }
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Var ob("ob"), rb("rb"), oi("oi"), ri("ri"), block("block");
+    g.y.tile(g.o, g.r, ob, rb, oi, ri, blocks.outputs, blocks.rows, guard)
+        .vectorize(oi, vec, guard)
+        .fuse(ob, rb, block)
+        .parallel(block);
+    return block;
+}
+
+void schedule_projection_sums(Projection &g, const Var &block, int vec, const RVar &step, int k_slice,
+                              const std::optional<RVar> &pair) {
+    const TailStrategy guard = TailStrategy::GuardWithIf, round_up = TailStrategy::RoundUp;
+    // acc's region is rounded out to whole register tiles (the packed stages clamp past the end).
+    g.acc.compute_at(g.y, block)
+        .align_bounds(g.o, g.output_tile)
+        .align_bounds(g.r, g.row_tile)
+        .vectorize(g.o, vec);
+    Var u("u"), panel("panel"), po("po"), pv("pv"), pvi("pvi"), tile("tile"), row("row");
+    RVar ko("ko"), ki("ki");
+    Func slice_sum = g.acc.update().split(step, ko, ki, k_slice, guard).rfactor(ko, u);
+    g.acc.update()
+        .split(g.o, panel, po, g.output_tile, round_up)
+        .split(po, pv, pvi, vec)
+        .split(g.r, tile, row, g.row_tile, round_up)
+        .reorder(pvi, pv, row, tile, panel, ko)
+        .vectorize(pvi)
+        .unroll(pv)
+        .unroll(row);
+    // Constant extents keep the register tile in registers.
+    slice_sum.compute_at(g.acc, tile)
+        .bound_extent(g.o, g.output_tile)
+        .bound_extent(g.r, g.row_tile)
+        .vectorize(g.o, vec)
+        .unroll(g.r);
+    Stage sums = slice_sum.update();
+    sums.split(g.o, pv, pvi, vec);
+    if (pair) {
+        sums.reorder(*pair, pvi, pv, g.r, ki).atomic().vectorize(*pair);
+    } else {
+        sums.reorder(pvi, pv, g.r, ki);
+    }
+    sums.vectorize(pvi).unroll(pv).unroll(g.r);
+}
 
 // The GEMM's loop nest, outermost first: a thread's block of rows x outputs (acc, in memory);
 // slices of k; panels of W; row tiles; k within the slice, where one register tile accumulates
@@ -11,17 +61,8 @@ using namespace Halide;
 // reads one stream of W vectors and broadcasts x from one pointer.
 void schedule_projection_blocked(Projection &g, const Target &t, ProjectionBlocks blocks) {
     const int vec = t.natural_vector_size<float>();
-    const TailStrategy guard = TailStrategy::GuardWithIf, round_up = TailStrategy::RoundUp;
-    if (g.output_tile % vec != 0 || blocks.rows % g.row_tile != 0 || blocks.outputs % g.output_tile != 0) {
-        throw CompileError("projection: the blocks must be whole register tiles, and the tile whole vectors");
-    }
-
-    Var ob("ob"), rb("rb"), oi("oi"), ri("ri"), block("block");
-    g.y.tile(g.o, g.r, ob, rb, oi, ri, blocks.outputs, blocks.rows, guard)
-        .vectorize(oi, vec, guard)
-        .fuse(ob, rb, block)
-        .parallel(block);
-
+    const TailStrategy round_up = TailStrategy::RoundUp;
+    const Var block = schedule_projection_blocks(g, vec, blocks);
     const std::vector<Var> x_args = g.x_tiles.args(), w_args = g.weight_panels.args();
     g.x_tiles.compute_root().bound_extent(x_args[0], g.row_tile).unroll(x_args[0]).parallel(x_args[2]);
     // Packing W transposes it. Read lane by lane down its columns, it took longer than the GEMM
@@ -46,34 +87,7 @@ void schedule_projection_blocked(Projection &g, const Target &t, ProjectionBlock
         .vectorize(row_args[0])
         .unroll(row_args[1]);
 
-    // acc's region is rounded out to whole register tiles (the packed stages clamp past the end).
-    g.acc.compute_at(g.y, block)
-        .align_bounds(g.o, g.output_tile)
-        .align_bounds(g.r, g.row_tile)
-        .vectorize(g.o, vec);
-    Var u("u"), panel("panel"), po("po"), pv("pv"), pvi("pvi"), tile("tile"), row("row");
-    RVar ko("ko"), ki("ki");
-    Func slice_sum = g.acc.update().split(g.k, ko, ki, blocks.k, guard).rfactor(ko, u);
-    g.acc.update()
-        .split(g.o, panel, po, g.output_tile, round_up)
-        .split(po, pv, pvi, vec)
-        .split(g.r, tile, row, g.row_tile, round_up)
-        .reorder(pvi, pv, row, tile, panel, ko)
-        .vectorize(pvi)
-        .unroll(pv)
-        .unroll(row);
-    // Constant extents keep the register tile in registers.
-    slice_sum.compute_at(g.acc, tile)
-        .bound_extent(g.o, g.output_tile)
-        .bound_extent(g.r, g.row_tile)
-        .vectorize(g.o, vec)
-        .unroll(g.r);
-    slice_sum.update()
-        .reorder(g.o, g.r, ki)
-        .split(g.o, pv, pvi, vec)
-        .vectorize(pvi)
-        .unroll(pv)
-        .unroll(g.r);
+    schedule_projection_sums(g, block, vec, g.k.x, blocks.k, std::nullopt);
 }
 
 // A task owns 32 outputs for every row: an output's W row is read from memory once, then from L1

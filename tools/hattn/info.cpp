@@ -63,9 +63,13 @@ int info_command(const std::vector<std::string> &argv) {
     }
     out << "\n\n";
     for (const auto &row : rows) out << padded(row[0], kernel_width) << padded(row[1], runs_width) << row[2] << "\n";
-    // No kernel multiplies bf16 pairs (vdpbf16ps): docs/perf/log.md, "Storage types: what was built".
-    out << "\nbf16 and f16 storage: values widened to float32 as kernels read them; bf16 dot products "
-           "(vdpbf16ps) used by no kernel here\n";
+    // Only the bf16 projection multiplies bf16 pairs, where its AVX-512 BF16 sub-target runs.
+    const auto pairs = by_kernel.find("projection_bf16_pairs");
+    const bool pairs_run = pairs != by_kernel.end() &&
+                           selected_target(*pairs->second.front()).name.find("avx512_sapphirerapids") != std::string::npos;
+    out << "\nbf16 dot products (vdpbf16ps): "
+        << (pairs_run ? "projection_bf16_pairs (bf16 weights, calls past the gemv's rows)" : "no kernel on this CPU")
+        << "; other kernels widen bf16 and f16 values to float32 as they read them\n";
     out << "\nCUDA: " << device_status(Device::CUDA) << "\nOpenCL: " << device_status(Device::OpenCL) << "\n";
     std::cout << out.str();
     return 0;

@@ -72,6 +72,13 @@ enum class IntegerDotForm { Auto, S8S8, U8S8 };
 void set_integer_dot_form(IntegerDotForm form);
 IntegerDotForm integer_dot_form();
 
+// How bf16 weights multiply x: by default in bf16 pairs (vdpbf16ps; x rounded to bf16 for the
+// products) where AVX-512 BF16 can run them, for calls past the gemv's rows whose weight rows are
+// whole 32-bit words; else widened to float32. Process-wide; tests and benchmarks force one.
+enum class Bf16DotForm { Auto, Widened, Pairs };
+void set_bf16_dot_form(Bf16DotForm form);
+Bf16DotForm bf16_dot_form();
+
 // The family ("x86_hand", "x86_adams2019", "arm_plain_hand", ...) of the variant that last ran
 // `kernel` in this process, or "" if it has not run. Lets tests assert which variant actually ran.
 std::string last_variant_run(const std::string &kernel);

@@ -1,6 +1,7 @@
 #include "hattn/kernels/projection.h"
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -90,6 +91,17 @@ void project(const ConstTensorView &x, const StoredView &weight, const ConstTens
                                                                      : kernel_contract::projection_gemv_max_rows_gpu;
     const bool few_rows = xb.dim(1).extent() <= gemv_max_rows;
     namespace k = detail::kernels;
+#if defined(__x86_64__)
+    // bf16 pairs read W as words of two weights: whole rows of them, 4-byte aligned.
+    if (!few_rows && weight.dtype == DType::BF16 && in % 2 == 0 && wb.dim(0).stride() == 1 &&
+        wb.dim(1).stride() % 2 == 0 && reinterpret_cast<uintptr_t>(weight.data) % 4 == 0 && detail::bf16_pairs_chosen()) {
+        halide_dimension_t words[2] = {{0, static_cast<int32_t>(in / 2), 1, 0},
+                                       {0, static_cast<int32_t>(out), wb.dim(1).stride() / 2, 0}};
+        Halide::Runtime::Buffer<uint32_t> w_words(static_cast<uint32_t *>(wb.data()), 2, words);
+        return detail::run_kernel<k::projection_bf16_pairs>(xb.raw_buffer(), w_words.raw_buffer(), b.raw_buffer(), clip,
+                                                            yb.raw_buffer());
+    }
+#endif
     const auto run = [&](auto f32, auto bf16, auto f16) {
         using F32 = decltype(f32);
         using BF16 = decltype(bf16);
