@@ -106,6 +106,30 @@ INSTANTIATE_TEST_SUITE_P(
                std::to_string(info.index);
     });
 
+// Against the float64 reference rounded where the spec stores values (x, weights, each step's
+// result): a one-pass layer in bf16 or f16 differs only where a value near a rounding boundary
+// rounds the other way in float32, far within the types' cost, which the reference that does not
+// round sees.
+TEST(StorageTypes, OnePassMatchesTheReferenceRoundedWhereTheSpecStores) {
+    for (const auto &[shape, dtype] : {std::pair{Shape4{64, 4, 4, 16, true, 10000.0}, DType::BF16},
+                                       std::pair{Shape4{96, 6, 2, 16, false, 10000.0}, DType::BF16},
+                                       std::pair{Shape4{64, 4, 4, 16, true, 10000.0}, DType::F16},
+                                       std::pair{Shape4{96, 6, 2, 16, false, 10000.0}, DType::F16}}) {
+        SCOPED_TRACE(type_name(dtype));
+        const TestLayer t(shape);
+        const CachedAttention layer = in_types(t, {dtype, dtype});
+        const Tensor x = testing::random_tensor({2, 11, shape.E}, 75);
+        reference::CachedAttentionWeights rounded = t.ref;
+        rounded.dtype = dtype;
+        const Tensor y = layer.self_attention(x);
+        const double to_rounded = testing::relative_l2(y, reference::cached_attention(rounded, x, {}, {}, 0));
+        const double to_plain = testing::relative_l2(y, reference::cached_attention(t.ref, x, {}, {}, 0));
+        // 5e-4: a few values a unit in the last place apart (bf16's unit is 2^-8 of a value).
+        EXPECT_LE(to_rounded, 5e-4);
+        EXPECT_GT(to_plain, 4 * to_rounded);
+    }
+}
+
 // The same layers on each GPU API: the typed kernels read the caches and weights where they are
 // resident, and what the host rounds (activations, stored rows) reaches the device.
 class StorageTypesOnGpu : public testing::OnEachGpu {};

@@ -11,6 +11,7 @@
 
 #include "hattn/tensor.h"
 #include "reference/linear.h"
+#include "reference/storage_rounding.h"
 
 namespace hattn::reference {
 
@@ -42,6 +43,10 @@ struct CachedAttentionWeights {
     // log1p(floor((p + offset) / floor_scale)) * scale + 1, as {floor_scale, scale, offset}
     // (Llama 4's offset 1, Ministral 3's 0).
     std::optional<std::tuple<double, double, int64_t>> temperature;
+    // The layer's dtype (spec/attention.md section 5): x rounded on entry, the weights and biases
+    // held rounded, and what each step stores rounded (q, k and v as projected, normed and rotated;
+    // the attention's output; y). prior_k and prior_v are as the caller's cache holds them.
+    DType dtype = DType::F32;
 };
 
 namespace detail {
@@ -77,16 +82,23 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                                             const std::vector<double> &prior_k,
                                             const std::vector<double> &prior_v, int64_t prior) {
     const int64_t B = x.dim(0), S = x.dim(1), H = w.H, Hkv = w.Hkv, D = w.D, g = H / Hkv;
-    const std::vector<double> xd(x.values().begin(), x.values().end());
-    std::vector<double> q = linear(xd, B * S, w.wq, w.bq);
-    std::vector<double> k = linear(xd, B * S, w.wk, w.bk);
-    std::vector<double> v = linear(xd, B * S, w.wv, w.bv);
+    const auto stored = [&](std::vector<double> &values) { store_rows(w.dtype, values, 1); };
+    const auto held = [&](const Tensor &t) { return w.dtype == DType::F32 ? t : stored_tensor(w.dtype, t); };
+    const auto held_bias = [&](const std::optional<Tensor> &b) { return b ? std::optional<Tensor>(held(*b)) : b; };
+    std::vector<double> xd(x.values().begin(), x.values().end());
+    stored(xd);
+    std::vector<double> q = linear(xd, B * S, held(w.wq), held_bias(w.bq));
+    std::vector<double> k = linear(xd, B * S, held(w.wk), held_bias(w.bk));
+    std::vector<double> v = linear(xd, B * S, held(w.wv), held_bias(w.bv));
     for (std::vector<double> *projected : {&q, &k, &v}) {
         for (double &e : *projected) e = w.qkv_clip ? std::clamp(e, -*w.qkv_clip, *w.qkv_clip) : e;
+        stored(*projected);
     }
     const auto norm = [&] {
         if (w.q_norm) detail::qk_norm(q, *w.q_norm, w.norm_eps, w.norm_centred);
         if (w.k_norm) detail::qk_norm(k, *w.k_norm, w.norm_eps, w.norm_centred);
+        stored(q);
+        stored(k);
     };
     if (!w.norm_after_rope) norm();
     if (w.rope_base) {
@@ -97,6 +109,8 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                 for (int64_t h = 0; h < H; h++) detail::rotate(&q[((b * S + s) * H + h) * D], rd, prior + s, *w.rope_base, in_place);
                 for (int64_t h = 0; h < Hkv; h++) detail::rotate(&k[((b * S + s) * Hkv + h) * D], rd, prior + s, *w.rope_base, in_place);
             }
+        stored(q);
+        stored(k);
     }
     if (w.norm_after_rope) norm();
     if (const auto t = w.temperature) {
@@ -140,7 +154,10 @@ inline std::vector<double> cached_attention(const CachedAttentionWeights &w, con
                 }
                 for (int64_t d = 0; d < D; d++) out[d] /= sum;
             }
-    return linear(attended, B * S, w.wo, w.bo);
+    stored(attended);
+    std::vector<double> y = linear(attended, B * S, held(w.wo), held_bias(w.bo));
+    stored(y);
+    return y;
 }
 
 }  // namespace hattn::reference
