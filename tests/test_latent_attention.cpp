@@ -499,6 +499,15 @@ TEST_P(LatentStorage, ForwardAndDecodeStayWithinTheTypesCost) {
     round_to(c.types.dtype, x.data(), x.size());
     const Tensor y = layer.layer->forward(x);
     EXPECT_LE(testing::relative_l2(y, reference::latent_attention(layer.ref, x)), c.tolerance) << "forward";
+    // Against the reference rounded where the layer stores, in one type: only values a unit in the
+    // last place apart (test_storage_types.cpp's bound).
+    if (c.types.dtype != DType::F32 && c.types.kv_dtype == c.types.dtype) {
+        reference::LatentWeights rounded = layer.ref;
+        rounded.dtype = c.types.dtype;
+        const double e = testing::relative_l2(y, reference::latent_attention(rounded, x));
+        EXPECT_LE(e, 5e-4) << "forward, against the rounded reference";
+        EXPECT_GT(testing::relative_l2(y, reference::latent_attention(layer.ref, x)), 4 * e);
+    }
     for (int64_t P : {int64_t(0), int64_t(1), S / 2}) {
         EXPECT_LE(testing::relative_l2(prefill_then_decode(*layer.layer, x, P), y), c.tolerance)
             << "prefill " << P << " + decode";

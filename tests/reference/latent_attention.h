@@ -9,6 +9,7 @@
 
 #include "hattn/tensor.h"
 #include "reference/linear.h"
+#include "reference/storage_rounding.h"
 
 namespace hattn::reference {
 
@@ -25,6 +26,10 @@ struct LatentWeights {
     std::optional<Tensor> b_qk, b_v, b_v2, b_o;
     Tensor w0, w1;                  // [P, 1, k0], [P, dh, k1]
     std::optional<Tensor> b0, b1;
+    // The layer's dtype (spec/attention.md section 5): x and what each step stores rounded (the
+    // packed qk rows; q and k; the value halves or v; the attention's output; y). The weights are
+    // the caller's, as the layer holds them.
+    DType dtype = DType::F32;
 };
 
 namespace latent_detail {
@@ -119,24 +124,30 @@ inline std::vector<double> latent_attention(const LatentWeights &w, const Tensor
     };
     const int64_t B = x.dim(0), S = x.dim(1), E = w.E, H = w.H, Hkv = w.Hkv, dh = w.dh, g = H / Hkv;
     const int64_t Lkv = Hkv * dh;
+    const auto stored = [&](std::vector<double> values) {
+        store_rows(w.dtype, values, 1);
+        return values;
+    };
     std::vector<double> out;
     for (int64_t b = 0; b < B; b++) {
-        const std::vector<double> xb(x.data() + b * S * E, x.data() + (b + 1) * S * E);
+        const std::vector<double> xb = stored({x.data() + b * S * E, x.data() + (b + 1) * S * E});
         std::vector<double> q, k;
-        latent_qk(w, project(xb, S, w.w_qk, w.b_qk), S, q, k);
+        latent_qk(w, stored(project(xb, S, w.w_qk, w.b_qk)), S, q, k);
+        q = stored(q);
+        k = stored(k);
         std::vector<double> v(S * Lkv);
         if (w.value_shift) {
-            const std::vector<double> cur = project(xb, S, w.w_v, w.b_v);
+            const std::vector<double> cur = stored(project(xb, S, w.w_v, w.b_v));
             std::vector<double> shifted(S * E, 0.0);  // x_{t-1}, zero for t = 0
             std::copy(xb.begin(), xb.end() - E, shifted.begin() + E);
-            const std::vector<double> del = project(shifted, S, w.w_v2, w.b_v2);
+            const std::vector<double> del = stored(project(shifted, S, w.w_v2, w.b_v2));
             for (int64_t t = 0; t < S; t++)
                 for (int64_t n = 0; n < Lkv / 2; n++) {
                     v[t * Lkv + n] = cur[t * Lkv / 2 + n];
                     v[t * Lkv + Lkv / 2 + n] = del[t * Lkv / 2 + n];
                 }
         } else {
-            v = project(xb, S, w.w_v, w.b_v);
+            v = stored(project(xb, S, w.w_v, w.b_v));
         }
         std::vector<double> att(S * H * dh, 0.0);
         for (int64_t t = 0; t < S; t++)
@@ -158,7 +169,7 @@ inline std::vector<double> latent_attention(const LatentWeights &w, const Tensor
                 }
                 for (int64_t d = 0; d < dh; d++) att[(t * H + h) * dh + d] /= sum;
             }
-        const std::vector<double> y = project(att, S, w.w_o, w.b_o);
+        const std::vector<double> y = stored(project(stored(att), S, w.w_o, w.b_o));
         out.insert(out.end(), y.begin(), y.end());
     }
     return out;
