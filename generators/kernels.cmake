@@ -18,6 +18,12 @@ endforeach ()
 hattn_kernel(projection_bf16_pairs GENERATOR projection PARAMS weight_type=bf16 bf16_pairs=true weight.type=uint32
              X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none HAND_ONLY NO_GPU
              ASM_CHECKS x86 "vdpbf16ps" x86 "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]")
+# A bf16 or f16 layer's activations rounded in place where a kernel stored them (on a GPU, without
+# bringing them to the host): integer operations, the vector adds of rounding half up on AArch64.
+foreach (type IN ITEMS bf16 f16)
+    hattn_kernel(round_to_${type} GENERATOR round_values PARAMS to=${type} HAND_ONLY
+                 ASM_CHECKS arm_plain "add[ \t]+v[0-9]+\\.4s")
+endforeach ()
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # On a GPU: block tiles, small block tiles for devices with less shared memory a block, and the

@@ -1,31 +1,32 @@
 #include "activation_rounding.h"
 
 #include "device_residency.h"
-#include "host_parallel.h"
+#include "kernel_variants.h"
 #include "hattn/error.h"
 #include "hattn/half.h"
 #include "hattn/int8_group.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 namespace hattn::detail {
 
-// Both round on the host: on a GPU a kernel's result comes down first and goes up again after.
 void store_as(DType dtype, Tensor &t) {
-    if (dtype == DType::F32) return;
-    host_reads(t.view());
-    // In blocks on the kernels' threads: a layer's activations are megabytes, and one core reads
-    // memory at a fraction of the machine's bandwidth.
-    constexpr int64_t block = int64_t(1) << 16;
-    const int64_t n = t.size();
-    parallel_for(static_cast<int>((n + block - 1) / block), [&](int i) {
-        const int64_t first = int64_t(i) * block;
-        round_to(dtype, t.data() + first, std::min(block, n - first));
-    });
-    host_wrote(t.view());
+    if (dtype == DType::F32 || t.size() == 0) return;
+    // In place, by the kernel on the device the kernels run on: on a GPU the values stay there.
+    require(t.size() <= std::numeric_limits<int32_t>::max(),
+            [&] { return "rounding to " + std::string(type_name(dtype)) + ": more than 2^31 - 1 values"; });
+    const int n = static_cast<int>(t.size());
+    Halide::Runtime::Buffer<float> values(t.data(), n), rounded(t.data(), n);
+    if (dtype == DType::BF16) return run_kernel<kernels::round_to_bf16>(values.raw_buffer(), rounded.raw_buffer());
+    run_kernel<kernels::round_to_f16>(values.raw_buffer(), rounded.raw_buffer());
 }
 
+// The host rounds the int8 groups: on a GPU the kernel's result comes down first and goes up
+// again after.
 void store_as_int8_groups(Tensor &t, int64_t width, int64_t group) {
     host_reads(t.view());
     host_wrote(t.view());
@@ -42,8 +43,8 @@ void store_as_int8_groups(Tensor &t, int64_t width, int64_t group) {
 
 const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy) {
     if (dtype == DType::F32) return x;
-    copy = x;
-    store_as(dtype, *copy);
+    copy = x;  // the caller's host values, rounded on the host
+    round_to(dtype, copy->data(), copy->size());
     return *copy;
 }
 

@@ -9,7 +9,8 @@
 
 namespace hattn::detail {
 
-// Rounds t's values to `dtype` in place (nothing for f32).
+// Rounds t's values to `dtype` in place (nothing for f32), with the round_to_bf16/f16 kernel on
+// the current device.
 void store_as(DType dtype, Tensor &t);
 
 // Rows [..., width] of t as an int8 cache stores them (spec/attention.md section 5): each row's
