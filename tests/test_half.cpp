@@ -63,6 +63,11 @@ TEST(Half, Bf16RoundsToNearestEven) {
     }
     EXPECT_EQ(round_to(DType::BF16, 1.0f + 0x1p-8f), 1.0f);  // a tie to the even neighbour
     EXPECT_EQ(round_to(DType::BF16, 1.0f + 0x1p-8f + 0x1p-23f), 1.0f + 0x1p-7f);
+    // The in-place form keeps every NaN a NaN, a full mantissa too (whose rounding would carry
+    // into the sign).
+    float nans[2] = {float_of(0x7fffffffu), float_of(0xffffffffu)};
+    round_to(DType::BF16, nans, 2);
+    EXPECT_TRUE(std::isnan(nans[0]) && std::isnan(nans[1]));
 }
 
 TEST(Half, F16RoundsAsTheCompilersHalfDoes) {

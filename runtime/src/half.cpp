@@ -74,11 +74,12 @@ void to_bits(DType dtype, const float *values, uint16_t *bits, int64_t count) {
 void round_to(DType dtype, float *values, int64_t count) {
     if (dtype == DType::F32 || dtype == DType::Int8) return;
     if (dtype == DType::BF16) {
-        // bf16_bits without its NaN case, in a loop the compiler vectorises: an infinity stays one,
-        // and a NaN stays non-finite (the layers' checks see it).
+        // bf16_bits in a loop the compiler vectorises (its NaN case a select): an infinity stays
+        // one, and a NaN stays NaN (the layers' checks see it).
         for (int64_t i = 0; i < count; i++) {
             const uint32_t bits = bits_of(values[i]);
-            values[i] = float_of((bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u);
+            const float rounded = float_of((bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u);
+            values[i] = (bits & 0x7fffffffu) > 0x7f800000u ? values[i] : rounded;
         }
         return;
     }
