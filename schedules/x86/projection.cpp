@@ -10,7 +10,7 @@ namespace hattn::schedules::x86 {
 // needed 10 per 16). AVX2 and SSE have 16: 3 vectors x 4 rows keeps 12 accumulators, the chains
 // that an FMA unit of two pipes of latency 5 needs. docs/perf/log.md, "x86 projection tiles and
 // blocks".
-// bf16 pairs: 48 outputs x 8 rows (schedule_projection_bf16_pairs says why).
+// bf16 pairs: 48 outputs x 8 rows, the same 24 accumulators (schedule_projection_bf16_pairs).
 ProjectionTile projection_tile(const Halide::Target &t, bool bf16_pairs) {
     if (bf16_pairs) return {8, 48};
     if (t.has_feature(Halide::Target::AVX512)) return {6, 64};
@@ -30,6 +30,7 @@ cpu::GemvTile gemv_tile(const Halide::Target &t) {
 
 void schedule(Projection &g, const Halide::Target &t) {
     if (g.gemv) return cpu::schedule_projection_gemv(g, t, gemv_tile(t));
+    // Slices of 256 inputs ran faster than 128 (docs/perf/log.md, "bf16 pairs in the projection").
     if (g.bf16_pairs) return schedule_projection_bf16_pairs(g, t, {256, 240, 480});
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     cpu::schedule_projection_blocked(g, t, avx512 ? cpu::ProjectionBlocks{128, 240, 512}

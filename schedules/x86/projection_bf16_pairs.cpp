@@ -12,9 +12,9 @@ using namespace Halide;
 // No 16-bit element is loaded alone anywhere: Halide compiles this target for LLVM's
 // sapphirerapids CPU, whose 16-bit loads use AVX512-FP16's vmovw, which Zen 4 and 5 lack
 // although they run this target. W is packed from 32-bit words (two weights each) and x from
-// float32 values; the assembly test forbids FP16 instructions.
-// (Panels of 64 outputs left their last 16 outputs' W reads as gathers: Halide 14 did not
-// simplify that vector's `o % 64` index. 48 outputs x 8 rows keeps 24 accumulators, as 64 x 6.)
+// float32 values; the assembly test forbids FP16 instructions. The panels are 48 outputs wide
+// (projection_tile), as 64-output ones left a 16-bit gather (docs/perf/log.md, "bf16 pairs in
+// the projection").
 void schedule_projection_bf16_pairs(Projection &g, const Target &t, cpu::ProjectionBlocks blocks) {
     const int vec = 16;  // a vdpbf16ps's float32 lanes
     if (blocks.k % 2 != 0) throw CompileError("projection (bf16 pairs): a slice of k must be whole pairs");
