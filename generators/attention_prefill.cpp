@@ -18,13 +18,16 @@ void AttentionPrefill::generate() {
     _halide_user_assert(k_cache.type() == buffer_type_of(kv_type) && v_cache.type() == buffer_type_of(kv_type))
         << "kv_type " << int(StorageType(kv_type)) << " needs k_cache.type and v_cache.type "
         << buffer_type_of(kv_type);
+    _halide_user_assert(!bf16_pairs || kv_type == StorageType::BF16) << "bf16_pairs needs kv_type bf16";
     const schedules::PrefillTile tile = schedules::prefill_tile(get_target(), tiles);
     attention = std::make_unique<ChunkedAttention>(tile.queries, tile.key_chunk, tile.key_step);
     ChunkedAttention &a = *attention;
     Var d, hg, h, i, j, b;
     ChunkedAttentionInputs in;
     in.q(d, hg, h, i, b) = q(d, hg, h, i, b);
-    Expr key = schedules::widen_to_f32(k_cache(d, j, h, b), kv_type, get_target());
+    // Pairs multiply the keys' bf16 values as they are.
+    Expr key = bf16_pairs ? reinterpret(BFloat(16), k_cache(d, j, h, b))
+                          : schedules::widen_to_f32(k_cache(d, j, h, b), kv_type, get_target());
     Expr value = schedules::widen_to_f32(v_cache(d, j, h, b), kv_type, get_target());
     in.k(d, j, h, b) = key;
     in.v(d, j, h, b) = value;
@@ -32,6 +35,7 @@ void AttentionPrefill::generate() {
         in.k_row_scale = [this](Expr row, Expr hk, Expr bb) { return (*k_scale)(row, hk, bb); };
         in.v_row_scale = [this](Expr row, Expr hk, Expr bb) { return (*v_scale)(row, hk, bb); };
     }
+    in.bf16_pairs = bf16_pairs;
     in.head_dim = q.dim(0).extent();
     in.query_len = q.dim(3).extent();
     in.kv_len(b) = kv_len(b);

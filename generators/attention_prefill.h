@@ -22,6 +22,9 @@ public:
                                                                {"small", kernel_contract::GpuPrefillTileKind::Small},
                                                                {"rows", kernel_contract::GpuPrefillTileKind::Rows}}};
     GeneratorParam<bool> masked{"masked", false};
+    // QK in bf16 pairs (x86 AVX512-BF16): a bf16 cache, queries of bf16 values and an even head
+    // dim, which the runtime checks before it chooses this variant (ChunkedAttentionInputs).
+    GeneratorParam<bool> bf16_pairs{"bf16_pairs", false};
 
     Input<Buffer<float>> q{"q", 5};              // (D, g, Hkv, Sq, B)
     // The cache's storage type (f32, bf16, f16, int8), widened to float32 as it is read; the table

@@ -58,6 +58,15 @@ foreach (type IN ITEMS bf16 f16)
     hattn_kernel(attention_decode_${type} GENERATOR attention_decode PARAMS ${cache} HAND_ONLY
                  ASM_CHECKS arm_plain "${vector_widen}")
 endforeach ()
+# A bf16 cache's QK in bf16 pairs (vdpbf16ps), as projection_bf16_pairs: for queries of bf16 values
+# (a bf16 layer's) and even head dims, on CPUs with AVX512-BF16 (the runtime chooses). PV keeps
+# float32 products: its probabilities are not stored values, so rounding them is not the spec's.
+set(cache kv_type=bf16 k_cache.type=uint16 v_cache.type=uint16 bf16_pairs=true)
+set(pairs_targets X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none HAND_ONLY NO_GPU
+    ASM_CHECKS x86 "vdpbf16ps" x86 "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]")
+hattn_kernel(attention_prefill_bf16_pairs GENERATOR attention_prefill PARAMS ${cache} ${pairs_targets})
+hattn_kernel(attention_prefill_masked_bf16_pairs GENERATOR attention_prefill PARAMS masked=true ${cache}
+             ${pairs_targets})
 # Over int8 caches (kv_dtype int8): codes widened and multiplied by their row's scale as they are
 # read (spec/attention.md section 5), without a dequantised copy.
 set(cache kv_type=int8 k_cache.type=int8 v_cache.type=int8)

@@ -10,12 +10,14 @@
 
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
+#include "hattn/kernel_times.h"
 #include "hattn/half.h"
 #include "hattn/int8_group.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/rope.h"
 #include "kernel_variants.h"
 #include "reference/attention.h"
+#include "support/bf16_form.h"
 #include "support/compare.h"
 #include "support/device.h"
 #include "support/errors.h"
@@ -234,6 +236,7 @@ struct PrefillCase {
     // default scale. Gemma 2's 50 is checked with a scale that spreads them to about +-30.
     float softcap = 0.0f;
     float scale = 0.0f;  // 0: 1 / sqrt(D)
+    bool bf16_queries = false;  // queries of bf16 values (a bf16 layer's), which bf16 pairs take
 };
 
 std::ostream &operator<<(std::ostream &os, const PrefillCase &c) { return os << c.name; }
@@ -303,7 +306,8 @@ double prefill_error(const PrefillCase &c, uint32_t seed, std::optional<float> k
     int64_t capacity = 0;
     for (int32_t len : c.kv_len) capacity = std::max<int64_t>(capacity, len);
     capacity += 3;  // storage past the visible keys must never be read
-    const Tensor q = testing::random_tensor({c.B, c.Sq, c.H, c.D}, seed);
+    Tensor q = testing::random_tensor({c.B, c.Sq, c.H, c.D}, seed);
+    if (c.bf16_queries) round_to(DType::BF16, q.data(), q.size());
     Tensor k = testing::random_tensor({c.B, c.Hkv, capacity, c.D}, seed + 1);
     Tensor v = testing::random_tensor({c.B, c.Hkv, capacity, c.D}, seed + 2);
     // Poison the unused tail: any read of it would show in the output.
@@ -373,6 +377,24 @@ INSTANTIATE_TEST_SUITE_P(
 
 INSTANTIATE_TEST_SUITE_P(Softcap, AttentionPrefill, ::testing::ValuesIn(softcap_prefill_cases()),
                          [](const auto &info) { return info.param.name; });
+
+// bf16 pairs round the queries to bf16, so a bf16 cache's prefill takes them only for queries of
+// bf16 values and an even head dim, where this CPU runs them; float32 queries are multiplied as
+// they are.
+TEST(AttentionPrefillBf16Pairs, TakenOnlyForBf16QueriesOfEvenHeadDims) {
+    if (current_device() != Device::CPU || !detail::bf16_pairs_chosen()) GTEST_SKIP() << "no bf16 pairs here";
+    const auto kernel_run = [](PrefillCase c, bool bf16_queries) {
+        c.bf16_queries = bf16_queries;
+        KernelTimes times;
+        EXPECT_LE(prefill_error(c, 301, std::nullopt, DType::BF16), 1e-5) << c.name;
+        const std::vector<KernelTime> ran = times.totals();
+        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
+    };
+    const PrefillCase even{"even", 1, 20, 4, 2, 64, {20}, true, false}, odd{"odd", 1, 20, 4, 2, 33, {20}, true, false};
+    EXPECT_EQ(kernel_run(even, true), "attention_prefill_bf16_pairs");
+    EXPECT_EQ(kernel_run(even, false), "attention_prefill_bf16");
+    EXPECT_EQ(kernel_run(odd, true), "attention_prefill_bf16");
+}
 
 TEST(AttentionPrefillErrors, CausalNeedsTheQueriesInTheCache) {
     Tensor q({1, 4, 2, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8}), out({1, 4, 2, 8});
@@ -669,6 +691,35 @@ bool register_16_bit_cache_checks(DType type, const std::string &suffix) {
     return true;
 }
 
+// QK in bf16 pairs: bf16 queries, even head dims (the specialised ones and 40, 16), sinks,
+// soft-capping, groups, ragged lengths, query tiles and key chunks past one.
+bool register_bf16_pairs_checks() {
+    const auto pairs = [](PrefillCase c, uint32_t seed) {
+        c.bf16_queries = true;
+        return testing::with_bf16_form(Bf16DotForm::Pairs,
+                                       [&] { return prefill_error(c, seed, std::nullopt, DType::BF16); });
+    };
+    testing::register_kernel_check(
+        "attention_prefill_bf16_pairs",
+        {[pairs] {
+             return std::max({pairs({"check", 2, 19, 4, 2, 32, {19, 30}, true, false}, 222),
+                              pairs({"query tiles", 1, 70, 2, 1, 128, {70}, true, false}, 273),
+                              pairs({"key chunks", 1, 130, 4, 2, 64, {600}, true, false}, 275),
+                              pairs({"generic head dim", 1, 21, 4, 4, 40, {50}, false, false}, 274),
+                              pairs({"sinks", 2, 19, 4, 2, 32, {19, 30}, true, false, 64, true}, 236),
+                              pairs({"softcap", 2, 19, 4, 2, 64, {19, 30}, true, false, 64, false, 0.5f}, 253)});
+         },
+         1e-5, [pairs] { return pairs({"estimates", 1, 2048, 16, 16, 64, {2048}, true, false, 8}, 226); }});
+    testing::register_kernel_check(
+        "attention_prefill_masked_bf16_pairs",
+        {[pairs] {
+             return std::max(pairs({"check", 1, 15, 2, 1, 16, {21}, false, true}, 223),
+                             pairs({"softcap", 1, 15, 4, 1, 16, {21}, false, true, 64, false, 0.4f}, 254));
+         },
+         1e-5, [pairs] { return pairs({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8}, 227); }});
+    return true;
+}
+
 const bool checks_registered =
     testing::register_kernel_check(
         "rope", {[] { return rope_error({2, 5, 3, 40}, 32, {0, 9}, 21); }, 1e-6,
@@ -722,7 +773,7 @@ const bool checks_registered =
                                     1e-5,
                                     [] { return decode_error({32, 8, 128, {4096}}, 28); }}) &&
     register_16_bit_cache_checks(DType::BF16, "bf16") && register_16_bit_cache_checks(DType::F16, "f16") &&
-    register_16_bit_cache_checks(DType::Int8, "int8");
+    register_16_bit_cache_checks(DType::Int8, "int8") && register_bf16_pairs_checks();
 
 }  // namespace
 }  // namespace hattn

@@ -10,6 +10,7 @@
 #include "hattn/kernel_table.h"
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
+#include "support/bf16_form.h"
 #include "support/compare.h"
 #include "support/device.h"
 #include "support/errors.h"
@@ -198,26 +199,19 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
 }
 
 // Runs `check` with bf16 weights multiplied in `form`, then restores the default.
-double with_bf16_form(Bf16DotForm form, const std::function<double()> &check) {
-    set_bf16_dot_form(form);
-    const double error = check();
-    set_bf16_dot_form(Bf16DotForm::Auto);
-    return error;
-}
-
 // The projections of 16-bit weights: the f32 checks' shapes (odd widths, a clip, tails), widened.
 bool register_16_bit_weight_checks(DType type, const std::string &suffix) {
     testing::register_kernel_check("projection_" + suffix,
                                    {[type] {
                                         const int64_t rows = 2 * tiled_seq + 1;
-                                        return with_bf16_form(Bf16DotForm::Widened, [&] {
+                                        return testing::with_bf16_form(Bf16DotForm::Widened, [&] {
                                             return std::max({projection_error(rows, 71, 45, rows, 111, 0.0f, type),
                                                              projection_error(rows, 71, 45, rows, 115, 2.0f, type),
                                                              projection_error(130, 100, 150, 130, 117, 0.0f, type)});
                                         });
                                     },
                                     1e-5, [type] {
-                                        return with_bf16_form(Bf16DotForm::Widened, [&] {
+                                        return testing::with_bf16_form(Bf16DotForm::Widened, [&] {
                                             return projection_error(512, 2048, 2048, 9, 112, 0.0f, type);
                                         });
                                     }});
@@ -255,14 +249,14 @@ const bool projection_check_registered =
          "projection_bf16_pairs",
          {[] {
               const int64_t rows = 2 * tiled_seq + 1;
-              return with_bf16_form(Bf16DotForm::Pairs, [&] {
+              return testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
                   return std::max({projection_error(rows, 72, 45, rows, 121, 0.0f, DType::BF16, DType::BF16),
                                    projection_error(rows, 72, 45, rows, 125, 2.0f, DType::BF16, DType::BF16),
                                    projection_error(130, 300, 150, 130, 127, 0.0f, DType::BF16, DType::BF16)});
               });
           },
           1e-5, [] {
-              return with_bf16_form(Bf16DotForm::Pairs, [&] {
+              return testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
                   return projection_error(512, 2048, 2048, 9, 122, 0.0f, DType::BF16, DType::BF16);
               });
           }});

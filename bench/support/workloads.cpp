@@ -167,6 +167,7 @@ Workload prefill_workload(const AttentionShape &s) {
         st->mask = {st->mask_bytes.data(), {s.batch, 1, s.seq, s.seq}};
     }
     st->q = random({s.batch, s.seq, s.heads, s.head_dim}, 1);
+    round_to(s.dtype, st->q.data(), st->q.size());
     st->k = random({s.batch, Hkv, s.seq, s.head_dim}, 2);
     st->v = random({s.batch, Hkv, s.seq, s.head_dim}, 3);
     st->out = Tensor({s.batch, s.seq, s.heads, s.head_dim});
@@ -194,6 +195,7 @@ Workload decode_workload(const AttentionShape &s) {
     };
     auto st = std::make_shared<State>();
     st->q = random({s.batch, s.heads, s.head_dim}, 1);
+    round_to(s.dtype, st->q.data(), st->q.size());
     const int64_t capacity = std::max(s.capacity, s.kv_len);
     st->k = random({s.batch, Hkv, capacity, s.head_dim}, 2);
     st->v = random({s.batch, Hkv, capacity, s.head_dim}, 3);

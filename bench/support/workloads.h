@@ -32,6 +32,7 @@ struct AttentionShape {
     // still count every visible pair, since the kernel scores them all.
     bool masked = false;
     DType kv_dtype = DType::F32;  // the K and V storage the kernels read in place
+    DType dtype = DType::F32;     // the queries' values are rounded to it, as a layer's dtype rounds them
 };
 
 Workload prefill_workload(const AttentionShape &shape);

@@ -42,7 +42,12 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     const Expr start_sum = select(has_sink, 1.0f, 0.0f);
     const Expr max_chunks = (min(in.longest_kv_len, in.capacity) + C - 1) / C;
 
-    q_tile(d, qi, hg, qt, hk, b) = in.q(d, hg, hk, i_clamped, b) * in.scale;
+    if (in.bf16_pairs) {
+        q_tile(d, qi, hg, qt, hk, b) = cast(BFloat(16), in.q(d, hg, hk, i_clamped, b));
+        q_pairs(pair, qi, d, hg, qt, hk, b) = q_tile(2 * d + pair, qi, hg, qt, hk, b);
+    } else {
+        q_tile(d, qi, hg, qt, hk, b) = in.q(d, hg, hk, i_clamped, b) * in.scale;
+    }
     // Keys past the sequence are masked out below; clamping their index keeps the loads (and
     // Halide's bounds inference, which cannot see kv_len's values) inside the cache.
     const Expr key_clamped = clamp(key, 0, clamp(len - 1, 0, in.capacity - 1));
@@ -69,18 +74,26 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     const auto scaled = [&](const RowScale &scales, const Expr &row, const Expr &e) {
         return scales ? e * scales(clamp(c * C + row, 0, clamp(len - 1, 0, in.capacity - 1)), hk, b) : e;
     };
-    rd = RDom(0, D, "rd");
     qk(qi, hg, j, c, qt, hk, b) = 0.0f;
-    qk(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
+    if (in.bf16_pairs) {
+        rd = RDom(0, 2, 0, D / 2, "rd");
+        qk(qi, hg, j, c, qt, hk, b) += cast<float>(q_pairs(rd.x, qi, rd.y, hg, qt, hk, b)) *
+                                       cast<float>(k_panel(2 * rd.y + rd.x, j, c, hk, b));
+    } else {
+        rd = RDom(0, D, "rd");
+        qk(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
+    }
+    // The products' scale where the queries could not carry it (bf16 pairs).
+    const auto product = [&](const Expr &e) { return in.bf16_pairs ? e * in.scale : e; };
     if (stop_at_visible) {
         rs = RDom(0, key_step, 0, (C + key_step - 1) / key_step, "rs");
         rs.where(c * C + rs.y * key_step < visible_keys);
         const Expr scored_key = rs.y * key_step + rs.x;
         score(qi, hg, j, c, qt, hk, b) = undef<float>();
         score(qi, hg, scored_key, c, qt, hk, b) =
-            capped(scaled(in.k_row_scale, scored_key, qk(qi, hg, scored_key, c, qt, hk, b)));
+            capped(scaled(in.k_row_scale, scored_key, product(qk(qi, hg, scored_key, c, qt, hk, b))));
     } else {
-        score(qi, hg, j, c, qt, hk, b) = capped(scaled(in.k_row_scale, j, qk(qi, hg, j, c, qt, hk, b)));
+        score(qi, hg, j, c, qt, hk, b) = capped(scaled(in.k_row_scale, j, product(qk(qi, hg, j, c, qt, hk, b))));
     }
 
     // A key is visible below one limit per query (the causal diagonal or the sequence's end).

@@ -65,6 +65,10 @@ struct ChunkedAttentionInputs {
     // Soft-capping (Gemma 2): softcap > 0, read where has_softcap (a bool scalar input, which a
     // specialisation on it folds away in each branch).
     Halide::Expr softcap, has_softcap;
+    // QK in bf16 pairs (AVX512-BF16's vdpbf16ps): k is bf16 and the queries are taken as bf16
+    // (q_pairs; exact where they are a bf16 layer's, which the runtime checks), so the head dim
+    // must be even; `scale` multiplies the products instead of the queries, which would leave bf16.
+    bool bf16_pairs = false;
     // The exp of the probabilities and of the running merge's rescale: Halide's fast_exp, or the
     // target's own approximation where its schedule family has one (schedules::fast_exp).
     std::function<Halide::Expr(const Halide::Expr &)> fast_exp = [](const Halide::Expr &x) {
@@ -122,6 +126,10 @@ public:
     Halide::RDom channel_chunk;  // Merge::RunningRows: x channel, y chunk (the chunk loop is y)
 
     Halide::Func q_tile{"q_tile"};       // (d, qi, hg, qt, hk, b): scaled queries of one tile
+    // With bf16 pairs (rd then runs over (pair, d)): q_pairs(pair, qi, d, hg, qt, hk, b) is
+    // unscaled query value 2d + pair in bf16, so a step's 16 queries x 2 values are one vector.
+    Halide::Func q_pairs{"q_pairs"};
+    Halide::Var pair{"pair"};
     Halide::Func k_panel{"k_panel"};     // (d, j, c, hk, b): one chunk of keys, index clamped
     Halide::Func v_panel{"v_panel"};     // (d, j, c, hk, b): one chunk of values
     // The two products are reductions of their own, so a schedule can compute them one register

@@ -1,5 +1,6 @@
 #include "hattn/half.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace hattn {
@@ -84,6 +85,19 @@ void round_to(DType dtype, float *values, int64_t count) {
         return;
     }
     for (int64_t i = 0; i < count; i++) values[i] = round_to(dtype, values[i]);
+}
+
+bool all_bf16(const float *values, int64_t count) {
+    // Blocks of low halves or'ed together (a loop the compiler vectorises), stopping at the first
+    // block with a bit set: float32 queries stop at once.
+    constexpr int64_t block = 4096;
+    for (int64_t start = 0; start < count; start += block) {
+        const int64_t end = std::min(count, start + block);
+        uint32_t low = 0;
+        for (int64_t i = start; i < end; i++) low |= bits_of(values[i]) & 0xffffu;
+        if (low != 0) return false;
+    }
+    return true;
 }
 
 }  // namespace hattn

@@ -121,7 +121,15 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, PrefillCpu
     const LoopLevel tile(out, io);
 
     // Queries transposed once per tile so the QK product is vector(queries) x broadcast(key).
-    a.q_tile.compute_at(tile).reorder_storage(a.qi, a.d, a.hg).vectorize(a.qi, vec, TailStrategy::GuardWithIf);
+    // bf16 pairs: a vector is 16 queries' pairs of bf16 values (a vdpbf16ps operand) and a key's
+    // pair one 32-bit broadcast; the tile's queries are rounded 32 at a time (vcvtneps2bf16).
+    if (tiles.bf16_pairs) {
+        a.q_tile.compute_inline();
+        a.q_pairs.compute_at(tile).bound_extent(a.pair, 2).bound_extent(a.qi, a.T)
+            .reorder(a.pair, a.qi, a.d, a.hg).vectorize(a.pair).vectorize(a.qi, vec);
+    } else {
+        a.q_tile.compute_at(tile).reorder_storage(a.qi, a.d, a.hg).vectorize(a.qi, vec, TailStrategy::GuardWithIf);
+    }
     // The running merge of the tile (Merge::RunningRows); its chunk loop (bounded by causality)
     // holds the chunk stages. Stored queries-fastest like the chunk outputs and the softmax pieces
     // it merges. The channel loop is scalar, so LLVM branches to channel 0's exp: one exp per row
@@ -148,7 +156,13 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, PrefillCpu
     // Both branches keep that schedule; the one without soft-capping computes no tanh.
     a.score.update().specialize(a.has_softcap);
     a.qk.compute_at(a.score, qg).split(a.qi, qo, qv, vec).vectorize(qv).unroll(qo).unroll(a.j);
-    a.qk.update().split(a.qi, qo, qv, vec).reorder(qv, qo, a.j, a.rd).vectorize(qv).unroll(qo).unroll(a.j);
+    if (tiles.bf16_pairs) {
+        // A pair's two products summed into one lane: a VectorReduce, which is vdpbf16ps.
+        a.qk.update().split(a.qi, qo, qv, vec).reorder(a.rd.x, qv, qo, a.j, a.rd.y).atomic().vectorize(a.rd.x)
+            .vectorize(qv).unroll(qo).unroll(a.j);
+    } else {
+        a.qk.update().split(a.qi, qo, qv, vec).reorder(qv, qo, a.j, a.rd).vectorize(qv).unroll(qo).unroll(a.j);
+    }
 
     // Softmax pieces, vectorised across the tile's queries.
     for (Func f : {a.chunk_max, a.chunk_sum}) {

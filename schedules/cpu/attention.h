@@ -12,6 +12,7 @@ struct PrefillCpuTiles {
                             // them against the algorithm's key_step keys, the family's prefill_tile)
     int accumulators = 1;   // vector registers a PV tile keeps live: query_vectors x
                             // (accumulators / query_vectors) V values
+    bool bf16_pairs = false;  // QK in bf16 pairs (the algorithm's q_pairs; x86 AVX512-BF16)
 };
 
 // A family's register tiles and vector widths for the decode products.

@@ -20,6 +20,7 @@ void schedule(AttentionPrefill &g, const Halide::Target &t) {
     cpu::PrefillCpuTiles tiles;
     tiles.query_vectors = avx512 ? 4 : 3;
     tiles.accumulators = avx512 ? 16 : 12;
+    tiles.bf16_pairs = g.bf16_pairs;
     cpu::schedule_prefill(*g.attention, g.out, t, tiles);
 }
 

@@ -97,10 +97,13 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
     return args;
 }
 
-// The kernel a prefill or decode benchmark runs: one per cache storage type (generators/kernels.cmake).
+// The kernel a prefill or decode benchmark ran: one per cache storage type, and a bf16 cache's
+// prefill in bf16 pairs where it took them (generators/kernels.cmake).
 std::string attention_kernel(const std::string &what, DType kv_dtype) {
     const std::string kernel = what == "prefill" ? "attention_prefill" : "attention_decode";
-    return kv_dtype == DType::F32 ? kernel : kernel + "_" + type_name(kv_dtype);
+    if (kv_dtype == DType::F32) return kernel;
+    const std::string typed = kernel + "_" + type_name(kv_dtype);
+    return last_variant_run(typed + "_pairs").empty() ? typed : typed + "_pairs";
 }
 
 // --kernel-times: the same runs again, each call waited for and timed (hattn/kernel_times.h).
@@ -150,12 +153,14 @@ int run_benchmark(const std::vector<std::string> &argv) {
     } else if (what == "prefill" || what == "decode") {
         bench::AttentionShape s = attention_shape(args, what == "decode");
         s.kv_dtype = kv_dtype;
+        s.dtype = dtype;
         w = what == "prefill" ? bench::prefill_workload(s) : bench::decode_workload(s);
         const double ms = bench::median_ms(w.run, reps);
-        // The family that ran: --schedule names one that a kernel may lack (then its hand-written
-        // schedule runs; Mullapudi2016 has no attention variant).
+        // The kernel and family that ran: --schedule names one that a kernel may lack (then its
+        // hand-written schedule runs; Mullapudi2016 has no attention variant).
+        const std::string kernel = attention_kernel(what, kv_dtype);
         r.update({{"ms", ms}, {"batch", s.batch}, {"heads", s.heads}, {"kv_heads", s.kv_heads},
-                  {"head_dim", s.head_dim}, {"variant", last_variant_run(attention_kernel(what, kv_dtype))}});
+                  {"head_dim", s.head_dim}, {"kernel", kernel}, {"variant", last_variant_run(kernel)}});
         if (s.softcap > 0) r["softcap"] = s.softcap;
         if (what == "prefill") {
             r.update({{"seq", s.seq}, {"causal", s.causal}, {"gflops", w.flops / ms / 1e6}});

@@ -63,13 +63,15 @@ int info_command(const std::vector<std::string> &argv) {
     }
     out << "\n\n";
     for (const auto &row : rows) out << padded(row[0], kernel_width) << padded(row[1], runs_width) << row[2] << "\n";
-    // Only the bf16 projection multiplies bf16 pairs, where its AVX-512 BF16 sub-target runs.
+    // The *_bf16_pairs kernels multiply bf16 pairs, where their AVX-512 BF16 sub-target runs.
     const auto pairs = by_kernel.find("projection_bf16_pairs");
     const bool pairs_run = pairs != by_kernel.end() &&
                            selected_target(*pairs->second.front()).name.find("avx512_sapphirerapids") != std::string::npos;
     out << "\nbf16 dot products (vdpbf16ps): "
-        << (pairs_run ? "projection_bf16_pairs (bf16 weights, calls past the gemv's rows)" : "no kernel on this CPU")
-        << "; other kernels widen bf16 and f16 values to float32 as they read them\n";
+        << (pairs_run ? "projection_bf16_pairs (bf16 weights, calls past the gemv's rows), "
+                        "attention_prefill{,_masked}_bf16_pairs (QK over a bf16 cache, for bf16 queries and even head dims)"
+                      : "no kernel on this CPU")
+        << "; other products widen bf16 and f16 values to float32 as they read them\n";
     out << "\nCUDA: " << device_status(Device::CUDA) << "\nOpenCL: " << device_status(Device::OpenCL) << "\n";
     std::cout << out.str();
     return 0;

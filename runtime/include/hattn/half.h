@@ -18,6 +18,9 @@ float from_f16_bits(uint16_t bits);
 float round_to(DType dtype, float value);
 // The same for `count` values in place: what storing a layer's activations in `dtype` keeps.
 void round_to(DType dtype, float *values, int64_t count);
+// Whether each of `count` values is a bf16 value (its low 16 bits zero), as a bf16 layer's
+// activations are.
+bool all_bf16(const float *values, int64_t count);
 // `count` values stored as `dtype` (BF16 or F16) bits: what a 16-bit cache or weight holds.
 void to_bits(DType dtype, const float *values, uint16_t *bits, int64_t count);
 

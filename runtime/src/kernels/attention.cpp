@@ -8,6 +8,7 @@
 #include "halide_call.h"
 #include "hattn/device.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "kernel_variants.h"
 
 namespace hattn {
@@ -115,6 +116,8 @@ struct AttentionBuffers {
     // The kernels divide by softcap even where has_softcap is false (in branches they discard).
     float softcap;
     bool has_softcap;
+    // A bf16 cache's QK in bf16 pairs (the *_bf16_pairs prefill kernels; see attention_prefill).
+    bool bf16_pairs = false;
 
     AttentionBuffers(const ConstTensorView &queries, const StoredView &k_cache, const StoredView &v_cache,
                      const std::vector<int32_t> &kv_len, const TensorView &output, const ConstTensorView *head_sinks,
@@ -133,15 +136,15 @@ struct AttentionBuffers {
 };
 
 // Runs the kernel of the cache's storage type (checked by check_cache) with `args` and then the
-// output: F32, BF16 or F16, or Int8 with the rows' scales before the output. `fit`: a GPU
-// prefill's (detail::prefill_fit; nothing for a decode).
-template <typename F32, typename BF16, typename F16, typename Int8, typename... Args>
+// output: F32, BF16 (BF16Pairs where b.bf16_pairs) or F16, or Int8 with the rows' scales before
+// the output. `fit`: a GPU prefill's (detail::prefill_fit; nothing for a decode).
+template <typename F32, typename BF16, typename F16, typename Int8, typename BF16Pairs = BF16, typename... Args>
 void run_for_cache(AttentionBuffers &b, DType cache, const detail::GpuPrefillFit &fit, Args... args) {
     const auto run = [&](auto kernel, auto... scales) {
         using Kernel = decltype(kernel);
         detail::call_kernel(Kernel::name, detail::kernel_function<Kernel>(fit), args..., scales..., b.out.raw_buffer());
     };
-    if (cache == DType::BF16) return run(BF16{});
+    if (cache == DType::BF16) return b.bf16_pairs ? run(BF16Pairs{}) : run(BF16{});
     if (cache == DType::F16) return run(F16{});
     if (cache == DType::Int8) return run(Int8{}, b.k_scale.raw_buffer(), b.v_scale.raw_buffer());
     run(F32{});
@@ -164,12 +167,16 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
     if (q.size() == 0) return;
 
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
+    // bf16 pairs round the queries to bf16: only queries that are bf16 values already (a bf16
+    // layer's) may take them, as the spec rounds only stored values; the check reads q last.
+    b.bf16_pairs = k_cache.dtype == DType::BF16 && q.dim(3) % 2 == 0 && detail::bf16_pairs_chosen() &&
+                   all_bf16(q.data, q.size());
     const int32_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
         namespace k = detail::kernels;
         run_for_cache<k::attention_prefill, k::attention_prefill_bf16, k::attention_prefill_f16,
-                      k::attention_prefill_int8>(
+                      k::attention_prefill_int8, k::attention_prefill_bf16_pairs>(
             b, k_cache.dtype, detail::prefill_fit(q.dim(3)), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
             longest, scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap);
         return;
@@ -194,7 +201,7 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
     namespace k = detail::kernels;
     run_for_cache<k::attention_prefill_masked, k::attention_prefill_masked_bf16, k::attention_prefill_masked_f16,
-                  k::attention_prefill_masked_int8>(
+                  k::attention_prefill_masked_int8, k::attention_prefill_masked_bf16_pairs>(
         b, k_cache.dtype, detail::prefill_fit(q.dim(3)), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
         scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, mask_b.raw_buffer());
 }
