@@ -150,6 +150,17 @@ void run_for_cache(AttentionBuffers &b, DType cache, const detail::GpuPrefillFit
     run(F32{});
 }
 
+// The prefill kernels over a bf16 cache whose QK multiplies bf16 pairs; AArch64 builds have none
+// (bf16_pairs_chosen() is false there), and name the widening ones.
+namespace k = detail::kernels;
+#if defined(__x86_64__)
+using PrefillPairs = k::attention_prefill_bf16_pairs;
+using PrefillMaskedPairs = k::attention_prefill_masked_bf16_pairs;
+#else
+using PrefillPairs = k::attention_prefill_bf16;
+using PrefillMaskedPairs = k::attention_prefill_masked_bf16;
+#endif
+
 }  // namespace
 
 void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, const StoredView &v_cache,
@@ -174,9 +185,8 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
     const int32_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
-        namespace k = detail::kernels;
         run_for_cache<k::attention_prefill, k::attention_prefill_bf16, k::attention_prefill_f16,
-                      k::attention_prefill_int8, k::attention_prefill_bf16_pairs>(
+                      k::attention_prefill_int8, PrefillPairs>(
             b, k_cache.dtype, detail::prefill_fit(q.dim(3)), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
             longest, scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap);
         return;
@@ -199,9 +209,8 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
         {0, static_cast<int32_t>(q.dim(0)), static_cast<int32_t>(Sq * mask->shape[3]), 0}};
     require(mask->data != nullptr, [&] { return "attention mask " + shape_to_string(mask->shape) + " has no data"; });
     Halide::Runtime::Buffer<uint8_t> mask_b(const_cast<uint8_t *>(mask->data), 4, dims);
-    namespace k = detail::kernels;
     run_for_cache<k::attention_prefill_masked, k::attention_prefill_masked_bf16, k::attention_prefill_masked_f16,
-                  k::attention_prefill_masked_int8, k::attention_prefill_masked_bf16_pairs>(
+                  k::attention_prefill_masked_int8, PrefillMaskedPairs>(
         b, k_cache.dtype, detail::prefill_fit(q.dim(3)), b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(), longest,
         scale, causal, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap, mask_b.raw_buffer());
 }
@@ -243,7 +252,6 @@ void attention_decode(const ConstTensorView &q, const StoredView &k_cache, const
     for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - first[s]);
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
-    namespace k = detail::kernels;
     run_for_cache<k::attention_decode, k::attention_decode_bf16, k::attention_decode_f16, k::attention_decode_int8>(
         b, k_cache.dtype, {}, b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
         first_b.raw_buffer(), longest, scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap);
