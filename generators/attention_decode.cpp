@@ -17,6 +17,7 @@ void AttentionDecode::generate() {
     _halide_user_assert(k_cache.type() == buffer_type_of(kv_type) && v_cache.type() == buffer_type_of(kv_type))
         << "kv_type " << int(StorageType(kv_type)) << " needs k_cache.type and v_cache.type "
         << buffer_type_of(kv_type);
+    _halide_user_assert(!bf16_pairs || kv_type == StorageType::BF16) << "bf16_pairs needs kv_type bf16";
     // One query per sequence: a query tile of 1, and no causal mask (the query is the newest
     // token, so it sees every cached one).
     // The autoscheduled variants keep the 512-key chunks their committed tuned schedule
@@ -35,7 +36,9 @@ void AttentionDecode::generate() {
     // the clamp keeps Halide's bounds inference (which cannot see first_key's values) in the cache.
     const Expr last_row = k_cache.dim(1).extent() - 1;
     const Expr row = clamp(first_key(b) + j, 0, last_row);
-    Expr key = schedules::widen_to_f32(k_cache(d, row, h, b), kv_type, get_target());
+    // Pairs multiply the keys' bf16 values as they are.
+    Expr key = bf16_pairs ? reinterpret(BFloat(16), k_cache(d, row, h, b))
+                          : schedules::widen_to_f32(k_cache(d, row, h, b), kv_type, get_target());
     Expr value = schedules::widen_to_f32(v_cache(d, row, h, b), kv_type, get_target());
     in.k(d, j, h, b) = key;
     in.v(d, j, h, b) = value;
@@ -47,6 +50,7 @@ void AttentionDecode::generate() {
             return (*v_scale)(clamp(first_key(bb) + key, 0, last_row), hk, bb);
         };
     }
+    in.bf16_pairs = bf16_pairs;
     in.head_dim = q.dim(0).extent();
     in.query_len = 1;
     in.kv_len(b) = kv_len(b) - first_key(b);

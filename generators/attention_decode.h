@@ -16,6 +16,9 @@ class AttentionDecode : public Halide::Generator<AttentionDecode> {
 public:
     // Keys per chunk (a split-KV task); 0: the schedule family's (schedules::decode_key_chunk).
     GeneratorParam<int> key_chunk{"key_chunk", 0};
+    // QK in bf16 pairs (x86 AVX512-BF16): a bf16 cache, a query of bf16 values and an even head
+    // dim, which the runtime checks before it chooses this variant (ChunkedAttentionInputs).
+    GeneratorParam<bool> bf16_pairs{"bf16_pairs", false};
 
     Input<Buffer<float>> q{"q", 4};              // (D, g, Hkv, B)
     // The cache's storage type (f32, bf16, f16, int8), widened to float32 as it is read; the table

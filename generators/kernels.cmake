@@ -67,6 +67,7 @@ set(pairs_targets X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-ss
 hattn_kernel(attention_prefill_bf16_pairs GENERATOR attention_prefill PARAMS ${cache} ${pairs_targets})
 hattn_kernel(attention_prefill_masked_bf16_pairs GENERATOR attention_prefill PARAMS masked=true ${cache}
              ${pairs_targets})
+hattn_kernel(attention_decode_bf16_pairs GENERATOR attention_decode PARAMS ${cache} ${pairs_targets})
 # Over int8 caches (kv_dtype int8): codes widened and multiplied by their row's scale as they are
 # read (spec/attention.md section 5), without a dequantised copy.
 set(cache kv_type=int8 k_cache.type=int8 v_cache.type=int8)

@@ -378,24 +378,6 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(Softcap, AttentionPrefill, ::testing::ValuesIn(softcap_prefill_cases()),
                          [](const auto &info) { return info.param.name; });
 
-// bf16 pairs round the queries to bf16, so a bf16 cache's prefill takes them only for queries of
-// bf16 values and an even head dim, where this CPU runs them; float32 queries are multiplied as
-// they are.
-TEST(AttentionPrefillBf16Pairs, TakenOnlyForBf16QueriesOfEvenHeadDims) {
-    if (current_device() != Device::CPU || !detail::bf16_pairs_chosen()) GTEST_SKIP() << "no bf16 pairs here";
-    const auto kernel_run = [](PrefillCase c, bool bf16_queries) {
-        c.bf16_queries = bf16_queries;
-        KernelTimes times;
-        EXPECT_LE(prefill_error(c, 301, std::nullopt, DType::BF16), 1e-5) << c.name;
-        const std::vector<KernelTime> ran = times.totals();
-        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
-    };
-    const PrefillCase even{"even", 1, 20, 4, 2, 64, {20}, true, false}, odd{"odd", 1, 20, 4, 2, 33, {20}, true, false};
-    EXPECT_EQ(kernel_run(even, true), "attention_prefill_bf16_pairs");
-    EXPECT_EQ(kernel_run(even, false), "attention_prefill_bf16");
-    EXPECT_EQ(kernel_run(odd, true), "attention_prefill_bf16");
-}
-
 TEST(AttentionPrefillErrors, CausalNeedsTheQueriesInTheCache) {
     Tensor q({1, 4, 2, 8}), k({1, 2, 8, 8}), v({1, 2, 8, 8}), out({1, 4, 2, 8});
     EXPECT_THROW(attention_prefill(q.view(), k.view(), v.view(), {3}, 1.0f, true, nullptr, out.view()),
@@ -436,6 +418,7 @@ struct DecodeCase {
     std::vector<int32_t> first_key = {};
     float softcap = 0.0f;  // as PrefillCase's
     float scale = 0.0f;    // 0: 1 / sqrt(D)
+    bool bf16_queries = false;  // as PrefillCase's
 };
 
 // Runs the decode kernel on seeded data and returns its error against the reference. The kernel
@@ -445,7 +428,8 @@ double decode_error(const DecodeCase &c, uint32_t seed, std::optional<float> ker
     const int64_t B = c.kv_len.size();
     int64_t capacity = 1;
     for (int32_t len : c.kv_len) capacity = std::max<int64_t>(capacity, len + 2);
-    const Tensor q = testing::random_tensor({B, 1, c.H, c.D}, seed);
+    Tensor q = testing::random_tensor({B, 1, c.H, c.D}, seed);
+    if (c.bf16_queries) round_to(DType::BF16, q.data(), q.size());
     Tensor k = testing::random_tensor({B, c.Hkv, capacity, c.D}, seed + 1);
     Tensor v = testing::random_tensor({B, c.Hkv, capacity, c.D}, seed + 2);
     // Rows past each sequence are unwritten cache (a NaN-filled allocation, say): no output may
@@ -691,8 +675,37 @@ bool register_16_bit_cache_checks(DType type, const std::string &suffix) {
     return true;
 }
 
-// QK in bf16 pairs: bf16 queries, even head dims (the specialised ones and 40, 16), sinks,
-// soft-capping, groups, ragged lengths, query tiles and key chunks past one.
+// bf16 pairs round the queries to bf16, so a bf16 cache's kernels take them only for queries of
+// bf16 values and an even head dim, where this CPU runs them (and decode only for groups); float32
+// queries are multiplied as they are.
+TEST(AttentionBf16Pairs, TakenOnlyForBf16QueriesOfEvenHeadDims) {
+    if (current_device() != Device::CPU || !detail::bf16_pairs_chosen()) GTEST_SKIP() << "no bf16 pairs here";
+    const auto kernel_run = [](PrefillCase c, bool bf16_queries) {
+        c.bf16_queries = bf16_queries;
+        KernelTimes times;
+        EXPECT_LE(prefill_error(c, 301, std::nullopt, DType::BF16), 1e-5) << c.name;
+        const std::vector<KernelTime> ran = times.totals();
+        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
+    };
+    const PrefillCase even{"even", 1, 20, 4, 2, 64, {20}, true, false}, odd{"odd", 1, 20, 4, 2, 33, {20}, true, false};
+    EXPECT_EQ(kernel_run(even, true), "attention_prefill_bf16_pairs");
+    EXPECT_EQ(kernel_run(even, false), "attention_prefill_bf16");
+    EXPECT_EQ(kernel_run(odd, true), "attention_prefill_bf16");
+    const auto decode_run = [](DecodeCase c, bool bf16_queries) {
+        c.bf16_queries = bf16_queries;
+        KernelTimes times;
+        EXPECT_LE(decode_error(c, 302, std::nullopt, DType::BF16), 1e-5) << c.D;
+        const std::vector<KernelTime> ran = times.totals();
+        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
+    };
+    EXPECT_EQ(decode_run({8, 2, 64, {300}}, true), "attention_decode_bf16_pairs");
+    EXPECT_EQ(decode_run({8, 2, 64, {300}}, false), "attention_decode_bf16");
+    EXPECT_EQ(decode_run({8, 2, 33, {300}}, true), "attention_decode_bf16");
+    EXPECT_EQ(decode_run({4, 4, 64, {300}}, true), "attention_decode_bf16");  // no group
+}
+
+// QK in bf16 pairs, prefill and decode: bf16 queries, even head dims (the specialised ones and 40,
+// 16), sinks, soft-capping, groups, ragged lengths, query tiles and key chunks past one.
 bool register_bf16_pairs_checks() {
     const auto pairs = [](PrefillCase c, uint32_t seed) {
         c.bf16_queries = true;
@@ -717,6 +730,22 @@ bool register_bf16_pairs_checks() {
                              pairs({"softcap", 1, 15, 4, 1, 16, {21}, false, true, 64, false, 0.4f}, 254));
          },
          1e-5, [pairs] { return pairs({"estimates", 1, 2048, 16, 16, 64, {2048}, false, true, 8}, 227); }});
+    const auto decode_pairs = [](DecodeCase c, uint32_t seed) {
+        c.bf16_queries = true;
+        return testing::with_bf16_form(Bf16DotForm::Pairs, [&] { return decode_error(c, seed, std::nullopt, DType::BF16); });
+    };
+    // The decode checks' shapes with even head dims and groups (which alone take the pairs): groups
+    // of 2, 3 and 4, generic and specialised head dims, sinks, windows and soft-capping.
+    testing::register_kernel_check(
+        "attention_decode_bf16_pairs",
+        {[decode_pairs] {
+             return std::max({decode_pairs({4, 2, 40, {77, 1030}}, 224), decode_pairs({6, 3, 64, {300}}, 231),
+                              decode_pairs({8, 4, 128, {300}}, 232), decode_pairs({8, 2, 96, {130}}, 234),
+                              decode_pairs({4, 2, 256, {200}}, 235), decode_pairs({8, 2, 64, {0, 1030}, true}, 244),
+                              decode_pairs({8, 4, 64, {300, 1030}, false, {}, 0.5f}, 255),
+                              decode_pairs({8, 2, 64, {1030, 9, 1}, true, {700, 2, 1}}, 245)});
+         },
+         1e-5, [decode_pairs] { return decode_pairs({32, 8, 128, {4096}}, 228); }});
     return true;
 }
 

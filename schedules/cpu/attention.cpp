@@ -32,6 +32,11 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
     const int vec = t.natural_vector_size<float>();
     a.chunk_out.compute_at(chunk);
     Var ro("ro"), ri("ri"), dt("dt"), dv("dv"), di("di");
+    RVar rjo("rjo"), rji("rji");
+    // Where a tile spans part of D (a group's rows), the keys go in blocks outside its D slices, so
+    // that a block's V rows stay in L1 for the other slices rather than coming back from L2 or
+    // memory, as prefill PV's blocks do (docs/perf/log.md, "bf16 pairs in decode").
+    const int keys_per_block = 64;
     auto tile = [&](Expr condition, int rows, int vectors, int lanes) {
         a.chunk_out.specialize(condition).split(a.hg, ro, ri, rows, TailStrategy::GuardWithIf)
             .reorder(a.d, ri, ro).vectorize(a.d, lanes);
@@ -39,7 +44,8 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
         a.pv.update(0).specialize(condition)
             .split(a.d, dt, dv, vectors * lanes)
             .split(dv, dv, di, lanes)
-            .reorder(di, dv, a.hg, a.rj, dt)
+            .split(a.rj, rjo, rji, keys_per_block, TailStrategy::GuardWithIf)
+            .reorder(di, dv, a.hg, rji, dt, rjo)
             .vectorize(di)
             .unroll(dv)
             .unroll(a.hg);
@@ -185,7 +191,12 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     out.vectorize(d, vec, TailStrategy::GuardWithIf).parallel(b);
     const LoopLevel sequence(out, b);
 
-    a.q_tile.compute_at(sequence);
+    if (tiles.bf16_pairs) {
+        a.q_tile.compute_inline();
+        a.q_pairs.compute_at(sequence);
+    } else {
+        a.q_tile.compute_at(sequence);
+    }
     for (Func f : {a.merged_max, a.merged_sum}) {
         f.compute_at(sequence);
         f.update().reorder(a.qi, a.rc, a.hg);
@@ -220,7 +231,9 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     // stride of the chunk (docs/perf/log.md, "Decode QK and PV tiles").
     a.qk.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
     const int lanes_width = lanes_or_natural(tiles.qk_lanes, t);
-    a.qk.update().reorder(a.qi, a.hg, a.j).split(a.rd, rdo, rdi, lanes_width, TailStrategy::GuardWithIf);
+    // bf16 pairs: the lanes split the pairs' index, each lane summing both values of its pairs.
+    const RVar along_d = tiles.bf16_pairs ? RVar(a.rd.y) : RVar(a.rd.x);
+    a.qk.update().reorder(a.qi, a.hg, a.j).split(along_d, rdo, rdi, lanes_width, TailStrategy::GuardWithIf);
     Func lanes = a.qk.update().rfactor(rdi, lane);
     a.qk.update().atomic().vectorize(rdi);  // the lanes' sum as a shuffle tree, not dependent adds
     Var jo("jo"), ji("ji");
@@ -236,7 +249,13 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     if (from_dim > 0) heads_by(a.qk.update().specialize(a.head_dim >= from_dim), 1, 1);
     heads_by(a.qk.update(), 1, tiles.keys_per_step);
     lanes.compute_at(a.qk, ho).reorder_storage(lane, a.hg, a.j).vectorize(lane).unroll(a.hg).unroll(a.j);
-    lanes.update().reorder(lane, a.hg, a.j, rdo).vectorize(lane).unroll(a.hg).unroll(a.j);
+    if (tiles.bf16_pairs) {
+        // A pair's two products summed into its lane: a VectorReduce, which is vdpbf16ps.
+        lanes.update().reorder(a.rd.x, lane, a.hg, a.j, rdo).atomic().vectorize(a.rd.x)
+            .vectorize(lane).unroll(a.hg).unroll(a.j);
+    } else {
+        lanes.update().reorder(lane, a.hg, a.j, rdo).vectorize(lane).unroll(a.hg).unroll(a.j);
+    }
     // At a constant head dim the lanes' walk along D unrolls, which read the cache faster at
     // D = 32 and 64 (docs/perf/log.md, "Decode QK and PV tiles").
     for (int D : fast_head_dims) lanes.update().specialize(a.head_dim == D).unroll(rdo);

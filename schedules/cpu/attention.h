@@ -25,6 +25,8 @@ struct DecodeCpuTiles {
     int accumulators = 1;           // PV: vector registers a register tile may keep live
     int pv_row_lanes = 0;           // PV: floats per V vector where a KV head serves one query
                                     // head (0: the natural vector)
+    bool bf16_pairs = false;        // QK in bf16 pairs (the algorithm's q_pairs; x86 AVX512-BF16),
+                                    // each of its qk_lanes summing a pair
 };
 
 // Prefill: parallel over batch, KV heads and query tiles; per tile, the chunks in turn.

@@ -38,16 +38,17 @@ int decode_key_chunk(const Halide::Target &) { return 1024; }
 // "Decode QK and PV tiles".
 // An int8 cache converts every code it reads: 512-bit vectors halve those instructions as they
 // halve the FMAs. 16-bit caches keep f32's 256-bit lanes (docs/perf/log.md, "Storage types: what
-// was built").
+// was built"), except for QK in bf16 pairs, whose 512-bit vdpbf16ps takes a key's 32 values at once.
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     const int lanes = avx512 ? (g.kv_type == StorageType::Int8 ? 16 : 8) : 0;
     cpu::DecodeCpuTiles tiles;
     tiles.keys_per_step = 2;
     tiles.one_key_from_head_dim = avx512 ? 64 : 128;
-    tiles.qk_lanes = lanes;
+    tiles.qk_lanes = g.bf16_pairs && avx512 ? 16 : lanes;
     tiles.accumulators = avx512 ? 16 : 8;
     tiles.pv_row_lanes = lanes;
+    tiles.bf16_pairs = g.bf16_pairs;
     cpu::schedule_decode(*g.attention, g.out, t, tiles);
 }
 
