@@ -2,6 +2,7 @@
 
 #include "device_residency.h"
 #include "kernel_variants.h"
+#include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/half.h"
 #include "hattn/int8_group.h"
@@ -14,15 +15,25 @@
 
 namespace hattn::detail {
 
+namespace {
+
+// `count` values rounded to dtype (BF16 or F16) into `rounded` (which may be `values`) by the
+// kernel on the device the kernels run on.
+void round_by_kernel(DType dtype, const float *values, float *rounded, int64_t count) {
+    require(count <= std::numeric_limits<int32_t>::max(),
+            [&] { return "rounding to " + std::string(type_name(dtype)) + ": more than 2^31 - 1 values"; });
+    const int n = static_cast<int>(count);
+    Halide::Runtime::Buffer<float> in(const_cast<float *>(values), n), out(rounded, n);
+    if (dtype == DType::BF16) return run_kernel<kernels::round_to_bf16>(in.raw_buffer(), out.raw_buffer());
+    run_kernel<kernels::round_to_f16>(in.raw_buffer(), out.raw_buffer());
+}
+
+}  // namespace
+
 void store_as(DType dtype, Tensor &t) {
     if (dtype == DType::F32 || t.size() == 0) return;
-    // In place, by the kernel on the device the kernels run on: on a GPU the values stay there.
-    require(t.size() <= std::numeric_limits<int32_t>::max(),
-            [&] { return "rounding to " + std::string(type_name(dtype)) + ": more than 2^31 - 1 values"; });
-    const int n = static_cast<int>(t.size());
-    Halide::Runtime::Buffer<float> values(t.data(), n), rounded(t.data(), n);
-    if (dtype == DType::BF16) return run_kernel<kernels::round_to_bf16>(values.raw_buffer(), rounded.raw_buffer());
-    run_kernel<kernels::round_to_f16>(values.raw_buffer(), rounded.raw_buffer());
+    // In place, on the device the kernels run on: on a GPU the values stay there.
+    round_by_kernel(dtype, t.data(), t.data(), t.size());
 }
 
 // The host rounds the int8 groups: on a GPU the kernel's result comes down first and goes up
@@ -43,8 +54,14 @@ void store_as_int8_groups(Tensor &t, int64_t width, int64_t group) {
 
 const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy) {
     if (dtype == DType::F32) return x;
-    copy = x;  // the caller's host values, rounded on the host
-    round_to(dtype, copy->data(), copy->size());
+    if (current_device() != Device::CPU || x.size() == 0) {
+        copy = x;  // the caller's host values, rounded on the host (no kernel reads the caller's tensor)
+        round_to(dtype, copy->data(), copy->size());
+        return *copy;
+    }
+    // On a CPU the kernel rounds out of place: one parallel pass, not a copy and a serial rounding.
+    copy.emplace(x.shape(), Tensor::unset);
+    round_by_kernel(dtype, x.data(), copy->data(), x.size());
     return *copy;
 }
 
