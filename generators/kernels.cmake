@@ -39,8 +39,9 @@ hattn_kernel(attention_decode PARAMS ${f32_cache} NO_MULLAPUDI)
 # in place and widened as they are read: hand schedules on CPUs, the float32 ones on GPUs. bf16
 # widens with a shift, f16 with bit moves and a multiply (schedules::widen_to_f32; CUDA loads
 # halves): Halide 14 emits neither F16C nor fcvtl.
-# The assembly shows the widening: the decode's vectors of keys (shll by 16 for bf16, a shift by 13
-# into float32's places for f16), the prefill's scalars broadcast to a query tile.
+# The assembly shows the widening: the decode's vectors of keys (shll by 16 for bf16, a sign
+# extension and shift by 13 into float32's places for f16), the prefill's scalars broadcast to a
+# query tile.
 foreach (type IN ITEMS bf16 f16)
     if (type STREQUAL "bf16")
         set(cache kv_type=bf16 k_cache.type=uint16 v_cache.type=uint16)
@@ -48,8 +49,9 @@ foreach (type IN ITEMS bf16 f16)
         set(scalar_widen "lsl[ \t]+w[0-9]+, w[0-9]+, #16")
     else ()
         set(cache kv_type=f16 k_cache.type=uint16 v_cache.type=uint16)
-        set(vector_widen "shl[ \t]+v[0-9]+\\.4s, v[0-9]+\\.4s, #13")
-        set(scalar_widen "ubfiz[ \t]+w[0-9]+, w[0-9]+, #13")  # (and 0x7fff, shift by 13)
+        # (sign-extended and shifted by 13 at once; the scalar form masks the shifted bits)
+        set(vector_widen "sshll[ \t]+v[0-9]+\\.4s, v[0-9]+\\.4h, #13")
+        set(scalar_widen "and[ \t]+w[0-9]+, w[0-9]+, w[0-9]+, lsl #13")
     endif ()
     hattn_kernel(attention_prefill_${type} GENERATOR attention_prefill PARAMS ${cache} HAND_ONLY ${gpu_prefill}
                  ASM_CHECKS arm_plain "${scalar_widen}")

@@ -88,8 +88,11 @@ inline Halide::Expr widen_to_f32(const Halide::Expr &stored, StorageType type, c
     if (type == StorageType::BF16) return reinterpret<float>(bits << 16);
     // OpenCL's half type is an optional extension (cl_khr_fp16).
     if (t.has_feature(Target::CUDA)) return cast<float>(reinterpret(Float(16), stored));
-    const Expr magnitude = reinterpret<float>((bits & 0x7fff) << 13) * 0x1p112f;
-    return reinterpret<float>(reinterpret<uint32_t>(magnitude) | ((bits & 0x8000) << 16));
+    // Sign-extended and shifted into float32's places (the extension carries the sign to bit 31;
+    // the mask clears its copies in the exponent), then 2^112 moves the exponent's bias from 15 to
+    // 127: exact, a subnormal half landing on a float32 subnormal.
+    const Expr placed = cast<int32_t>(reinterpret<int16_t>(stored)) << 13;
+    return reinterpret<float>(placed & Internal::make_const(Int(32), int32_t(0x8fffe000))) * 0x1p112f;
 }
 
 // The projection's register tile for the target's family (bf16_pairs: x86 only).

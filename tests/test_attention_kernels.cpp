@@ -676,6 +676,32 @@ bool register_16_bit_cache_checks(DType type, const std::string &suffix) {
     return true;
 }
 
+// Every finite half an f16 cache holds widens to its value: ±0, subnormals and 65504 too (the
+// kernels' integer widening, schedules::widen_to_f32). One key per sequence, so each output row
+// is its value row (the probability is 1, up to the exp's rounding).
+TEST(AttentionF16Cache, EveryFiniteHalfWidensToItsValue) {
+    std::vector<uint16_t> halves;
+    for (uint32_t bits = 0; bits < 0x10000; bits++) {
+        if ((bits & 0x7c00) != 0x7c00) halves.push_back(static_cast<uint16_t>(bits));  // not inf or NaN
+    }
+    const int64_t D = 128, B = static_cast<int64_t>(halves.size()) / D;
+    ASSERT_EQ(B * D, static_cast<int64_t>(halves.size()));
+    const std::vector<uint16_t> keys(halves.size(), 0);
+    const StoredView k(keys.data(), DType::F16, {B, 1, 1, D}, {D, D, D, 1});
+    const StoredView v(halves.data(), DType::F16, {B, 1, 1, D}, {D, D, D, 1});
+    const Tensor q({B, 1, D});
+    Tensor out({B, 1, D});
+    attention_decode(q.view(), k, v, std::vector<int32_t>(B, 1), 1.0f, out.view());
+    int wrong = 0;
+    for (size_t i = 0; i < halves.size(); i++) {
+        const float want = from_f16_bits(halves[i]);
+        if (!(std::fabs(out.data()[i] - want) <= 1e-6f * std::fabs(want)) && wrong++ < 5) {
+            ADD_FAILURE() << "half 0x" << std::hex << halves[i] << std::dec << ": " << out.data()[i] << ", not " << want;
+        }
+    }
+    EXPECT_EQ(wrong, 0);
+}
+
 // bf16 pairs round the queries to bf16, so a bf16 cache's kernels take them only for queries of
 // bf16 values and an even head dim, where this CPU runs them (and decode only for groups); float32
 // queries are multiplied as they are.
