@@ -676,7 +676,7 @@ bool register_16_bit_cache_checks(DType type, const std::string &suffix) {
     return true;
 }
 
-// Every finite half an f16 cache holds widens to its value: ±0, subnormals and 65504 too (the
+// Every finite half an f16 cache holds widens to its value: zeros, subnormals and 65504 too (the
 // kernels' integer widening, schedules::widen_to_f32). One key per sequence, so each output row
 // is its value row (the probability is 1, up to the exp's rounding).
 TEST(AttentionF16Cache, EveryFiniteHalfWidensToItsValue) {
@@ -703,14 +703,18 @@ TEST(AttentionF16Cache, EveryFiniteHalfWidensToItsValue) {
 }
 
 // bf16 pairs round the queries to bf16, so a bf16 cache's kernels take them only for queries of
-// bf16 values and an even head dim, where this CPU runs them (and decode only for groups); float32
-// queries are multiplied as they are.
+// bf16 values and an even head dim (and decode only for groups); float32 queries are multiplied as
+// they are. Pairs are forced, so that any x86 CPU checks the choice (one without AVX512-BF16 runs
+// the pairs kernels' fallback sub-target).
 TEST(AttentionBf16Pairs, TakenOnlyForBf16QueriesOfEvenHeadDims) {
-    if (current_device() != Device::CPU || !detail::bf16_pairs_chosen()) GTEST_SKIP() << "no bf16 pairs here";
+    set_bf16_dot_form(Bf16DotForm::Pairs);
+    const bool pairs_here = current_device() == Device::CPU && detail::bf16_pairs_chosen();
+    set_bf16_dot_form(Bf16DotForm::Auto);
+    if (!pairs_here) GTEST_SKIP() << "no bf16 pairs kernels here";
     // The one kernel a call ran, its error checked against float64.
     const auto kernel_run = [](const std::function<double()> &error) {
         KernelTimes times;
-        EXPECT_LE(error(), 1e-5);
+        EXPECT_LE(testing::with_bf16_form(Bf16DotForm::Pairs, error), 1e-5);
         const std::vector<KernelTime> ran = times.totals();
         return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
     };

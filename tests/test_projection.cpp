@@ -198,7 +198,6 @@ double projection_error(int64_t rows, int64_t in, int64_t out, int64_t sampled, 
     return testing::relative_l2(y_rows, reference::projection(x_rows, w, &b, clip));
 }
 
-// Runs `check` with bf16 weights multiplied in `form`, then restores the default.
 // The projections of 16-bit weights: the f32 checks' shapes (odd widths, a clip, tails), widened.
 bool register_16_bit_weight_checks(DType type, const std::string &suffix) {
     testing::register_kernel_check("projection_" + suffix,

@@ -125,7 +125,8 @@ public:
     Halide::RDom rs;             // Merge::RunningRows: the chunk's visible keys, which `score` updates
     Halide::RDom channel_chunk;  // Merge::RunningRows: x channel, y chunk (the chunk loop is y)
 
-    Halide::Func q_tile{"q_tile"};       // (d, qi, hg, qt, hk, b): scaled queries of one tile
+    Halide::Func q_tile{"q_tile"};       // (d, qi, hg, qt, hk, b): scaled queries of one tile (bf16
+                                         // pairs: unscaled, in bf16)
     // With bf16 pairs (rd then runs over (pair, d)): q_pairs(pair, qi, d, hg, qt, hk, b) is
     // unscaled query value 2d + pair in bf16, so a step's 16 queries x 2 values are one vector.
     Halide::Func q_pairs{"q_pairs"};

@@ -53,7 +53,7 @@ void run_kernel(Args... args) {
 // The variant this thread last chose for `kernel`, or null.
 const KernelVariant *variant_chosen_on_this_thread(const std::string &kernel);
 
-// Whether bf16 products run in pairs (projection_bf16_pairs, attention_prefill*_bf16_pairs) on
+// Whether bf16 products run in pairs (projection_bf16_pairs, the attention *_bf16_pairs kernels) on
 // this CPU: bf16_dot_form(), by default where their AVX-512 BF16 sub-target can run.
 bool bf16_pairs_chosen();
 

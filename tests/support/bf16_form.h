@@ -1,4 +1,5 @@
-// Runs a check under one bf16 dot-product form (hattn/kernel_table.h), then restores the default.
+// Runs a check under one bf16 dot-product form (hattn/kernel_table.h), then restores the form
+// before it, also where the check throws.
 #pragma once
 
 #include <functional>
@@ -8,10 +9,12 @@
 namespace hattn::testing {
 
 inline double with_bf16_form(Bf16DotForm form, const std::function<double()> &check) {
+    struct Restore {
+        Bf16DotForm before = bf16_dot_form();
+        ~Restore() { set_bf16_dot_form(before); }
+    } restore;
     set_bf16_dot_form(form);
-    const double error = check();
-    set_bf16_dot_form(Bf16DotForm::Auto);
-    return error;
+    return check();
 }
 
 }  // namespace hattn::testing

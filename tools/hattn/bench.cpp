@@ -97,8 +97,8 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
     return args;
 }
 
-// The kernel a prefill or decode benchmark ran: one per cache storage type, and a bf16 cache's
-// prefill in bf16 pairs where it took them (generators/kernels.cmake).
+// The kernel a prefill or decode benchmark ran: one per cache storage type, or a bf16 cache's in
+// bf16 pairs where it took them (generators/kernels.cmake).
 std::string attention_kernel(const std::string &what, DType kv_dtype) {
     const std::string kernel = what == "prefill" ? "attention_prefill" : "attention_decode";
     if (kv_dtype == DType::F32) return kernel;

@@ -72,9 +72,10 @@ enum class IntegerDotForm { Auto, S8S8, U8S8 };
 void set_integer_dot_form(IntegerDotForm form);
 IntegerDotForm integer_dot_form();
 
-// How bf16 weights multiply x: by default in bf16 pairs (vdpbf16ps; x rounded to bf16 for the
-// products) where AVX-512 BF16 can run them, for calls past the gemv's rows whose weight rows are
-// whole 32-bit words; else widened to float32. Process-wide; tests and benchmarks force one.
+// How bf16 values multiply: by default in bf16 pairs (vdpbf16ps) where AVX-512 BF16 can run them,
+// else widened to float32. Pairs take bf16 weights times x rounded to bf16 (calls past the gemv's
+// rows whose weight rows are whole 32-bit words), and a bf16 cache's QK for queries of bf16 values
+// and even head dims (decode: groups only). Process-wide; tests and benchmarks force one.
 enum class Bf16DotForm { Auto, Widened, Pairs };
 void set_bf16_dot_form(Bf16DotForm form);
 Bf16DotForm bf16_dot_form();
