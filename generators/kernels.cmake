@@ -82,11 +82,35 @@ hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.
 hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 hattn_kernel(layer_norm GENERATOR row_norm PARAMS layer_norm=true ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
-hattn_kernel(dsa_index_scores)
+# A DSA state holds its indexer keys and the latent's rotary part in the layer's dtype, the
+# latent's R values in its kv_dtype (spec/attention.md section 5): the kernels read them in place,
+# widened as they are read (an int8 code times its group's scale).
+hattn_kernel(dsa_index_scores PARAMS ik.type=float32)
+foreach (type IN ITEMS bf16 f16)
+    hattn_kernel(dsa_index_scores_${type} GENERATOR dsa_index_scores PARAMS key_type=${type} ik.type=uint16 HAND_ONLY)
+endforeach ()
 # On a GPU, PV gathers 8 selected keys' values at a time (key_step).
-hattn_kernel(dsa_sparse_attention GPU_PARAMS key_step=8)
-# The absorbed form (decode, and a CPU's prefill): one latent head read by every query head.
-hattn_kernel(dsa_sparse_attention_shared GENERATOR dsa_sparse_attention PARAMS shared_kv=true GPU_PARAMS key_step=8)
+hattn_kernel(dsa_sparse_attention PARAMS keys.type=float32 values.type=float32 GPU_PARAMS key_step=8)
+# The absorbed form (decode, and a CPU's prefill): one latent head read by every query head, a
+# variant per pair of storage types, dsa_latent_attention_<latent>_<rotary> (f32 and f32 unnamed).
+set(buffer_type_f32 float32)
+set(buffer_type_bf16 uint16)
+set(buffer_type_f16 uint16)
+set(buffer_type_int8 int8)
+foreach (latent IN ITEMS f32 bf16 f16 int8)
+    foreach (rotary IN ITEMS f32 bf16 f16)
+        set(name dsa_latent_attention_${latent}_${rotary})
+        set(hand_only HAND_ONLY)
+        if (latent STREQUAL "f32" AND rotary STREQUAL "f32")
+            set(name dsa_latent_attention)
+            set(hand_only "")
+        endif ()
+        hattn_kernel(${name} GENERATOR dsa_sparse_attention
+                     PARAMS shared_kv=true latent_type=${latent} rotary_type=${rotary}
+                            keys.type=${buffer_type_${latent}} values.type=${buffer_type_${latent}}
+                     ${hand_only} GPU_PARAMS key_step=8)
+    endforeach ()
+endforeach ()
 # copy_into's device copies of strided views. A copy: 128-bit stores on AArch64, no FMAs.
 hattn_kernel(strided_copy ASM_CHECKS arm_plain "str[ \t]+q[0-9]+")
 # BitLinear's activation quantisation, ahead of either product form.

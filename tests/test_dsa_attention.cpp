@@ -79,6 +79,13 @@ DsaAttention make_layer(const nlohmann::json &json, const std::string &prefix = 
     return DsaAttention(c, Weights::open(dir.file("w.safetensors"), prefix));
 }
 
+// A state's stored rows [B, capacity, width] widened to float32 on the host.
+Tensor widened(const StoredView &rows) {
+    Tensor t(rows.shape);
+    widen_into(rows, t.view());
+    return t;
+}
+
 // The layer against the float64 reference of the spec: top-k below and above the length, several
 // index-head shapes, batch 2, biases.
 TEST(DsaAttention, ForwardMatchesTheFloat64Reference) {
@@ -160,23 +167,27 @@ TEST(DsaAttention, SixteenBitDecodeEqualsTheForwardWithinTheTypesPrecision) {
     }
 }
 
-// An int8 state: each token's R latent values in groups of 128 (here R = 32: one group) hold at
-// most 255 distinct multiples of one scale, and decoding through it stays within the golden
-// kvint8 cases' 4e-2 of the float32 forward.
+// An int8 state: each token's R latent values in groups of 128 (here R = 32: one group) are held as
+// codes and a scale, the largest value's code 127, and decoding through it stays within the golden
+// kvint8 cases' 4e-2 of the float32 forward. The bytes per token are the spec's: the codes and a
+// scale, the rotary part and the indexer keys in float32.
 TEST(DsaAttention, Int8StateHoldsCodesTimesAScalePerGroup) {
     const DsaAttention layer = make_layer(small_config(64), "", false, nullptr, {DType::F32, DType::Int8});
+    EXPECT_EQ(layer.cache_bytes_per_token(), 32 + 4 + (8 + 16) * 4);
     const Tensor x = testing::random_tensor({1, 12, 64}, 92);
     DsaState state = layer.make_state(1, 12);
     layer.prefill(x.tokens(0, 5), state);
-    const int64_t R = 32, L = 40;
+    const StoredView latent = state.latent();
+    ASSERT_EQ(latent.dtype, DType::Int8);
+    ASSERT_EQ(latent.scales.shape, Shape({1, 12, 1}));
+    EXPECT_EQ(state.rotary_keys().dtype, DType::F32);
+    EXPECT_EQ(state.index_keys().dtype, DType::F32);
     for (int64_t t = 0; t < 5; t++) {
-        const float *row = state.latent().data() + t * L;
-        float largest = 0.0f;
-        for (int64_t i = 0; i < R; i++) largest = std::max(largest, std::fabs(row[i]));
-        for (int64_t i = 0; i < R; i++) {
-            const float code = row[i] / (largest / 127.0f);
-            EXPECT_NEAR(code, std::nearbyint(code), 1e-3) << t << " " << i;
-        }
+        const int8_t *codes = static_cast<const int8_t *>(latent.data) + t * latent.strides[1];
+        int largest = 0;
+        for (int64_t i = 0; i < 32; i++) largest = std::max(largest, std::abs(int(codes[i])));
+        EXPECT_EQ(largest, 127) << "token " << t;
+        EXPECT_GT(latent.scales.data[t], 0.0f) << "token " << t;
     }
     layer.prefill(x.tokens(5, 6), state);
     std::vector<float> rest;
@@ -190,23 +201,41 @@ TEST(DsaAttention, Int8StateHoldsCodesTimesAScalePerGroup) {
     EXPECT_GT(testing::relative_l2(Tensor({1, 6, 64}, rest), expected), 1e-5);  // the codes are read
 }
 
-// The state's latent (R) part is rounded to the kv_dtype, its rotary part and the indexer keys to
-// the dtype; 16-bit weights are held as 16-bit values (norm weights stay float32 words).
+// An int8 latent of R = 300 values: groups of 128, 128 and 44, each with a scale of its own, so a
+// group with an outlier (100 times the rest) bounds the error to that group.
+TEST(DsaState, Int8LatentGroupsOf128HaveAScaleEach) {
+    StoredRows rows(DType::Int8, 1, 2, 300, DsaState::int8_group);
+    Tensor x = testing::random_tensor({2, 300}, 93);
+    x.data()[5] = 100.0f;  // first row, first group
+    for (int64_t t = 0; t < 2; t++) rows.store(0, t, ConstTensorView(x.data() + t * 300, {1, 300}));
+    EXPECT_EQ(rows.bytes_per_row(), 300 + 3 * 4);
+    const StoredView v = rows.view();
+    ASSERT_EQ(v.scales.shape, Shape({1, 2, 3}));
+    const Tensor back = widened(v);
+    for (int64_t t = 0; t < 2; t++)
+        for (int64_t g = 0; g < 3; g++) {
+            double error = 0, largest = 0;
+            for (int64_t i = g * 128; i < std::min<int64_t>(300, (g + 1) * 128); i++) {
+                error = std::max(error, std::fabs(double(back.data()[t * 300 + i]) - x.data()[t * 300 + i]));
+                largest = std::max(largest, std::fabs(double(x.data()[t * 300 + i])));
+            }
+            EXPECT_LE(error, largest / 127 / 2 * 1.0001) << "token " << t << ", group " << g;
+            // Only the outlier's group is coarse.
+            EXPECT_EQ(error > 0.05, t == 0 && g == 0) << "token " << t << ", group " << g;
+        }
+}
+
+// The state's latent (R) part is held in the kv_dtype, its rotary part and the indexer keys in the
+// dtype; 16-bit weights are held as 16-bit values (norm weights stay float32 words).
 TEST(DsaAttention, StateRowsAndWeightsAreHeldInTheirStorageTypes) {
     const DsaAttention layer = make_layer(small_config(4), "", false, nullptr, {DType::BF16, DType::F16});
     DsaState state = layer.make_state(1, 6);
     layer.prefill(testing::random_tensor({1, 6, 64}, 91), state);
-    const int64_t R = 32, L = 40;
-    bool beyond_bf16 = false;  // an R value bf16 would not hold: rounded to f16, not to the dtype
-    for (int64_t i = 0; i < state.latent().size(); i++) {
-        const float v = state.latent().data()[i];
-        EXPECT_EQ(round_to(i % L < R ? DType::F16 : DType::BF16, v), v) << "latent element " << i;
-        beyond_bf16 |= i % L < R && round_to(DType::BF16, v) != v;
-    }
-    EXPECT_TRUE(beyond_bf16);
-    for (float v : state.index_keys().values()) {
-        ASSERT_EQ(round_to(DType::BF16, v), v);
-    }
+    EXPECT_EQ(state.latent().dtype, DType::F16);
+    EXPECT_EQ(state.latent().shape, Shape({1, 6, 32}));
+    EXPECT_EQ(state.rotary_keys().dtype, DType::BF16);
+    EXPECT_EQ(state.index_keys().dtype, DType::BF16);
+    EXPECT_EQ(layer.cache_bytes_per_token(), (32 + 8 + 16) * 2);
     const int64_t norms = 48 + 32 + 16 + 16, f32_bytes = make_layer(small_config(4)).weight_bytes();
     EXPECT_EQ(layer.weight_bytes(), (f32_bytes - 4 * norms) / 2 + 4 * norms);
 }
@@ -269,8 +298,11 @@ TEST_P(DsaOnGpu, ADecodeStepMovesOnlyItsInputOutputScoresAndNewRows) {
         EXPECT_EQ(after.downloaded - before.downloaded, (B * E + B * seen + B * (L + ID)) * f)
             << "step " << step << " downloaded more than y, the scores of its keys and the new cache rows";
     }
-    EXPECT_LE(testing::relative_l2(gpu_state.latent(), cpu_state.latent()), 1e-5);
-    EXPECT_LE(testing::relative_l2(gpu_state.index_keys(), cpu_state.index_keys()), 1e-5);
+    for (const auto &[gpu_rows, cpu_rows] : {std::pair{gpu_state.latent(), cpu_state.latent()},
+                                             {gpu_state.rotary_keys(), cpu_state.rotary_keys()},
+                                             {gpu_state.index_keys(), cpu_state.index_keys()}}) {
+        EXPECT_LE(testing::relative_l2(widened(gpu_rows), widened(cpu_rows)), 1e-5);
+    }
 }
 
 HATTN_INSTANTIATE_ON_EACH_GPU(DsaOnGpu);
@@ -307,7 +339,7 @@ std::vector<std::string> kernels_run(const DsaAttention &layer, const Tensor &x)
 // the cache costs more, equals the forward.
 TEST(DsaAttention, EachPrefillFormMatchesTheReference) {
     const std::map<int64_t, std::string> kernel_of_topk{
-        {64, "attention_prefill"}, {6, "attention_prefill_masked"}, {3, "dsa_sparse_attention_shared"}};
+        {64, "attention_prefill"}, {6, "attention_prefill_masked"}, {3, "dsa_latent_attention"}};
     for (const auto &[v_dim, latent] : {std::pair<int64_t, int64_t>{16, 32}, {40, 64}})
         for (const auto &[topk, kernel] : kernel_of_topk) {
             nlohmann::json config = small_config(topk);
@@ -576,19 +608,28 @@ TEST(DsaState, NoTokensOrNoSequencesChangeNothing) {
     EXPECT_EQ(layer.prefill(Tensor({2, 0, 64}), s, &sel).shape(), Shape({2, 0, 64}));
     EXPECT_EQ(sel.queries, 0);
     EXPECT_EQ(s.lengths(), before.lengths());
-    EXPECT_EQ(s.latent().values(), before.latent().values());
-    EXPECT_EQ(s.index_keys().values(), before.index_keys().values());
+    for (const auto &[now, then] : {std::pair{s.latent(), before.latent()}, {s.rotary_keys(), before.rotary_keys()},
+                                    {s.index_keys(), before.index_keys()}}) {
+        EXPECT_EQ(widened(now).values(), widened(then).values());
+    }
 }
 
 // ---------------------------------------------------------------- the kernels on their own
 
-double index_scores_error(int64_t B, int64_t S, int64_t IH, int64_t ID, int64_t len, uint32_t seed) {
-    const Tensor iq = testing::random_tensor({B, S, IH, ID}, seed), ik = testing::random_tensor({B, len + 2, ID}, seed + 1);
+// The keys held in `key_type` (the layer's dtype), as a state holds them; the reference reads
+// their widened values.
+double index_scores_error(int64_t B, int64_t S, int64_t IH, int64_t ID, int64_t len, uint32_t seed,
+                          DType key_type = DType::F32) {
+    const Tensor iq = testing::random_tensor({B, S, IH, ID}, seed);
+    StoredRows keys(key_type, B, len + 2, ID);
+    const Tensor raw = testing::random_tensor({B, len + 2, ID}, seed + 1);
+    for (int64_t b = 0; b < B; b++) keys.store(b, 0, ConstTensorView(raw.data() + b * (len + 2) * ID, {len + 2, ID}));
+    const Tensor ik = widened(keys.view());
     const Tensor w = testing::random_tensor({B, S, IH}, seed + 2);
     Tensor scores({B, S, len + 2});
     const std::vector<int32_t> lengths(B, static_cast<int32_t>(len));
     const double scale = 1.0 / std::sqrt(double(ID));
-    dsa_index_scores(iq.view(), ik.view(), w.view(), lengths, static_cast<float>(scale), scores.view());
+    dsa_index_scores(iq.view(), keys.view(), w.view(), lengths, static_cast<float>(scale), scores.view());
     std::vector<double> ref(scores.size(), 0.0);
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++)
@@ -641,14 +682,24 @@ double sparse_vs_dense(int64_t B, int64_t S, int64_t H, int64_t D, int64_t K, ui
     return testing::relative_l2(sparse, {dense.values().begin(), dense.values().end()});
 }
 
-// The absorbed form: keys of one head (latent rows of Dk) read by every query head, values the first
-// Dv of the same rows, against a float64 reference. Query s selects up to K distinct rows of T at
-// random, the rest -1; with `empty`, the last query selects none and outputs zeros.
+// The absorbed form: keys of one head (latent rows of Dk: Dv latent values, then Dk - Dv rotary
+// ones) read by every query head, values the latent values, against a float64 reference over their
+// widened values; the latent held in `latent_type` (int8: groups of 128), the rotary part in
+// `rotary_type`. Query s selects up to K distinct rows of T at random, the rest -1; with `empty`,
+// the last query selects none and outputs zeros.
 double shared_kv_error(int64_t B, int64_t S, int64_t H, int64_t Dk, int64_t Dv, int64_t K, int64_t T, bool empty,
-                       uint32_t seed) {
-    const Tensor q = testing::random_tensor({B, S, H, Dk}, seed),
-                 latent = testing::random_tensor({B, T, 1, Dk}, seed + 1);
-    const ConstTensorView values(latent.data(), {B, T, 1, Dv}, {T * Dk, Dk, Dk, 1});
+                       uint32_t seed, DType latent_type = DType::F32, DType rotary_type = DType::F32) {
+    const Tensor q = testing::random_tensor({B, S, H, Dk}, seed), raw = testing::random_tensor({B, T, Dk}, seed + 1);
+    StoredRows latent(latent_type, B, T, Dv, DsaState::int8_group), rotary(rotary_type, B, T, Dk - Dv);
+    for (int64_t b = 0; b < B; b++) {
+        latent.store(b, 0, ConstTensorView(raw.data() + b * T * Dk, {T, Dv}, {Dk, 1}));
+        rotary.store(b, 0, ConstTensorView(raw.data() + b * T * Dk + Dv, {T, Dk - Dv}, {Dk, 1}));
+    }
+    const Tensor latent_values = widened(latent.view()), rotary_values = widened(rotary.view());
+    const auto key = [&](int64_t b, int64_t t, int64_t d) {
+        return d < Dv ? double(latent_values.data()[(b * T + t) * Dv + d])
+                      : double(rotary_values.data()[(b * T + t) * (Dk - Dv) + d - Dv]);
+    };
     std::mt19937 rng(seed + 2);
     std::vector<int32_t> idx(B * S * K, -1), rows(T);
     std::iota(rows.begin(), rows.end(), 0);
@@ -659,16 +710,15 @@ double shared_kv_error(int64_t B, int64_t S, int64_t H, int64_t Dk, int64_t Dv, 
     }
     const float scale = 1.0f / std::sqrt(float(Dk));
     Tensor out({B, S, H, Dv});
-    dsa_sparse_attention(q.view(), latent.view(), values, idx, K, scale, out.view());
+    dsa_latent_attention(q.view(), latent.view(), rotary.view(), idx, K, scale, out.view());
     std::vector<double> ref(out.size(), 0.0);
     for (int64_t bs = 0; bs < B * S; bs++)
         for (int64_t h = 0; h < H; h++) {
             const float *qh = q.data() + (bs * H + h) * Dk;
-            const float *rows_b = latent.data() + bs / S * T * Dk;
             std::vector<double> logit;
             for (int64_t n = 0; n < K && idx[bs * K + n] >= 0; n++) {
                 double dot = 0;
-                for (int64_t d = 0; d < Dk; d++) dot += double(qh[d]) * rows_b[idx[bs * K + n] * Dk + d];
+                for (int64_t d = 0; d < Dk; d++) dot += double(qh[d]) * key(bs / S, idx[bs * K + n], d);
                 logit.push_back(dot * scale);
             }
             if (logit.empty()) continue;
@@ -677,7 +727,7 @@ double shared_kv_error(int64_t B, int64_t S, int64_t H, int64_t Dk, int64_t Dv, 
             for (double &l : logit) sum += l = std::exp(l - top);
             double *o = ref.data() + (bs * H + h) * Dv;
             for (size_t n = 0; n < logit.size(); n++)
-                for (int64_t d = 0; d < Dv; d++) o[d] += logit[n] / sum * rows_b[idx[bs * K + n] * Dk + d];
+                for (int64_t d = 0; d < Dv; d++) o[d] += logit[n] / sum * key(bs / S, idx[bs * K + n], d);
         }
     return testing::relative_l2(out, ref);
 }
@@ -705,25 +755,47 @@ TEST(DsaKernels, SparseRejectsIndicesOutsideTheCache) {
         "dsa sparse attention: scale must be finite, got nan");
 }
 
+bool register_latent_checks() {
+    for (DType latent : {DType::F32, DType::BF16, DType::F16, DType::Int8})
+        for (DType rotary : {DType::F32, DType::BF16, DType::F16}) {
+            std::string name = "dsa_latent_attention";
+            if (latent != DType::F32 || rotary != DType::F32) {
+                name += std::string("_") + type_name(latent) + "_" + type_name(rotary);
+            }
+            testing::register_kernel_check(
+                name, {[=] {
+                           return std::max({shared_kv_error(2, 3, 20, 40, 36, 7, 30, true, 48, latent, rotary),
+                                            shared_kv_error(1, 2, 20, 40, 36, 300, 500, false, 49, latent, rotary),
+                                            shared_kv_error(1, 2, 4, 48, 40, 9, 20, true, 53, latent, rotary),
+                                            shared_kv_error(1, 2, 4, 12, 8, 5, 9, true, 51, latent, rotary),
+                                            shared_kv_error(1, 2, 4, 268, 260, 9, 20, true, 54, latent, rotary)});
+                       },
+                       1e-5,
+                       [=] { return shared_kv_error(1, 1, 16, 576, 512, 2048, 4096, false, 50, latent, rotary); }});
+        }
+    return true;
+}
+
 const bool checks_registered =
     testing::register_kernel_check("dsa_index_scores", {[] { return index_scores_error(1, 7, 4, 16, 30, 42); }, 1e-5,
                                                         [] { return index_scores_error(1, 512, 32, 128, 512, 43); }}) &&
+    testing::register_kernel_check("dsa_index_scores_bf16",
+                                   {[] { return index_scores_error(1, 7, 4, 16, 30, 42, DType::BF16); }, 1e-5,
+                                    [] { return index_scores_error(1, 512, 32, 128, 512, 43, DType::BF16); }}) &&
+    testing::register_kernel_check("dsa_index_scores_f16",
+                                   {[] { return index_scores_error(1, 7, 4, 16, 30, 42, DType::F16); }, 1e-5,
+                                    [] { return index_scores_error(1, 512, 32, 128, 512, 43, DType::F16); }}) &&
     // K = 300: past the GPU's 256 lanes of the row's max and sum, and not a whole number of its
     // PV steps of 8 keys.
     testing::register_kernel_check(
         "dsa_sparse_attention",
         {[] { return std::max(sparse_vs_dense(1, 17, 2, 8, 4, 44), sparse_vs_dense(1, 400, 2, 8, 300, 46)); }, 1e-5,
          [] { return sparse_vs_dense(1, 512, 16, 24, 64, 45); }}) &&
-    // 20 heads: past a tile of 8 and a vector of 16; K = 300 as above; 4 heads of 40 values:
-    // fewer heads than a tile; 4 heads of 8 values: narrower than any CPU schedule's tile.
-    testing::register_kernel_check("dsa_sparse_attention_shared",
-                                   {[] {
-                                        return std::max({shared_kv_error(2, 3, 20, 40, 36, 7, 30, true, 48),
-                                                         shared_kv_error(1, 2, 20, 40, 36, 300, 500, false, 49),
-                                                         shared_kv_error(1, 2, 4, 48, 40, 9, 20, true, 53),
-                                                         shared_kv_error(1, 2, 4, 12, 8, 5, 9, true, 51)});
-                                    },
-                                    1e-5, [] { return shared_kv_error(1, 1, 16, 576, 512, 2048, 4096, false, 50); }});
+    // Every storage type pair of the latent attention: 20 heads, past a tile of 8 and a vector of
+    // 16; K = 300 as above; 4 heads of 40 values: fewer heads than a tile; 4 heads of 8 values:
+    // narrower than any CPU schedule's tile; 260 latent values: an int8 latent's 3 groups, the
+    // last of 4 values.
+    register_latent_checks();
 
 // A config built by hand skips from()'s checks: validate() names the field, and the layer calls
 // it before reading a weight. What the weights' shapes would not catch is among these.

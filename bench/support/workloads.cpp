@@ -306,14 +306,15 @@ Workload dsa_sparse_latent_workload(int64_t seq, int64_t topk, int64_t window, i
     const int64_t S = queries > 0 ? std::min(queries, seq) : seq;
     auto st = std::make_shared<State>();
     st->q = random({1, S, H, L}, 1);
-    st->latent = random({1, seq, 1, L}, 2);
+    st->latent = random({1, seq, L}, 2);
     st->out = Tensor({1, S, H, R});
     st->indices = random_topk(seq, topk, window);
     st->indices.erase(st->indices.begin(), st->indices.end() - S * topk);
     const float scale = 1.0f / std::sqrt(192.0f);
     Workload w = make(st, [st, seq, topk, scale] {
-        const TensorView values(st->latent.data(), {1, seq, 1, R}, {seq * L, L, L, 1});
-        dsa_sparse_attention(st->q.view(), st->latent.view(), values, st->indices, topk, scale, st->out.view());
+        const ConstTensorView latent(st->latent.data(), {1, seq, R}, {seq * L, L, 1}),
+            rotary(st->latent.data() + R, {1, seq, L - R}, {seq * L, L, 1});
+        dsa_latent_attention(st->q.view(), latent, rotary, st->indices, topk, scale, st->out.view());
     });
     w.flops = 2.0 * S * topk * H * (L + R);
     return w;
@@ -488,9 +489,18 @@ Workload dsa_layer_workload(const LayerShape &s) {
     return layer_run<DsaAttention, DsaState>(
         s, random_dsa_attention(s), [](DsaAttention &l, const Tensor &x) { l.forward(x); },
         [B, T, E](DsaAttention &l) {
-            // Filled by a prefill of kv_len random tokens: the indexer needs real keys.
+            // Filled by prefills of kv_len random tokens (the indexer needs real keys), in blocks
+            // whose queries each select only their own token: a state's rows do not depend on the
+            // selection, and a long prompt's attention and indexer (minutes at 32K tokens on a
+            // few cores) are skipped.
             DsaState state = l.make_state(B, T + 1);
-            l.prefill(random({B, T, E}, 10), state);
+            constexpr int64_t block = 2048;
+            for (int64_t t0 = 0; t0 < T; t0 += block) {
+                const int64_t n = std::min(block, T - t0);
+                TopK self{B, n, 1, std::vector<int32_t>(B * n)};
+                for (int64_t i = 0; i < B * n; i++) self.indices[i] = static_cast<int32_t>(t0 + i % n);
+                l.prefill(random({B, n, E}, 10 + static_cast<uint32_t>(t0 / block)), state, nullptr, &self);
+            }
             return state;
         },
         [](DsaAttention &l, const Tensor &x, DsaState &state) { l.decode_step(x, state); },

@@ -7,6 +7,8 @@ namespace hattn {
 using namespace Halide;
 
 void DsaIndexScores::generate() {
+    _halide_user_assert(key_type != StorageType::Int8 && ik.type() == buffer_type_of(key_type))
+        << "key_type " << int(StorageType(key_type)) << " needs ik.type " << buffer_type_of(key_type);
     rd = RDom(0, iq.dim(0).extent(), "rd");
     rh = RDom(0, iq.dim(1).extent(), "rh");
     // h and t clamped so that schedules may compute whole vectors of heads or keys (the same
@@ -15,7 +17,8 @@ void DsaIndexScores::generate() {
     // whose key rows are then consecutive, addressed from one base rather than each clamped.
     queries(d, h, s, b) = iq(d, min(h, iq.dim(1).extent() - 1), s, b);
     dot(t, h, s, b) = 0.0f;
-    dot(t, h, s, b) += queries(rd, h, s, b) * ik(rd, clamp(likely(t), 0, ik.dim(1).extent() - 1), b);
+    const Expr key = ik(rd, clamp(likely(t), 0, ik.dim(1).extent() - 1), b);
+    dot(t, h, s, b) += queries(rd, h, s, b) * schedules::widen_to_f32(key, key_type, get_target());
     total(t, s, b) = 0.0f;
     total(t, s, b) += head_w(rh, s, b) * max(dot(t, rh, s, b) * scale, 0.0f);
     // Query s is the (S - s)-th newest of its sequence's kv_len keys.

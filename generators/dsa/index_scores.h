@@ -6,6 +6,7 @@
 #pragma once
 
 #include "Halide.h"
+#include "generators/common/storage_type.h"
 #include "schedules/scheduled.h"
 
 namespace hattn {
@@ -13,7 +14,9 @@ namespace hattn {
 class DsaIndexScores : public Halide::Generator<DsaIndexScores> {
 public:
     Input<Buffer<float>> iq{"iq", 4};          // (ID, IH, S, B): rotated index queries
-    Input<Buffer<float>> ik{"ik", 3};          // (ID, capacity, B): rotated index keys, cached
+    // The cached keys' storage type (f32, bf16, f16: the layer's dtype); ik.type matches.
+    GeneratorParam<StorageType> key_type{"key_type", StorageType::F32, storage_type_names};
+    Input<Buffer<>> ik{"ik", 3};               // (ID, capacity, B): rotated index keys, cached
     Input<Buffer<float>> head_w{"head_w", 3};  // (IH, S, B): per-head weights, already / sqrt(IH)
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};  // (B): keys of each sequence, new ones included
     Input<float> scale{"scale"};               // 1 / sqrt(ID)

@@ -5,7 +5,6 @@
 #include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/half.h"
-#include "hattn/int8_group.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -38,20 +37,6 @@ void store_as(DType dtype, Tensor &t) {
 
 // The host rounds the int8 groups: on a GPU the kernel's result comes down first and goes up
 // again after.
-void store_as_int8_groups(Tensor &t, int64_t width, int64_t group) {
-    host_reads(t.view());
-    host_wrote(t.view());
-    std::vector<int8_t> codes(group);
-    for (int64_t row = 0; row < t.size() / width; row++) {
-        for (int64_t first = 0; first < width; first += group) {
-            float *values = t.data() + row * width + first;
-            const int64_t n = std::min(group, width - first);
-            const float scale = quantize_group(values, codes.data(), n);
-            for (int64_t i = 0; i < n; i++) values[i] = float(codes[i]) * scale;
-        }
-    }
-}
-
 const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy) {
     if (dtype == DType::F32) return x;
     if (current_device() != Device::CPU || x.size() == 0) {

@@ -13,11 +13,6 @@ namespace hattn::detail {
 // the current device.
 void store_as(DType dtype, Tensor &t);
 
-// Rows [..., width] of t as an int8 cache stores them (spec/attention.md section 5): each row's
-// groups of `group` values (the last may be shorter) quantised to codes and a scale, read back in
-// place. For layers whose int8 state is held as float32 values.
-void store_as_int8_groups(Tensor &t, int64_t width, int64_t group);
-
 // x as the layer takes it, converted once on entry: x itself for f32; else a copy rounded to
 // `dtype`, kept in `copy`.
 const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy);

@@ -192,6 +192,7 @@ StoredView StoredView::crop(int dim, int64_t begin, int64_t end) const {
     if (dtype == DType::Int8) {
         require(dim < rank() - 1, "crop: an int8 view's rows share their scales; its last dimension is not cropped");
         part.scales = scales.crop(dim, begin, end);
+        part.scale_group = scale_group;
     }
     return part;
 }
@@ -220,6 +221,7 @@ void widen_into(const StoredView &src, const TensorView &dst) {
         float value;
         if (src.dtype == DType::Int8) {
             for (int i = 0; i < r - 1; i++) row += index[i] * scale_steps[i];
+            if (src.scale_group > 0) row += index[r - 1] / src.scale_group * scale_steps[r - 1];
             value = float(static_cast<const int8_t *>(src.data)[a]) * src.scales.data[row];
         } else {
             const uint16_t bits = static_cast<const uint16_t *>(src.data)[a];

@@ -65,6 +65,9 @@ struct StoredView {
     Shape shape;
     Shape strides;
     ConstTensorView scales;  // int8 only
+    // int8: the values of the last dimension that share a scale, the last group perhaps fewer; 0:
+    // all of them (scales then have one dimension fewer than the codes, else [..., groups]).
+    int64_t scale_group = 0;
 
     StoredView() = default;
     StoredView(const void *data, DType dtype, Shape shape, Shape strides);

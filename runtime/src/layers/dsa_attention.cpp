@@ -171,13 +171,13 @@ int64_t DsaAttention::weight_bytes() const {
 }
 
 int64_t DsaAttention::cache_bytes_per_token() const {
-    // Held as float32 in any kv_dtype (rounded to it): 16-bit and int8 DSA state kernels are future
-    // work.
-    return (config_.kv_lora_rank + config_.rope_dim + config_.index_dim) * static_cast<int64_t>(sizeof(float));
+    const DsaConfig &c = config_;
+    return StoredRows::bytes_per_row(c.storage.kv_dtype, c.kv_lora_rank, DsaState::int8_group) +
+           StoredRows::bytes_per_row(c.storage.dtype, c.rope_dim) + StoredRows::bytes_per_row(c.storage.dtype, c.index_dim);
 }
 
 DsaState DsaAttention::make_state(int64_t batch, int64_t capacity) const {
-    return DsaState(identity_, batch, capacity, config_.kv_lora_rank + config_.rope_dim, config_.index_dim);
+    return DsaState(identity_, batch, capacity, config_.storage, config_.kv_lora_rank, config_.rope_dim, config_.index_dim);
 }
 
 Tensor DsaAttention::forward(const Tensor &x, TopK *selected, const TopK *shared) const {
@@ -233,7 +233,7 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
         if (selected) *selected = TopK{B, 0, 0, {}};
         return Tensor({B, 0, c.hidden});
     }
-    const DType dtype = c.storage.dtype, kv_dtype = c.storage.kv_dtype;
+    const DType dtype = c.storage.dtype;
     // Every kernel result the call keeps is rounded to the dtype where it is written (section 5);
     // scores, top-k and softmax stay float32.
     const auto stored = [&](Tensor &t) { detail::store_as(dtype, t); };
@@ -277,16 +277,10 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
     stored(ckv);
     detail::require_finite_results("glm_dsa", {{"q_a_proj", &q_a}, {"kv_a_proj_with_mqa", &ckv}}, origin);
     rms_norm(TensorView(ckv.data(), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps, matrix(kv, B * S, R));
-    // kv is kept only in the state: rounded once, to the kv_dtype (its rotary part and the indexer
-    // keys stay in the dtype); int8 in groups of 128 of each row's R values.
-    if (kv_dtype == DType::Int8) {
-        detail::store_as_int8_groups(kv, R, 128);
-    } else {
-        detail::store_as(kv_dtype, kv);
-    }
+    // kv, k_rot and the indexer keys are kept only in the state, which rounds them as it stores
+    // them: kv to the kv_dtype, the others to the dtype.
     Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), *rope, start, k_rot.view(), RopeLayout::Interleaved);
-    stored(k_rot);
 
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
@@ -319,15 +313,13 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
     stored(ik);
     Tensor ik_rot = detail::scratch_tensor({B, S, 1, ID});
     apply_rope(ik.view(), *rope, start, ik_rot.view(), RopeLayout::Interleaved);
-    stored(ik_rot);
 
     // Stage the new tokens past each sequence's end; they join it only at the end.
     for (int64_t b = 0; b < B; b++) {
-        const int64_t first = b * state.capacity() + start[b];
-        copy_into(TensorView(kv.data() + b * S * R, {S, R}), TensorView(state.latent_.data() + first * L, {S, R}, {L, 1}));
-        copy_into(TensorView(k_rot.data() + b * S * Rd, {S, Rd}),
-                  TensorView(state.latent_.data() + first * L + R, {S, Rd}, {L, 1}));
-        copy_into(TensorView(ik_rot.data() + b * S * ID, {S, ID}), TensorView(state.index_keys_.data() + first * ID, {S, ID}));
+        const auto rows = [&](const Tensor &t, int64_t width) { return ConstTensorView(t.data() + b * S * width, {S, width}); };
+        state.latent_.store(b, start[b], rows(kv, R));
+        state.rotary_.store(b, start[b], rows(k_rot, Rd));
+        state.index_keys_.store(b, start[b], rows(ik_rot, ID));
     }
 
     TopK chosen{B, S, K, std::vector<int32_t>(B * S * K, -1)};
@@ -422,7 +414,7 @@ void DsaAttention::attend_absorbed(const Tensor &q, const Tensor &q_rot, const D
                                    float scale, Tensor &attended) const {
     const DsaConfig &c = config_;
     const int64_t B = chosen.batch, S = chosen.queries, K = chosen.k, H = c.heads, N = c.nope_dim, Rd = c.rope_dim;
-    const int64_t V = c.v_dim, R = c.kv_lora_rank, L = R + Rd, cap = state.capacity();
+    const int64_t V = c.v_dim, R = c.kv_lora_rank, L = R + Rd;
     // The projections read and write each head's slice in place (strided rows).
     Tensor q_abs = detail::scratch_tensor({B, S, H, L});
     for (int64_t h = 0; h < H; h++) {
@@ -433,9 +425,7 @@ void DsaAttention::attend_absorbed(const Tensor &q, const Tensor &q_rot, const D
               TensorView(q_abs.data() + R, {B * S, H, Rd}, {H * L, L, 1}));
     detail::store_as(c.storage.dtype, q_abs);
     Tensor out_lat = detail::scratch_tensor({B, S, H, R});
-    dsa_sparse_attention(q_abs.view(), ConstTensorView(state.latent_.data(), {B, cap, 1, L}),
-                         ConstTensorView(state.latent_.data(), {B, cap, 1, R}, {cap * L, L, L, 1}), chosen.indices, K,
-                         scale, out_lat.view());
+    dsa_latent_attention(q_abs.view(), state.latent(), state.rotary_keys(), chosen.indices, K, scale, out_lat.view());
     detail::store_as(c.storage.dtype, out_lat);
     for (int64_t h = 0; h < H; h++) {
         const int64_t values_row = h * (N + V) + N;
@@ -457,9 +447,14 @@ void DsaAttention::attend_expanded(const Tensor &q, const Tensor &q_rot, const D
     const auto padded = [&](Shape shape) { return W > Dk ? Tensor(shape) : detail::scratch_tensor(shape); };
     for (int64_t b = 0; b < B; b++) {
         const int64_t len = lengths[b];
-        const float *rows = state.latent_.data() + b * state.capacity() * L;
-        Tensor lat = detail::scratch_tensor({len, R}), expanded = detail::scratch_tensor({len, H * (N + V)});
-        copy_into(ConstTensorView(rows, {len, R}, {L, 1}), lat.view());
+        // The sequence's latent rows, widened to float32 on the host (widen_into), as W_kvb's input.
+        const auto widened = [&](const StoredView &rows) {
+            Tensor t({len, rows.dim(2)}, Tensor::unset);
+            widen_into(rows.crop(0, b, b + 1).crop(1, 0, len), TensorView(t.data(), {1, len, rows.dim(2)}));
+            return t;
+        };
+        const Tensor lat = widened(state.latent()), rotary = widened(state.rotary_keys());
+        Tensor expanded = detail::scratch_tensor({len, H * (N + V)});
         kv_b_.apply(lat.view(), expanded.view());  // [len, H * (N + V)]
         detail::store_as(c.storage.dtype, expanded);
         // Per head keys [k_nope_h | k_rot] of every cached token, and the queries laid out alike.
@@ -467,7 +462,7 @@ void DsaAttention::attend_expanded(const Tensor &q, const Tensor &q_rot, const D
         copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),
                   TensorView(keys.data(), {len, H, N}, {H * W, W, 1}));
         // Every head shares the token's rotated key (the source's head stride is 0).
-        copy_into(ConstTensorView(rows + R, {len, H, Rd}, {L, 0, 1}),
+        copy_into(ConstTensorView(rotary.data(), {len, H, Rd}, {Rd, 0, 1}),
                   TensorView(keys.data() + N, {len, H, Rd}, {H * W, W, 1}));
         copy_into(ConstTensorView(q.data() + b * S * H * Dk, {S, H, N}, {H * Dk, Dk, 1}),
                   TensorView(q_b.data(), {S, H, N}, {H * W, W, 1}));

@@ -7,15 +7,13 @@
 
 namespace hattn {
 
-DsaState::DsaState(LayerIdentity maker, int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim)
+DsaState::DsaState(LayerIdentity maker, int64_t batch, int64_t capacity, StorageTypes types, int64_t latent_dim,
+                   int64_t rotary_dim, int64_t index_dim)
     : maker_(maker),
       lengths_("glm_dsa state", batch, capacity),
-      latent_({batch, capacity, latent_width}),
-      index_keys_({batch, capacity, index_dim}) {
-    // On a GPU both caches stay on the device; each step uploads only its new rows.
-    latent_.keep_on_device();
-    index_keys_.keep_on_device();
-}
+      latent_(types.kv_dtype, batch, capacity, latent_dim, int8_group),
+      rotary_(types.dtype, batch, capacity, rotary_dim),
+      index_keys_(types.dtype, batch, capacity, index_dim) {}
 
 void DsaState::reset() { lengths_.reset(); }
 void DsaState::reset(int64_t sequence) { lengths_.reset(sequence); }
@@ -29,10 +27,10 @@ void DsaState::assign_sequence(int64_t target, const DsaState &from, int64_t sou
     require(from.maker_ == maker_, "glm_dsa state: cannot take a sequence from a state another layer made");
     const int64_t len = lengths_.check_assign(target, from.lengths_, source);
     if (&from == this && source == target) return;
-    for (auto [to, rows] : {std::pair<Tensor *, const Tensor *>{&latent_, &from.latent_}, {&index_keys_, &from.index_keys_}}) {
-        const int64_t width = to->dim(2), first = target * capacity() * width;
-        std::copy_n(rows->data() + source * from.capacity() * width, len * width, to->data() + first);
-        to->host_changed(first, first + len * width);
+    for (auto [to, rows] : {std::pair<StoredRows *, const StoredRows *>{&latent_, &from.latent_},
+                            {&rotary_, &from.rotary_},
+                            {&index_keys_, &from.index_keys_}}) {
+        to->copy_rows(target, *rows, source, len);
     }
     lengths_.assign(target, len);
 }

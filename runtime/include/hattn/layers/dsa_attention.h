@@ -13,6 +13,7 @@
 #include "hattn/layers/linear.h"
 #include "hattn/safetensors.h"
 #include "hattn/sequence_lengths.h"
+#include "hattn/stored_rows.h"
 #include "hattn/tensor.h"
 
 namespace hattn {
@@ -47,21 +48,24 @@ struct TopK {
     const int32_t *row(int64_t b, int64_t s) const { return indices.data() + (b * queries + s) * k; }
 };
 
-// Per batch: the latent cache (kv R + k_rot Rd floats per token, shared by all heads) and the
-// indexer's key cache (ID floats per token). Made by DsaAttention::make_state; every token's data
+// Per batch: the latent cache (kv R + k_rot Rd values per token, shared by all heads) and the
+// indexer's key cache (ID values per token). Made by DsaAttention::make_state; every token's data
 // lives in these rows, so sequences can be reset, truncated and forked like a KVCache's. The rows
-// are float32 holding values rounded to the layer's types: kv to its kv_dtype, k_rot and the
-// indexer keys to its dtype (the DSA kernels read float32).
+// are held in the layer's storage types (spec/attention.md section 5), which the DSA kernels read
+// in place: kv in its kv_dtype (int8: a scale per group of 128 values), k_rot and the indexer keys
+// in its dtype.
 class DsaState {
 public:
     int64_t batch() const { return lengths_.batch(); }
     int64_t capacity() const { return lengths_.capacity(); }
     const std::vector<int32_t> &lengths() const { return lengths_.values(); }
-    // The storage, [B, capacity, R + Rd] and [B, capacity, ID]. Rows past a sequence's length
-    // are not part of it (a call writes its new rows there first, and counts them only once
-    // everything has succeeded).
-    const Tensor &latent() const { return latent_; }
-    const Tensor &index_keys() const { return index_keys_; }
+    // The storage: the latent's kv [B, capacity, R] and k_rot [B, capacity, Rd], and the indexer
+    // keys [B, capacity, ID]. Rows past a sequence's length are not part of it (a call writes its
+    // new rows there first, and counts them only once everything has succeeded).
+    StoredView latent() const { return latent_.view(); }
+    StoredView rotary_keys() const { return rotary_.view(); }
+    StoredView index_keys() const { return index_keys_.view(); }
+    static constexpr int64_t int8_group = 128;  // an int8 latent's values per scale (the spec's)
 
     void reset();                                        // every sequence empty
     void reset(int64_t sequence);                        // one sequence empty
@@ -75,11 +79,12 @@ public:
 
 private:
     friend class DsaAttention;
-    DsaState(LayerIdentity maker, int64_t batch, int64_t capacity, int64_t latent_width, int64_t index_dim);
+    DsaState(LayerIdentity maker, int64_t batch, int64_t capacity, StorageTypes types, int64_t latent_dim,
+             int64_t rotary_dim, int64_t index_dim);
 
     LayerIdentity maker_;  // a layer reads and writes only the states it made
     SequenceLengths lengths_;
-    Tensor latent_, index_keys_;
+    StoredRows latent_, rotary_, index_keys_;
 };
 
 class DsaAttention {
