@@ -89,6 +89,10 @@ hattn_kernel(dsa_index_scores PARAMS ik.type=float32)
 foreach (type IN ITEMS bf16 f16)
     hattn_kernel(dsa_index_scores_${type} GENERATOR dsa_index_scores PARAMS key_type=${type} ik.type=uint16 HAND_ONLY)
 endforeach ()
+# A bf16 layer's indexer in bf16 pairs (vdpbf16ps), as the attention's QK: its queries are bf16
+# values, and the runtime chooses this variant on CPUs with AVX512-BF16.
+hattn_kernel(dsa_index_scores_bf16_pairs GENERATOR dsa_index_scores PARAMS key_type=bf16 ik.type=uint16 bf16_pairs=true
+             ${pairs_targets})
 # On a GPU, PV gathers 8 selected keys' values at a time (key_step).
 hattn_kernel(dsa_sparse_attention PARAMS keys.type=float32 values.type=float32 GPU_PARAMS key_step=8)
 # The absorbed form (decode, and a CPU's prefill): one latent head read by every query head, a

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "device_residency.h"
+#include "kernel_variants.h"
 #include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/half.h"
@@ -27,6 +28,7 @@
 #include "support/errors.h"
 #include "support/config.h"
 #include "support/stateful_layer.h"
+#include "support/bf16_form.h"
 #include "support/kernel_checks.h"
 #include "support/device.h"
 #include "support/random.h"
@@ -165,6 +167,44 @@ TEST(DsaAttention, SixteenBitDecodeEqualsTheForwardWithinTheTypesPrecision) {
             }
         }
     }
+}
+
+// A bf16 layer's indexer multiplies bf16 pairs where they run (its queries are bf16 values): in
+// forward and decode alike, so both select the same keys; float32 queries over bf16 keys widen.
+TEST(DsaAttention, ABf16IndexerTakesPairsInForwardAndDecode) {
+    set_bf16_dot_form(Bf16DotForm::Pairs);
+    const bool pairs_here = current_device() == Device::CPU && detail::bf16_pairs_chosen();
+    set_bf16_dot_form(Bf16DotForm::Auto);
+    if (!pairs_here) GTEST_SKIP() << "no bf16 pairs kernels here";
+    testing::with_bf16_form(Bf16DotForm::Pairs, [] {
+        const DsaAttention layer = make_layer(small_config(4), "", false, nullptr, {DType::BF16, DType::BF16});
+        const Tensor x = testing::random_tensor({1, 12, 64}, 94);
+        TopK whole, step;
+        std::vector<std::string> names;
+        {
+            const KernelTimes times;
+            layer.forward(x, &whole);
+            for (const KernelTime &k : times.totals()) names.push_back(k.kernel);
+        }
+        EXPECT_NE(std::find(names.begin(), names.end(), "dsa_index_scores_bf16_pairs"), names.end());
+        DsaState state = layer.make_state(1, 12);
+        layer.prefill(x.tokens(0, 11), state);
+        layer.decode_step(x.tokens(11, 12), state, &step);
+        EXPECT_EQ(step.indices, std::vector<int32_t>(whole.row(0, 11), whole.row(0, 11) + 4));
+        return 0.0;
+    });
+    // The same keys under float32 queries: the widening kernel.
+    StoredRows keys(DType::BF16, 1, 8, 16);
+    keys.store(0, 0, testing::random_tensor({8, 16}, 95).view());
+    const KernelTimes times;
+    Tensor scores({1, 2, 8});
+    testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
+        dsa_index_scores(testing::random_tensor({1, 2, 3, 16}, 96).view(), keys.view(),
+                         testing::random_tensor({1, 2, 3}, 97).view(), {8}, 0.25f, scores.view());
+        return 0.0;
+    });
+    ASSERT_EQ(times.totals().size(), 1u);
+    EXPECT_EQ(times.totals()[0].kernel, "dsa_index_scores_bf16");
 }
 
 // An int8 state: each token's R latent values in groups of 128 (here R = 32: one group) are held as
@@ -617,10 +657,11 @@ TEST(DsaState, NoTokensOrNoSequencesChangeNothing) {
 // ---------------------------------------------------------------- the kernels on their own
 
 // The keys held in `key_type` (the layer's dtype), as a state holds them; the reference reads
-// their widened values.
+// their widened values. With bf16_queries the queries are bf16 values, as a bf16 layer's are.
 double index_scores_error(int64_t B, int64_t S, int64_t IH, int64_t ID, int64_t len, uint32_t seed,
-                          DType key_type = DType::F32) {
-    const Tensor iq = testing::random_tensor({B, S, IH, ID}, seed);
+                          DType key_type = DType::F32, bool bf16_queries = false) {
+    Tensor iq = testing::random_tensor({B, S, IH, ID}, seed);
+    if (bf16_queries) round_to(DType::BF16, iq.data(), iq.size());
     StoredRows keys(key_type, B, len + 2, ID);
     const Tensor raw = testing::random_tensor({B, len + 2, ID}, seed + 1);
     for (int64_t b = 0; b < B; b++) keys.store(b, 0, ConstTensorView(raw.data() + b * (len + 2) * ID, {len + 2, ID}));
@@ -782,6 +823,20 @@ const bool checks_registered =
     testing::register_kernel_check("dsa_index_scores_bf16",
                                    {[] { return index_scores_error(1, 7, 4, 16, 30, 42, DType::BF16); }, 1e-5,
                                     [] { return index_scores_error(1, 512, 32, 128, 512, 43, DType::BF16); }}) &&
+    // In bf16 pairs: 4 heads (fewer than a vector), 40 (past two), an ID of 16, and GLM-5's shape.
+    testing::register_kernel_check(
+        "dsa_index_scores_bf16_pairs",
+        {[] {
+             return testing::with_bf16_form(Bf16DotForm::Pairs, [] {
+                 return std::max(index_scores_error(2, 7, 4, 16, 30, 42, DType::BF16, true),
+                                 index_scores_error(1, 3, 40, 32, 77, 44, DType::BF16, true));
+             });
+         },
+         1e-5,
+         [] {
+             return testing::with_bf16_form(
+                 Bf16DotForm::Pairs, [] { return index_scores_error(1, 512, 32, 128, 512, 43, DType::BF16, true); });
+         }}) &&
     testing::register_kernel_check("dsa_index_scores_f16",
                                    {[] { return index_scores_error(1, 7, 4, 16, 30, 42, DType::F16); }, 1e-5,
                                     [] { return index_scores_error(1, 512, 32, 128, 512, 43, DType::F16); }}) &&

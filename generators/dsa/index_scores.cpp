@@ -9,16 +9,28 @@ using namespace Halide;
 void DsaIndexScores::generate() {
     _halide_user_assert(key_type != StorageType::Int8 && ik.type() == buffer_type_of(key_type))
         << "key_type " << int(StorageType(key_type)) << " needs ik.type " << buffer_type_of(key_type);
-    rd = RDom(0, iq.dim(0).extent(), "rd");
+    _halide_user_assert(!bf16_pairs || key_type == StorageType::BF16) << "bf16_pairs needs key_type bf16";
     rh = RDom(0, iq.dim(1).extent(), "rh");
     // h and t clamped so that schedules may compute whole vectors of heads or keys (the same
     // arithmetic in every lane, whatever the length) without reading past the heads or the cache.
     // The key's clamp is `likely` a no-op: Halide splits off the tiles wholly inside the cache,
     // whose key rows are then consecutive, addressed from one base rather than each clamped.
-    queries(d, h, s, b) = iq(d, min(h, iq.dim(1).extent() - 1), s, b);
+    const Expr query = iq(d, min(h, iq.dim(1).extent() - 1), s, b);
+    const Expr key_row = clamp(likely(t), 0, ik.dim(1).extent() - 1);
     dot(t, h, s, b) = 0.0f;
-    const Expr key = ik(rd, clamp(likely(t), 0, ik.dim(1).extent() - 1), b);
-    dot(t, h, s, b) += queries(rd, h, s, b) * schedules::widen_to_f32(key, key_type, get_target());
+    if (bf16_pairs) {
+        // Pairs multiply the keys' bf16 values as they are, and the queries' (bf16 values already).
+        queries(d, h, s, b) = cast(BFloat(16), query);
+        q_pairs(pair, h, d, s, b) = queries(2 * d + pair, h, s, b);
+        rd = RDom(0, 2, 0, iq.dim(0).extent() / 2, "rd");
+        const Expr key = reinterpret(BFloat(16), ik(2 * rd.y + rd.x, key_row, b));
+        dot(t, h, s, b) += cast<float>(q_pairs(rd.x, h, rd.y, s, b)) * cast<float>(key);
+    } else {
+        queries(d, h, s, b) = query;
+        rd = RDom(0, iq.dim(0).extent(), "rd");
+        const Expr key = ik(rd, key_row, b);
+        dot(t, h, s, b) += queries(rd, h, s, b) * schedules::widen_to_f32(key, key_type, get_target());
+    }
     total(t, s, b) = 0.0f;
     total(t, s, b) += head_w(rh, s, b) * max(dot(t, rh, s, b) * scale, 0.0f);
     // Query s is the (S - s)-th newest of its sequence's kv_len keys.

@@ -50,11 +50,22 @@ void schedule_dsa_index_scores(DsaIndexScores &g, const Target &t, int keys) {
         .vectorize(hl)
         .unroll(hp)
         .unroll(g.t);
-    g.dot.update().split(g.h, hp, hl, vec).reorder(hl, hp, g.t, g.rd).vectorize(hl).unroll(hp).unroll(g.t);
-    // GLM-5's index keys (128 floats a row, stored densely) at a constant stride: the tile's key
+    if (g.bf16_pairs) {
+        // A pair's two products summed into one lane (a VectorReduce: vdpbf16ps), a key's pair one
+        // 32-bit broadcast; the queries' pairs staged once per query, heads-fastest after the pair.
+        g.dot.update().split(g.h, hp, hl, vec).reorder(g.rd.x, hl, hp, g.t, g.rd.y).atomic().vectorize(g.rd.x)
+            .vectorize(hl).unroll(hp).unroll(g.t);
+        g.queries.compute_inline();
+        g.q_pairs.compute_at(g.score, g.s).bound_extent(g.pair, 2).reorder(g.pair, g.h, g.d)
+            .vectorize(g.pair).vectorize(g.h, vec, TailStrategy::RoundUp);
+    } else {
+        g.dot.update().split(g.h, hp, hl, vec).reorder(hl, hp, g.t, g.rd).vectorize(hl).unroll(hp).unroll(g.t);
+        g.queries.compute_at(g.score, g.s).reorder_storage(g.h, g.d).reorder(g.h, g.d)
+            .vectorize(g.h, vec, TailStrategy::RoundUp);
+    }
+    // GLM-5's index keys (128 values a row, stored densely) at a constant stride: the tile's key
     // rows are then one address plus constant offsets.
     g.dot.update().specialize(g.ik.dim(1).stride() == 128);
-    g.queries.compute_at(g.score, g.s).reorder_storage(g.h, g.d).reorder(g.h, g.d).vectorize(g.h, vec, TailStrategy::RoundUp);
 }
 
 // The absorbed form (one latent head for every query head): per query, the logits and PV are
