@@ -809,7 +809,8 @@ bool register_latent_checks() {
                                             shared_kv_error(1, 2, 20, 40, 36, 300, 500, false, 49, latent, rotary),
                                             shared_kv_error(1, 2, 4, 48, 40, 9, 20, true, 53, latent, rotary),
                                             shared_kv_error(1, 2, 4, 12, 8, 5, 9, true, 51, latent, rotary),
-                                            shared_kv_error(1, 2, 4, 268, 260, 9, 20, true, 54, latent, rotary)});
+                                            shared_kv_error(1, 2, 4, 268, 260, 9, 20, true, 54, latent, rotary),
+                                            shared_kv_error(1, 2, 8, 264, 256, 9, 20, true, 55, latent, rotary)});
                        },
                        1e-5,
                        [=] { return shared_kv_error(1, 1, 16, 576, 512, 2048, 4096, false, 50, latent, rotary); }});
@@ -849,7 +850,7 @@ const bool checks_registered =
     // Every storage type pair of the latent attention: 20 heads, past a tile of 8 and a vector of
     // 16; K = 300 as above; 4 heads of 40 values: fewer heads than a tile; 4 heads of 8 values:
     // narrower than any CPU schedule's tile; 260 latent values: an int8 latent's 3 groups, the
-    // last of 4 values.
+    // last of 4 values; 256 values and 8 heads: whole groups, which int8 tiles split.
     register_latent_checks();
 
 // A config built by hand skips from()'s checks: validate() names the field, and the layer calls

@@ -86,6 +86,22 @@ static void schedule_shared_kv(DsaSparseAttention &g, const Target &t) {
     struct Tile {
         int dims, heads;
     };
+    // An int8 latent's value dims in whole groups (R a multiple of the group): the tiles split each
+    // group, so that a tile's dims share one scale, loaded once, rather than each lane's gathered.
+    if (g.latent_scale) {
+        const int group = DsaSparseAttention::latent_group;
+        g.out.dim(0).set_min(0);  // (the runtime's buffers start at 0: a tile's groups are then known)
+        Var dg("dg"), dr("dr");
+        g.out.specialize(out_dims % group == 0 && out_heads >= head_tile)
+            .split(g.d, dg, dr, group)
+            .split(dr, dt, di, 2 * vec)
+            .split(g.h, ht, hi, head_tile, shift)
+            .reorder(di, hi, ht, dt, dg, g.s, g.b)
+            .vectorize(di, vec)
+            .unroll(hi)
+            .parallel(dg)
+            .parallel(g.s);
+    }
     const Tile by_preference[] = {{2 * vec, head_tile}, {2 * vec, 1}, {1, 1}};
     for (const Tile &tile : by_preference) {
         const bool last = &tile == std::end(by_preference) - 1;  // the general case
