@@ -42,13 +42,26 @@ void DsaSparseAttention::generate() {
         return latent_scale ? value * (*latent_scale)(dim / latent_group, row, b) : value;
     };
 
-    rd = RDom(0, keys.dim(0).extent(), "rd");
+    const Expr R = keys.dim(0).extent();
     logit(n, h, s, b) = 0.0f;
-    logit(n, h, s, b) += q(rd, h, s, b) * latent(keys(rd, kh, t, b), rd, t);
+    if (latent_scale) {
+        ri = RDom(0, latent_group, "ri");
+        ri.where(group * latent_group + ri < R);
+        // (Bounds inference ignores the predicate: the clamp keeps a short last group's loads in R.)
+        const Expr dim = min(group * latent_group + ri, R - 1);
+        group_logit(group, n, h, s, b) = 0.0f;
+        group_logit(group, n, h, s, b) +=
+            q(dim, h, s, b) * schedules::widen_to_f32(keys(dim, kh, t, b), latent_type, get_target());
+        rg = RDom(0, (R + latent_group - 1) / latent_group, "rg");
+        logit(n, h, s, b) += group_logit(rg, n, h, s, b) * (*latent_scale)(rg, t, b);
+    } else {
+        rd = RDom(0, R, "rd");
+        logit(n, h, s, b) += q(rd, h, s, b) * latent(keys(rd, kh, t, b), rd, t);
+    }
     if (shared_kv) {  // the keys' rotary dims follow the latent's R in the queries
         rr = RDom(0, rotary->dim(0).extent(), "rr");
         const Expr rotated = schedules::widen_to_f32((*rotary)(rr, 0, t, b), rotary_type, get_target());
-        logit(n, h, s, b) += q(keys.dim(0).extent() + rr, h, s, b) * rotated;
+        logit(n, h, s, b) += q(R + rr, h, s, b) * rotated;
     }
     const Expr l = select(valid, logit(n, h, s, b) * scale, masked_logit);
 

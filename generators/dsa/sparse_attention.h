@@ -49,8 +49,13 @@ public:
     Input<Buffer<>> *rotary = nullptr;
     Input<Buffer<float>> *latent_scale = nullptr;
 
-    Halide::Var d{"d"}, n{"n"}, h{"h"}, s{"s"}, b{"b"};
+    Halide::Var d{"d"}, n{"n"}, h{"h"}, s{"s"}, b{"b"}, group{"group"};
     Halide::RDom rd, rr, rn;  // rr: the shared form's rotary dims
+    // An int8 latent: rg over a row's groups, ri over a group's values.
+    Halide::RDom rg, ri;
+    // An int8 latent's logit per group of its codes, (group, n, h, s, b), before the group's
+    // scale: the scale multiplies a group's sum rather than each code.
+    Halide::Func group_logit{"group_logit"};
     Halide::Func logit{"logit"};  // (n, h, s, b); the shared form adds the rotary dims in a second update
     Halide::Func row_max{"row_max"}, prob{"prob"}, row_sum{"row_sum"}, acc{"acc"};
 

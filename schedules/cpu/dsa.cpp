@@ -131,10 +131,18 @@ static void schedule_shared_kv(DsaSparseAttention &g, const Target &t) {
         .unroll(ki)
         .parallel(kb);
     g.logit.compute_at(logits, hv).reorder_storage(g.h, g.n).vectorize(g.h, vec, guard).unroll(g.n);
-    // Both updates alike: the latent's R dims, then the rotary ones.
-    g.logit.update(0).reorder(g.h, g.n, g.rd).vectorize(g.h, vec, guard).unroll(g.n);
+    // Both updates alike: the latent's R dims (an int8 latent's groups, each group's sum computed
+    // alike for the tile), then the rotary ones.
+    if (g.latent_scale) {
+        g.logit.update(0).reorder(g.h, g.n, g.rg).vectorize(g.h, vec, guard).unroll(g.n);
+        g.group_logit.compute_at(g.logit, g.rg).reorder_storage(g.h, g.n, g.group).vectorize(g.h, vec, guard)
+            .unroll(g.n);
+        g.group_logit.update().reorder(g.h, g.n, g.ri, g.group).vectorize(g.h, vec, guard).unroll(g.n);
+    } else {
+        g.logit.update(0).reorder(g.h, g.n, g.rd).vectorize(g.h, vec, guard).unroll(g.n);
+    }
     g.logit.update(1).reorder(g.h, g.n, g.rr).vectorize(g.h, vec, guard).unroll(g.n);
-    Func queries = g.q.in(g.logit);
+    Func queries = g.latent_scale ? g.q.in({g.logit, g.group_logit}) : g.q.in(g.logit);
     const std::vector<Var> qd = queries.args();  // (d, h, s, b)
     queries.compute_at(query).reorder_storage(qd[1], qd[0]).reorder(qd[1], qd[0]).vectorize(qd[1], vec, guard);
 

@@ -34,6 +34,7 @@ void schedule(DsaSparseAttention &g, const Target &) {
         f.compute_at(block).split(g.n, ns, nt, threads, guard).reorder(ns, nt).gpu_threads(nt);
     }
     g.logit.compute_at(logits, ns);
+    if (g.latent_scale) g.group_logit.compute_at(g.logit, g.rg);  // a thread's key, group by group
     for (Func f : {g.row_max, g.row_sum}) {
         RVar rno("rno"), rni("rni");
         Var u("u");
