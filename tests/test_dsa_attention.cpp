@@ -172,25 +172,39 @@ TEST(DsaAttention, SixteenBitDecodeEqualsTheForwardWithinTheTypesPrecision) {
 // A bf16 layer's indexer multiplies bf16 pairs where they run (its queries are bf16 values): in
 // forward and decode alike, so both select the same keys; float32 queries over bf16 keys widen.
 TEST(DsaAttention, ABf16IndexerTakesPairsInForwardAndDecode) {
-    set_bf16_dot_form(Bf16DotForm::Pairs);
-    const bool pairs_here = current_device() == Device::CPU && detail::bf16_pairs_chosen();
-    set_bf16_dot_form(Bf16DotForm::Auto);
+    const bool pairs_here = testing::with_bf16_form(Bf16DotForm::Pairs, [] {
+        return double(current_device() == Device::CPU && detail::bf16_pairs_chosen());
+    });
     if (!pairs_here) GTEST_SKIP() << "no bf16 pairs kernels here";
-    testing::with_bf16_form(Bf16DotForm::Pairs, [] {
-        const DsaAttention layer = make_layer(small_config(4), "", false, nullptr, {DType::BF16, DType::BF16});
-        const Tensor x = testing::random_tensor({1, 12, 64}, 94);
-        TopK whole, step;
+    // The names of the kernels a call ran.
+    const auto kernels_of = [](const std::function<void()> &call) {
+        const KernelTimes times;
+        call();
         std::vector<std::string> names;
-        {
-            const KernelTimes times;
-            layer.forward(x, &whole);
-            for (const KernelTime &k : times.totals()) names.push_back(k.kernel);
+        for (const KernelTime &k : times.totals()) names.push_back(k.kernel);
+        return names;
+    };
+    const auto has = [](const std::vector<std::string> &names, const std::string &name) {
+        return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
+        // 300 queries of 2 sequences: the indexer's second block of 256 is a strided view.
+        const int64_t S = 300;
+        const DsaAttention layer = make_layer(small_config(4), "", false, nullptr, {DType::BF16, DType::BF16});
+        const Tensor x = testing::random_tensor({2, S, 64}, 94);
+        TopK whole, step;
+        const std::vector<std::string> forward = kernels_of([&] { layer.forward(x, &whole); });
+        EXPECT_TRUE(has(forward, "dsa_index_scores_bf16_pairs"));
+        EXPECT_FALSE(has(forward, "dsa_index_scores_bf16"));
+        DsaState state = layer.make_state(2, S);
+        layer.prefill(x.tokens(0, S - 1), state);
+        const std::vector<std::string> decode = kernels_of([&] { layer.decode_step(x.tokens(S - 1, S), state, &step); });
+        EXPECT_TRUE(has(decode, "dsa_index_scores_bf16_pairs"));
+        for (int64_t b = 0; b < 2; b++) {
+            EXPECT_EQ(std::vector<int32_t>(step.row(b, 0), step.row(b, 0) + 4),
+                      std::vector<int32_t>(whole.row(b, S - 1), whole.row(b, S - 1) + 4))
+                << "sequence " << b;
         }
-        EXPECT_NE(std::find(names.begin(), names.end(), "dsa_index_scores_bf16_pairs"), names.end());
-        DsaState state = layer.make_state(1, 12);
-        layer.prefill(x.tokens(0, 11), state);
-        layer.decode_step(x.tokens(11, 12), state, &step);
-        EXPECT_EQ(step.indices, std::vector<int32_t>(whole.row(0, 11), whole.row(0, 11) + 4));
         return 0.0;
     });
     // The same keys under float32 queries: the widening kernel.
@@ -265,6 +279,36 @@ TEST(DsaState, Int8LatentGroupsOf128HaveAScaleEach) {
         }
 }
 
+// Rows of widths that do not fill whole words (padded), in every type: stored values read back as
+// their rounding (int8: within half a step of the row's scale), and copied between sequences of
+// states of other capacities, scales with their codes.
+TEST(DsaState, StoredRowsOfOddWidthsRoundAndMove) {
+    for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::Int8}) {
+        SCOPED_TRACE(type_name(dtype));
+        const int64_t width = 37;
+        StoredRows rows(dtype, 2, 5, width, 16), other(dtype, 3, 9, width, 16);
+        const Tensor x = testing::random_tensor({2, 5, width}, 98);
+        for (int64_t b = 0; b < 2; b++) rows.store(b, 0, ConstTensorView(x.data() + b * 5 * width, {5, width}));
+        const Tensor back = widened(rows.view());
+        for (int64_t i = 0; i < x.size(); i++) {
+            if (dtype == DType::Int8) {
+                const float *row = x.data() + i / width * width;
+                const int64_t first = i % width / 16 * 16;
+                float largest = 0;
+                for (int64_t j = first; j < std::min<int64_t>(width, first + 16); j++)
+                    largest = std::max(largest, std::fabs(row[j]));
+                ASSERT_LE(std::fabs(back.data()[i] - x.data()[i]), largest / 127 / 2 * 1.0001f) << i;
+            } else {
+                ASSERT_EQ(back.data()[i], round_to(dtype, x.data()[i])) << i;
+            }
+        }
+        other.copy_rows(2, rows, 1, 5);
+        const Tensor moved = widened(other.view());
+        for (int64_t i = 0; i < 5 * width; i++) ASSERT_EQ(moved.data()[(2 * 9) * width + i], back.data()[5 * width + i]);
+        EXPECT_EQ(rows.bytes_per_row(), dtype == DType::Int8 ? width + 3 * 4 : width * int64_t(dtype_size(dtype)));
+    }
+}
+
 // The state's latent (R) part is held in the kv_dtype, its rotary part and the indexer keys in the
 // dtype; 16-bit weights are held as 16-bit values (norm weights stay float32 words).
 TEST(DsaAttention, StateRowsAndWeightsAreHeldInTheirStorageTypes) {
@@ -274,7 +318,13 @@ TEST(DsaAttention, StateRowsAndWeightsAreHeldInTheirStorageTypes) {
     EXPECT_EQ(state.latent().dtype, DType::F16);
     EXPECT_EQ(state.latent().shape, Shape({1, 6, 32}));
     EXPECT_EQ(state.rotary_keys().dtype, DType::BF16);
+    EXPECT_EQ(state.rotary_keys().shape, Shape({1, 6, 8}));
     EXPECT_EQ(state.index_keys().dtype, DType::BF16);
+    EXPECT_EQ(state.index_keys().shape, Shape({1, 6, 16}));
+    bool beyond_bf16 = false;  // a latent value bf16 would not hold: f16's, not the dtype's
+    const Tensor latent = widened(state.latent());
+    for (float v : latent.values()) beyond_bf16 |= round_to(DType::BF16, v) != v;
+    EXPECT_TRUE(beyond_bf16);
     EXPECT_EQ(layer.cache_bytes_per_token(), (32 + 8 + 16) * 2);
     const int64_t norms = 48 + 32 + 16 + 16, f32_bytes = make_layer(small_config(4)).weight_bytes();
     EXPECT_EQ(layer.weight_bytes(), (f32_bytes - 4 * norms) / 2 + 4 * norms);
@@ -343,6 +393,19 @@ TEST_P(DsaOnGpu, ADecodeStepMovesOnlyItsInputOutputScoresAndNewRows) {
                                              {gpu_state.index_keys(), cpu_state.index_keys()}}) {
         EXPECT_LE(testing::relative_l2(widened(gpu_rows), widened(cpu_rows)), 1e-5);
     }
+}
+
+// A GPU prefill expands the cached latents (widened on the host) into keys whose k_nope part the
+// device wrote: 4 heads x 1100 tokens of rotary rows copied in, past the 4096 host-written ranges
+// after which a region's whole host copy would count as newer than the device's. The CPU's
+// selection is shared, as near-equal scores may rank apart on another device.
+TEST_P(DsaOnGpu, ALongPrefillMatchesTheCpu) {
+    const DsaAttention layer = make_layer(aligned_config());
+    const Tensor x = testing::random_tensor({1, 1100, 64}, 83);
+    TopK selected;
+    const Tensor expected = layer.forward(x, &selected);
+    const testing::OnDevice on(GetParam());
+    EXPECT_LE(testing::relative_l2(layer.forward(x, nullptr, &selected), expected), 1e-5);
 }
 
 HATTN_INSTANTIATE_ON_EACH_GPU(DsaOnGpu);
@@ -570,40 +633,45 @@ TEST(DsaAttention, AStateOfAnotherLayerIsRefused) {
 // Every token's data is in the state's rows, so a truncated sequence continues exactly as one
 // that never held the cut tokens; a fork continues as its source.
 TEST(DsaState, TruncateAndForkContinueLikeFreshSequences) {
-    DsaAttention layer = make_layer(small_config(3));
-    const Tensor x = testing::random_tensor({2, 6, 64}, 28), other = testing::random_tensor({2, 3, 64}, 29);
-    DsaState fresh = layer.make_state(2, 10);
-    layer.prefill(x.tokens(0, 4), fresh);
-    const Tensor expected = layer.decode_step(x.tokens(4, 5), fresh);
+    // Every storage type's rows move alike: codes with their scales, 16-bit words.
+    for (const StorageTypes types :
+         {StorageTypes{}, StorageTypes{DType::BF16, DType::Int8}, StorageTypes{DType::F16, DType::F16}}) {
+        SCOPED_TRACE(std::string(type_name(types.dtype)) + " / " + type_name(types.kv_dtype));
+        DsaAttention layer = make_layer(small_config(3), "", false, nullptr, types);
+        const Tensor x = testing::random_tensor({2, 6, 64}, 28), other = testing::random_tensor({2, 3, 64}, 29);
+        DsaState fresh = layer.make_state(2, 10);
+        layer.prefill(x.tokens(0, 4), fresh);
+        const Tensor expected = layer.decode_step(x.tokens(4, 5), fresh);
 
-    DsaState s = layer.make_state(2, 10);
-    layer.prefill(x.tokens(0, 4), s);
-    layer.prefill(other, s);
-    s.truncate_to(4);
-    EXPECT_EQ(s.lengths(), std::vector<int32_t>({4, 4}));
-    EXPECT_LE(testing::relative_l2(layer.decode_step(x.tokens(4, 5), s), expected), 1e-6);
+        DsaState s = layer.make_state(2, 10);
+        layer.prefill(x.tokens(0, 4), s);
+        layer.prefill(other, s);
+        s.truncate_to(4);
+        EXPECT_EQ(s.lengths(), std::vector<int32_t>({4, 4}));
+        EXPECT_LE(testing::relative_l2(layer.decode_step(x.tokens(4, 5), s), expected), 1e-6);
 
-    DsaState forked = layer.make_state(2, 10);
-    layer.prefill(x.tokens(0, 4), forked);
-    forked.fork(0, 1);
-    Tensor same_token({2, 1, 64});
-    std::copy_n(x.data() + 4 * 64, 64, same_token.data());
-    std::copy_n(x.data() + 4 * 64, 64, same_token.data() + 64);
-    const Tensor y = layer.decode_step(same_token, forked);
-    EXPECT_EQ(std::vector<float>(y.data() + 64, y.data() + 128), std::vector<float>(y.data(), y.data() + 64));
-    EXPECT_LE(testing::relative_l2(Tensor({1, 1, 64}, std::vector<float>(y.data(), y.data() + 64)),
-                                   std::vector<double>(expected.data(), expected.data() + 64)),
-              1e-6);
+        DsaState forked = layer.make_state(2, 10);
+        layer.prefill(x.tokens(0, 4), forked);
+        forked.fork(0, 1);
+        Tensor same_token({2, 1, 64});
+        std::copy_n(x.data() + 4 * 64, 64, same_token.data());
+        std::copy_n(x.data() + 4 * 64, 64, same_token.data() + 64);
+        const Tensor y = layer.decode_step(same_token, forked);
+        EXPECT_EQ(std::vector<float>(y.data() + 64, y.data() + 128), std::vector<float>(y.data(), y.data() + 64));
+        EXPECT_LE(testing::relative_l2(Tensor({1, 1, 64}, std::vector<float>(y.data(), y.data() + 64)),
+                                       std::vector<double>(expected.data(), expected.data() + 64)),
+                  1e-6);
 
-    EXPECT_THROW(s.truncate_to(11), Error);
-    EXPECT_THROW(s.truncate_to(0, 2), Error);
-    EXPECT_THROW(s.fork(0, -1), Error);
-    EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 5}));
-    s.reset(1);
-    EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 0}));
-    EXPECT_THROW(s.reset(2), Error);
-    s.reset();
-    EXPECT_EQ(s.lengths(), std::vector<int32_t>({0, 0}));
+        EXPECT_THROW(s.truncate_to(11), Error);
+        EXPECT_THROW(s.truncate_to(0, 2), Error);
+        EXPECT_THROW(s.fork(0, -1), Error);
+        EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 5}));
+        s.reset(1);
+        EXPECT_EQ(s.lengths(), std::vector<int32_t>({5, 0}));
+        EXPECT_THROW(s.reset(2), Error);
+        s.reset();
+        EXPECT_EQ(s.lengths(), std::vector<int32_t>({0, 0}));
+    }
 }
 
 TEST(DsaState, NonFiniteInputIsRefusedAndChangesNothing) {

@@ -24,8 +24,7 @@ public:
     GeneratorParam<int> key_step{"key_step", 1};
     // The absorbed form's keys and values: one head (the latent rows) that every query head reads.
     // Known at compile time, a key row is the same for all heads, so CPU schedules compute the
-    // logits and PV as small matrix products over the heads (the runtime picks this variant for
-    // keys with one head).
+    // logits and PV as small matrix products over the heads (the runtime's dsa_latent_attention).
     GeneratorParam<bool> shared_kv{"shared_kv", false};
     // The shared form's storage types: the latent's R values (f32, bf16, f16, or int8 codes with a
     // float32 scale per group of latent_group values) and its rotary part (f32, bf16, f16). The

@@ -35,8 +35,6 @@ void store_as(DType dtype, Tensor &t) {
     round_by_kernel(dtype, t.data(), t.data(), t.size());
 }
 
-// The host rounds the int8 groups: on a GPU the kernel's result comes down first and goes up
-// again after.
 const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor> &copy) {
     if (dtype == DType::F32) return x;
     if (current_device() != Device::CPU || x.size() == 0) {

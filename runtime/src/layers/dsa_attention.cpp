@@ -244,8 +244,10 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
     for (int64_t b = 0; b < B; b++) longest = std::max<int32_t>(longest, start[b] + static_cast<int32_t>(S));
     const std::shared_ptr<const RopeTable> rope = rope_.covering(longest);
 
-    // On a GPU every stage but the top-k selection stays on the device (detail::scratch_tensor,
-    // copy_into between views): x goes up once; the indexer's scores come down to be ranked.
+    // On a GPU every stage but the top-k selection and the state's rounding stays on the device
+    // (detail::scratch_tensor, copy_into between views): x goes up once; the indexer's scores
+    // come down to be ranked, and the new rows of a 16-bit or int8 state to be stored (StoredRows).
+    // The expanded form widens the cached latents on the host.
     const detail::ScopedRegion input = detail::upload_once(x);
     const auto matrix = [](Tensor &t, int64_t rows, int64_t cols) {
         return TensorView(t.data(), {rows, cols});
@@ -278,9 +280,13 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
     detail::require_finite_results("glm_dsa", {{"q_a_proj", &q_a}, {"kv_a_proj_with_mqa", &ckv}}, origin);
     rms_norm(TensorView(ckv.data(), {B * S, R}, {L, 1}), kv_a_norm_, c.rms_eps, matrix(kv, B * S, R));
     // kv, k_rot and the indexer keys are kept only in the state, which rounds them as it stores
-    // them: kv to the kv_dtype, the others to the dtype.
+    // them: kv to the kv_dtype, the others to the dtype. The 16-bit ones are rounded here already
+    // (the same values), so that the finite check below sees what the state keeps: a bf16 value
+    // may round to an infinity.
+    if (c.storage.kv_dtype != DType::Int8) detail::store_as(c.storage.kv_dtype, kv);
     Tensor k_rot = detail::scratch_tensor({B, S, 1, Rd});
     apply_rope(slice(ckv, 1, L, R, Rd), *rope, start, k_rot.view(), RopeLayout::Interleaved);
+    stored(k_rot);
 
     std::vector<int32_t> lengths = start;
     for (int32_t &len : lengths) len += static_cast<int32_t>(S);
@@ -313,6 +319,7 @@ Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, To
     stored(ik);
     Tensor ik_rot = detail::scratch_tensor({B, S, 1, ID});
     apply_rope(ik.view(), *rope, start, ik_rot.view(), RopeLayout::Interleaved);
+    stored(ik_rot);
 
     // Stage the new tokens past each sequence's end; they join it only at the end.
     for (int64_t b = 0; b < B; b++) {
@@ -440,7 +447,7 @@ void DsaAttention::attend_expanded(const Tensor &q, const Tensor &q_rot, const D
                                    Tensor &attended) const {
     const DsaConfig &c = config_;
     const int64_t B = chosen.batch, S = chosen.queries, K = chosen.k, H = c.heads, N = c.nope_dim, Rd = c.rope_dim;
-    const int64_t V = c.v_dim, R = c.kv_lora_rank, L = R + Rd, Dk = N + Rd;
+    const int64_t V = c.v_dim, Dk = N + Rd;
     // Dense attention takes one head dim for queries, keys and values: the narrower are padded
     // with zeros (which add nothing to a score, and only fill output dims no one reads).
     const int64_t W = dense ? std::max(Dk, V) : Dk;
@@ -459,11 +466,14 @@ void DsaAttention::attend_expanded(const Tensor &q, const Tensor &q_rot, const D
         detail::store_as(c.storage.dtype, expanded);
         // Per head keys [k_nope_h | k_rot] of every cached token, and the queries laid out alike.
         Tensor keys = padded({1, len, H, W}), q_b = padded({1, S, H, W});
-        copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),
-                  TensorView(keys.data(), {len, H, N}, {H * W, W, 1}));
-        // Every head shares the token's rotated key (the source's head stride is 0).
+        // Every head shares the token's rotated key (the source's head stride is 0). A copy from
+        // the host rows, so first: on a GPU the k_nope copy below runs on the device after the
+        // host's writes have gone up (the other order would upload the host's unwritten k_nope
+        // over the device's once the writes mark the whole region).
         copy_into(ConstTensorView(rotary.data(), {len, H, Rd}, {Rd, 0, 1}),
                   TensorView(keys.data() + N, {len, H, Rd}, {H * W, W, 1}));
+        copy_into(TensorView(expanded.data(), {len, H, N}, {H * (N + V), N + V, 1}),
+                  TensorView(keys.data(), {len, H, N}, {H * W, W, 1}));
         copy_into(ConstTensorView(q.data() + b * S * H * Dk, {S, H, N}, {H * Dk, Dk, 1}),
                   TensorView(q_b.data(), {S, H, N}, {H * W, W, 1}));
         copy_into(ConstTensorView(q_rot.data() + b * S * H * Rd, {S, H, Rd}),
