@@ -491,8 +491,8 @@ Workload dsa_layer_workload(const LayerShape &s) {
         [B, T, E](DsaAttention &l) {
             // Filled by prefills of kv_len random tokens (the indexer needs real keys), in blocks
             // whose queries each select only their own token: a state's rows do not depend on the
-            // selection, and a long prompt's attention and indexer (minutes at 32K tokens on a
-            // few cores) are skipped.
+            // selection, so a long prompt's attention and indexer are skipped (docs/perf/log.md,
+            // "The DSA state in its storage types").
             DsaState state = l.make_state(B, T + 1);
             constexpr int64_t block = 2048;
             for (int64_t t0 = 0; t0 < T; t0 += block) {

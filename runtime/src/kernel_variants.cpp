@@ -9,6 +9,7 @@
 
 #include "hattn/device.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "quoted.h"
 #include "kernel_contract.h"
 
@@ -161,6 +162,25 @@ bool bf16_pairs_chosen() {
 #else
     return false;
 #endif
+}
+
+bool bf16_pairs_for(const ConstTensorView &q, DType keys) {
+    if (keys != DType::BF16 || q.rank() == 0 || q.dim(q.rank() - 1) % 2 != 0 || !bf16_pairs_chosen()) return false;
+    if (q.is_contiguous()) return all_bf16(q.data, q.size());
+    // A strided view: each row along the head dim (the views a layer passes have contiguous rows).
+    const int r = q.rank();
+    const int64_t D = q.dim(r - 1), rows = q.size() / std::max<int64_t>(D, 1);
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t at = 0, rest = row;
+        for (int i = r - 2; i >= 0; i--) {
+            at += rest % q.shape[i] * q.strides[i];
+            rest /= q.shape[i];
+        }
+        for (int64_t d = 0; d < D; d++) {
+            if (!all_bf16(q.data + at + d * q.strides[r - 1], 1)) return false;
+        }
+    }
+    return true;
 }
 
 BitLinearChoice bitlinear_kernel() {

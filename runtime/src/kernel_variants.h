@@ -9,6 +9,7 @@
 
 #include "halide_call.h"
 #include "hattn/kernel_table.h"
+#include "hattn/tensor.h"
 #include "kernel_functions.h"  // generated: a struct per kernel in hattn::detail::kernels
 
 namespace hattn::detail {
@@ -53,9 +54,15 @@ void run_kernel(Args... args) {
 // The variant this thread last chose for `kernel`, or null.
 const KernelVariant *variant_chosen_on_this_thread(const std::string &kernel);
 
-// Whether bf16 products run in pairs (projection_bf16_pairs, the attention *_bf16_pairs kernels) on
-// this CPU: bf16_dot_form(), by default where their AVX-512 BF16 sub-target can run.
+// Whether bf16 products run in pairs (projection_bf16_pairs, the attention and DSA indexer
+// *_bf16_pairs kernels) on this CPU: bf16_dot_form(), by default where their AVX-512 BF16
+// sub-target can run.
 bool bf16_pairs_chosen();
+
+// Whether queries q (any view, the head dim last) may multiply keys of type `keys` in bf16 pairs:
+// bf16 keys, an even head dim, bf16_pairs_chosen(), and queries that are bf16 values already (a
+// bf16 layer's: pairs round them, and the spec rounds only stored values), which it reads last.
+bool bf16_pairs_for(const ConstTensorView &q, DType keys);
 
 struct BitLinearChoice {
     const char *name;

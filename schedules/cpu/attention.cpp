@@ -35,8 +35,8 @@ void schedule_decode_pv(ChunkedAttention &a, const LoopLevel &chunk, const Targe
     RVar rjo("rjo"), rji("rji");
     // The keys go in blocks outside a tile's D slices, so that where a tile spans part of D (a
     // group's rows; one row at the widest head dims) a block's V rows stay in L1 for the other
-    // slices rather than coming back from L2 or memory, as prefill PV's blocks do; a tile of all of
-    // D has one slice (docs/perf/log.md, "bf16 pairs in decode").
+    // slices, as prefill PV's blocks do; a tile of all of D has one slice (docs/perf/log.md, "bf16
+    // pairs in decode").
     const int keys_per_block = 64;
     auto tile = [&](Expr condition, int rows, int vectors, int lanes) {
         a.chunk_out.specialize(condition).split(a.hg, ro, ri, rows, TailStrategy::GuardWithIf)

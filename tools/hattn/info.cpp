@@ -70,7 +70,8 @@ int info_command(const std::vector<std::string> &argv) {
     out << "\nbf16 dot products (vdpbf16ps): "
         << (pairs_run ? "projection_bf16_pairs (bf16 weights, calls past the gemv's rows), "
                         "attention_prefill{,_masked}_bf16_pairs and attention_decode_bf16_pairs (QK over a bf16 cache, "
-                        "for bf16 queries and even head dims; decode for groups)"
+                        "for bf16 queries and even head dims; decode for groups), dsa_index_scores_bf16_pairs "
+                        "(a bf16 layer's DSA indexer)"
                       : "no kernel on this CPU")
         << "; other products widen bf16 and f16 values to float32 as they read them\n";
     out << "\nCUDA: " << device_status(Device::CUDA) << "\nOpenCL: " << device_status(Device::OpenCL) << "\n";

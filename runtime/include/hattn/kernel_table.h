@@ -74,8 +74,9 @@ IntegerDotForm integer_dot_form();
 
 // How bf16 values multiply: by default in bf16 pairs (vdpbf16ps) where AVX-512 BF16 can run them,
 // else widened to float32. Pairs take bf16 weights times x rounded to bf16 (calls past the gemv's
-// rows whose weight rows are whole 32-bit words), and a bf16 cache's QK for queries of bf16 values
-// and even head dims (decode: groups only). Process-wide; tests and benchmarks force one.
+// rows whose weight rows are whole 32-bit words), and a bf16 cache's QK and a bf16 DSA indexer's
+// dot products for queries of bf16 values and even head dims (attention decode: groups only).
+// Process-wide; tests and benchmarks force one.
 enum class Bf16DotForm { Auto, Widened, Pairs };
 void set_bf16_dot_form(Bf16DotForm form);
 Bf16DotForm bf16_dot_form();

@@ -8,7 +8,6 @@
 #include "halide_call.h"
 #include "hattn/device.h"
 #include "hattn/error.h"
-#include "hattn/half.h"
 #include "kernel_variants.h"
 
 namespace hattn {
@@ -116,7 +115,7 @@ struct AttentionBuffers {
     // The kernels divide by softcap even where has_softcap is false (in branches they discard).
     float softcap;
     bool has_softcap;
-    // A bf16 cache's QK in bf16 pairs (the *_bf16_pairs kernels; bf16_pairs_for).
+    // A bf16 cache's QK in bf16 pairs (the *_bf16_pairs kernels; detail::bf16_pairs_for).
     bool bf16_pairs = false;
 
     AttentionBuffers(const ConstTensorView &queries, const StoredView &k_cache, const StoredView &v_cache,
@@ -163,12 +162,6 @@ using PrefillMaskedPairs = k::attention_prefill_masked_bf16;
 using DecodePairs = k::attention_decode_bf16;
 #endif
 
-// bf16 pairs round the queries to bf16: only queries that are bf16 values already (a bf16
-// layer's) may take them, as the spec rounds only stored values; the check reads q last.
-bool bf16_pairs_for(const ConstTensorView &q, const StoredView &k_cache) {
-    return k_cache.dtype == DType::BF16 && q.dim(q.rank() - 1) % 2 == 0 && detail::bf16_pairs_chosen() &&
-           all_bf16(q.data, q.size());
-}
 
 }  // namespace
 
@@ -187,7 +180,7 @@ void attention_prefill(const ConstTensorView &q, const StoredView &k_cache, cons
     if (q.size() == 0) return;
 
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
-    b.bf16_pairs = bf16_pairs_for(q, k_cache);
+    b.bf16_pairs = detail::bf16_pairs_for(q, k_cache.dtype);
     const int32_t max_len = *std::max_element(kv_len.begin(), kv_len.end());
     const int32_t longest = std::max(max_len, 1);  // the chunk loops end there (see the generator)
     if (!mask) {
@@ -257,9 +250,9 @@ void attention_decode(const ConstTensorView &q, const StoredView &k_cache, const
     int32_t longest = 1;
     for (size_t s = 0; s < kv_len.size(); s++) longest = std::max(longest, kv_len[s] - first[s]);
     AttentionBuffers b(q, k_cache, v_cache, kv_len, out, sinks, softcap);
-    // Pairs for groups only: a KV head serving one query head streams its cache at about the read
-    // bandwidth with widened keys, and ran slower in pairs (docs/perf/log.md, "bf16 pairs in decode").
-    b.bf16_pairs = q.dim(1) > k_cache.dim(1) && bf16_pairs_for(q, k_cache);
+    // Pairs for groups only: where a KV head serves one query head, decode is bound by the cache's
+    // bytes and pairs do not pay (docs/perf/log.md, "bf16 pairs in decode").
+    b.bf16_pairs = q.dim(1) > k_cache.dim(1) && detail::bf16_pairs_for(q, k_cache.dtype);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
     run_for_cache<k::attention_decode, k::attention_decode_bf16, k::attention_decode_f16, k::attention_decode_int8,
                   DecodePairs>(

@@ -8,7 +8,6 @@
 
 #include "halide_call.h"
 #include "hattn/error.h"
-#include "hattn/half.h"
 #include "kernel_variants.h"
 
 namespace hattn {
@@ -36,20 +35,6 @@ using IndexPairs = k::dsa_index_scores_bf16_pairs;
 using IndexPairs = k::dsa_index_scores_bf16;
 #endif
 using IndexKernels = std::tuple<k::dsa_index_scores, k::dsa_index_scores_bf16, k::dsa_index_scores_f16, IndexPairs>;
-
-// Whether the indexer may multiply bf16 pairs: bf16 keys, an even ID, and queries [B, S, IH, ID]
-// that are bf16 values already (a bf16 layer's; the spec rounds only stored values), each
-// sequence's rows read as one run.
-bool index_pairs_for(const ConstTensorView &iq, const StoredView &ik) {
-    const int64_t B = iq.dim(0), per_sequence = iq.dim(1) * iq.dim(2) * iq.dim(3);
-    if (ik.dtype != DType::BF16 || iq.dim(3) % 2 != 0 || !detail::bf16_pairs_chosen()) return false;
-    if (!iq.strides.empty() && !iq.crop(0, 0, std::min<int64_t>(B, 1)).is_contiguous()) return false;
-    const int64_t step = iq.strides.empty() ? per_sequence : iq.strides[0];
-    for (int64_t b = 0; b < B; b++) {
-        if (!all_bf16(iq.data + b * step, per_sequence)) return false;
-    }
-    return true;
-}
 
 // f32, bf16, f16: a 16-bit or float32 type's place in the kernels' lists.
 size_t place_of(DType dtype) { return dtype == DType::F32 ? 0 : dtype == DType::BF16 ? 1 : 2; }
@@ -108,7 +93,7 @@ void dsa_index_scores(const ConstTensorView &iq, const StoredView &ik, const Con
     auto qb = detail::halide_buffer(iq), wb = detail::halide_buffer(head_w), sb = detail::halide_buffer(seen);
     auto kb = detail::halide_storage_buffer(ik.crop(1, 0, visible));
     Halide::Runtime::Buffer<int32_t> lb(const_cast<int32_t *>(kv_len.data()), static_cast<int>(B));
-    run_nth<IndexKernels>(index_pairs_for(iq, ik) ? 3 : place_of(ik.dtype), qb.raw_buffer(), kb.raw_buffer(),
+    run_nth<IndexKernels>(detail::bf16_pairs_for(iq, ik.dtype) ? 3 : place_of(ik.dtype), qb.raw_buffer(), kb.raw_buffer(),
                           wb.raw_buffer(), lb.raw_buffer(), scale, sb.raw_buffer());
 }
 
@@ -147,7 +132,7 @@ void dsa_latent_attention(const ConstTensorView &q, const StoredView &latent, co
                        shape_to_string(latent.shape) + ", rotary " + shape_to_string(rotary.shape) + ", out " +
                        shape_to_string(out.shape) + " do not fit";
             });
-    constexpr int64_t group = 128;  // the kernels' (DsaSparseAttention::latent_group, the spec's)
+    constexpr int64_t group = dsa_latent_group;
     require(rotary.dtype != DType::Int8 &&
                 (latent.dtype != DType::Int8 ||
                  (latent.scale_group == group && latent.scales.shape == Shape({B, cap, (R + group - 1) / group}))),

@@ -20,9 +20,12 @@ void dsa_index_scores(const ConstTensorView &iq, const StoredView &ik, const Con
 void dsa_sparse_attention(const ConstTensorView &q, const ConstTensorView &keys, const ConstTensorView &values,
                           const std::vector<int32_t> &indices, int64_t k, float scale, const TensorView &out);
 
+// An int8 latent's values per scale (spec/attention.md section 5), as the kernels read them.
+constexpr int64_t dsa_latent_group = 128;
+
 // The same in the latent (GLM's absorbed form): every head of q [B, S, H, R + Rd] attends over the
 // latent rows as one shared head, keys [latent | rotary] and values the latent: latent [B,
-// capacity, R] (f32, bf16, f16, or int8 with a scale per group of scale_group values), rotary
+// capacity, R] (f32, bf16, f16, or int8 with a scale per group of dsa_latent_group values), rotary
 // [B, capacity, Rd] (f32, bf16 or f16), read in place -> out [B, S, H, R].
 void dsa_latent_attention(const ConstTensorView &q, const StoredView &latent, const StoredView &rotary,
                           const std::vector<int32_t> &indices, int64_t k, float scale, const TensorView &out);

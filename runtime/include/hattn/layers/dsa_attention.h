@@ -8,6 +8,7 @@
 
 #include "hattn/config.h"
 #include "hattn/dtype.h"
+#include "hattn/kernels/dsa.h"
 #include "hattn/kernels/rope.h"
 #include "hattn/layers/layer_identity.h"
 #include "hattn/layers/linear.h"
@@ -65,7 +66,7 @@ public:
     StoredView latent() const { return latent_.view(); }
     StoredView rotary_keys() const { return rotary_.view(); }
     StoredView index_keys() const { return index_keys_.view(); }
-    static constexpr int64_t int8_group = 128;  // an int8 latent's values per scale (the spec's)
+    static constexpr int64_t int8_group = dsa_latent_group;  // an int8 latent's values per scale
 
     void reset();                                        // every sequence empty
     void reset(int64_t sequence);                        // one sequence empty
