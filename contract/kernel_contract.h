@@ -15,6 +15,12 @@ constexpr int projection_gemv_max_rows_cpu = 64, projection_gemv_max_rows_gpu = 
 // BitLinear's reduction length is a multiple of this; the runtime pads with zero activations.
 constexpr int bitlinear_k_multiple = 256;
 
+// The head dims the int8-dot decode (attention_decode_int8_dots) is generated for: its dot
+// products take whole 512-bit vectors of codes there. Other widths would need 128- or 256-bit
+// vpdpbusd, which LLVM encodes as AVX-VNNI (VEX), an extension Zen 4 lacks; the runtime widens the
+// codes of any other head dim.
+constexpr int int8_dots_head_dims[] = {64, 128, 256};
+
 // The head dims the GPU prefill's block tiles are generated for, a kernel each; the runtime runs
 // the rows schedule for any other.
 constexpr int gpu_prefill_block_tile_head_dims[] = {16, 32, 64, 80, 96, 128};

@@ -18,6 +18,7 @@ void AttentionDecode::generate() {
         << "kv_type " << int(StorageType(kv_type)) << " needs k_cache.type and v_cache.type "
         << buffer_type_of(kv_type);
     _halide_user_assert(!bf16_pairs || kv_type == StorageType::BF16) << "bf16_pairs needs kv_type bf16";
+    _halide_user_assert(!int8_dots || kv_type == StorageType::Int8) << "int8_dots needs kv_type int8";
     // One query per sequence: a query tile of 1, and no causal mask (the query is the newest
     // token, so it sees every cached one).
     // The autoscheduled variants keep the 512-key chunks their committed tuned schedule
@@ -36,9 +37,10 @@ void AttentionDecode::generate() {
     // the clamp keeps Halide's bounds inference (which cannot see first_key's values) in the cache.
     const Expr last_row = k_cache.dim(1).extent() - 1;
     const Expr row = clamp(first_key(b) + j, 0, last_row);
-    // Pairs multiply the keys' bf16 values as they are.
-    Expr key = bf16_pairs ? reinterpret(BFloat(16), k_cache(d, row, h, b))
-                          : schedules::widen_to_f32(k_cache(d, row, h, b), kv_type, get_target());
+    // Pairs multiply the keys' bf16 values as they are, integer dots the int8 codes.
+    Expr key = bf16_pairs  ? reinterpret(BFloat(16), k_cache(d, row, h, b))
+               : int8_dots ? k_cache(d, row, h, b)
+                           : schedules::widen_to_f32(k_cache(d, row, h, b), kv_type, get_target());
     Expr value = schedules::widen_to_f32(v_cache(d, row, h, b), kv_type, get_target());
     in.k(d, j, h, b) = key;
     in.v(d, j, h, b) = value;
@@ -51,6 +53,7 @@ void AttentionDecode::generate() {
         };
     }
     in.bf16_pairs = bf16_pairs;
+    in.int8_dots = int8_dots;
     in.head_dim = q.dim(0).extent();
     in.query_len = 1;
     in.kv_len(b) = kv_len(b) - first_key(b);

@@ -19,6 +19,9 @@ public:
     // QK in bf16 pairs (x86 AVX512-BF16): a bf16 cache, a query of bf16 values and an even head
     // dim, which the runtime checks before it chooses this variant (ChunkedAttentionInputs).
     GeneratorParam<bool> bf16_pairs{"bf16_pairs", false};
+    // QK of an int8 cache in integer dot products over per-head quantised queries (x86
+    // AVX512-VNNI; ChunkedAttentionInputs::int8_dots); the runtime checks the head dim.
+    GeneratorParam<bool> int8_dots{"int8_dots", false};
 
     Input<Buffer<float>> q{"q", 4};              // (D, g, Hkv, B)
     // The cache's storage type (f32, bf16, f16, int8), widened to float32 as it is read; the table

@@ -10,14 +10,18 @@ foreach (type IN ITEMS bf16 f16)
     hattn_kernel(projection_gemv_${type} GENERATOR projection PARAMS gemv=true weight_type=${type} weight.type=uint16
                  HAND_ONLY)
 endforeach ()
+# Halide compiles the sapphirerapids sub-target for LLVM's sapphirerapids CPU, which also has
+# AVX512-FP16 and AVX-VNNI (VEX-encoded vpdpbusd on 128 and 256 bits). Zen 4 has neither and Zen 5
+# no FP16, although both run this sub-target: none of those instructions may appear in it
+# (docs/perf/log.md, "Storage types: what was built"; schedules/x86/projection_bf16_pairs.cpp).
+set(sapphirerapids_only "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]|{vex}")
 # bf16 weights times x in bf16 pairs (vdpbf16ps: twice the products of a float32 FMA), for calls
 # past the gemv's rows on CPUs with AVX512-BF16 (the runtime chooses, as for BitLinear's VNNI).
 # W is read as uint32 words of two weights ([out, in / 2]); the SSE4.1 entry is the multi-target
-# library's fallback, which the runtime does not choose. No FP16 instruction may appear (the
-# target's LLVM CPU has them, and Zen 4 and 5 do not: schedules/x86/projection_bf16_pairs.cpp).
+# library's fallback, which the runtime does not choose.
 hattn_kernel(projection_bf16_pairs GENERATOR projection PARAMS weight_type=bf16 bf16_pairs=true weight.type=uint32
              X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none HAND_ONLY NO_GPU
-             ASM_CHECKS x86 "vdpbf16ps" x86 "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]")
+             ASM_CHECKS x86 "vdpbf16ps" x86 "${sapphirerapids_only}")
 # A bf16 or f16 layer's activations rounded in place where a kernel stored them (on a GPU, without
 # bringing them to the host): integer operations, the vector adds of rounding half up on AArch64.
 foreach (type IN ITEMS bf16 f16)
@@ -65,7 +69,7 @@ endforeach ()
 # float32 products: its probabilities are not stored values, so rounding them is not the spec's.
 set(cache kv_type=bf16 k_cache.type=uint16 v_cache.type=uint16 bf16_pairs=true)
 set(pairs_targets X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none HAND_ONLY NO_GPU
-    ASM_CHECKS x86 "vdpbf16ps" x86 "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]")
+    ASM_CHECKS x86 "vdpbf16ps" x86 "${sapphirerapids_only}")
 hattn_kernel(attention_prefill_bf16_pairs GENERATOR attention_prefill PARAMS ${cache} ${pairs_targets})
 hattn_kernel(attention_prefill_masked_bf16_pairs GENERATOR attention_prefill PARAMS masked=true ${cache}
              ${pairs_targets})
@@ -78,6 +82,11 @@ hattn_kernel(attention_prefill_masked_int8 GENERATOR attention_prefill PARAMS ma
              ${gpu_prefill})
 hattn_kernel(attention_decode_int8 GENERATOR attention_decode PARAMS ${cache} HAND_ONLY
              ASM_CHECKS arm_plain "scvtf[ \t]+v[0-9]+\\.4s")
+# QK in integer dot products (VNNI's vpdpbusd, u8 x s8) over queries quantised per head, on CPUs
+# with AVX512-VNNI for the contract's head dims (the runtime chooses, as for BitLinear's u8 x s8).
+hattn_kernel(attention_decode_int8_dots GENERATOR attention_decode PARAMS ${cache} int8_dots=true
+             X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none HAND_ONLY NO_GPU
+             ASM_CHECKS x86 "vpdpbusd" x86 "${sapphirerapids_only}")
 hattn_kernel(cca_qk_latent)
 # Row norms scale whole vectors (fmul) after scalar sums: no fused multiply-add to look for.
 hattn_kernel(rms_norm GENERATOR row_norm ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
@@ -122,9 +131,6 @@ hattn_kernel(bitlinear_quantize ASM_CHECKS arm_plain "fmul[ \t]+v[0-9]+\\.4s")
 # BitLinear's integer products: s8 x s8 (vpmaddwd; sdot on AArch64 dotprod) and u8 x s8 (VNNI).
 hattn_kernel(bitlinear_s8s8 GENERATOR bitlinear PARAMS dot_form=s8s8 ARM_VARIANTS plain dotprod
              ASM_CHECKS x86 "vpmaddwd" arm_dotprod "sdot[ \t]+v")
-# Halide compiles the VNNI target for LLVM's sapphirerapids CPU, which also has AVX512-FP16, which
-# Zen 4 and 5 lack although they run this sub-target: none of its instructions may appear
-# (docs/perf/log.md, "Storage types: what was built").
 hattn_kernel(bitlinear_u8s8 GENERATOR bitlinear PARAMS dot_form=u8s8 ARM_VARIANTS none
              X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} ${HATTN_X86_TARGETS}
-             ASM_CHECKS x86 "vpdpbusd" x86 "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]")
+             ASM_CHECKS x86 "vpdpbusd" x86 "${sapphirerapids_only}")

@@ -16,9 +16,10 @@
 #include "hattn/int8_group.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/rope.h"
+#include "kernel_contract.h"
 #include "kernel_variants.h"
 #include "reference/attention.h"
-#include "support/bf16_form.h"
+#include "support/dot_forms.h"
 #include "support/compare.h"
 #include "support/device.h"
 #include "support/errors.h"
@@ -420,6 +421,9 @@ struct DecodeCase {
     float softcap = 0.0f;  // as PrefillCase's
     float scale = 0.0f;    // 0: 1 / sqrt(D)
     bool bf16_queries = false;  // as PrefillCase's
+    // Queries rounded per head to int8 codes times a scale (quantize_group), as the int8-dot
+    // kernel rounds them: its QK is then exact, so the reference checks the rest of it.
+    bool int8_queries = false;
 };
 
 // Runs the decode kernel on seeded data and returns its error against the reference. The kernel
@@ -431,6 +435,12 @@ double decode_error(const DecodeCase &c, uint32_t seed, std::optional<float> ker
     for (int32_t len : c.kv_len) capacity = std::max<int64_t>(capacity, len + 2);
     Tensor q = testing::random_tensor({B, 1, c.H, c.D}, seed);
     if (c.bf16_queries) round_to(DType::BF16, q.data(), q.size());
+    std::vector<int8_t> codes(c.D);
+    for (int64_t row = 0; c.int8_queries && row < B * c.H; row++) {
+        float *values = q.data() + row * c.D;
+        const float step = quantize_group(values, codes.data(), c.D);
+        for (int64_t d = 0; d < c.D; d++) values[d] = float(codes[d]) * step;
+    }
     Tensor k = testing::random_tensor({B, c.Hkv, capacity, c.D}, seed + 1);
     Tensor v = testing::random_tensor({B, c.Hkv, capacity, c.D}, seed + 2);
     // Rows past each sequence are unwritten cache (a NaN-filled allocation, say): no output may
@@ -736,6 +746,44 @@ TEST(AttentionBf16Pairs, TakenOnlyForBf16QueriesOfEvenHeadDims) {
     EXPECT_EQ(decode_run({4, 4, 64, {300}}, true), "attention_decode_bf16");  // no group
 }
 
+// An int8 cache's decode QK in integer dot products (VNNI) where the contract's head dims and the
+// form allow; any other call widens the codes. The form is forced, so that any x86 CPU checks the
+// choice (one without VNNI runs the kernel's fallback sub-target).
+TEST(AttentionInt8Dots, TakenForTheContractsHeadDims) {
+    const bool dots_here = testing::with_integer_form(IntegerDotForm::U8S8, [] {
+        return current_device() == Device::CPU && detail::int8_dots_chosen() ? 1.0 : 0.0;
+    }) > 0;
+    if (!dots_here) GTEST_SKIP() << "no int8 dot-product kernel here";
+    const auto decode_run = [](IntegerDotForm form, DecodeCase c) {
+        c.int8_queries = true;
+        KernelTimes times;
+        EXPECT_LE(testing::with_integer_form(form, [&] { return decode_error(c, 402, std::nullopt, DType::Int8); }), 1e-5);
+        const std::vector<KernelTime> ran = times.totals();
+        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
+    };
+    for (int64_t D : kernel_contract::int8_dots_head_dims) {
+        EXPECT_EQ(decode_run(IntegerDotForm::U8S8, {8, 2, D, {300}}), "attention_decode_int8_dots") << D;
+        EXPECT_EQ(decode_run(IntegerDotForm::S8S8, {8, 2, D, {300}}), "attention_decode_int8") << D;
+    }
+    EXPECT_EQ(decode_run(IntegerDotForm::U8S8, {8, 2, 96, {300}}), "attention_decode_int8");
+    EXPECT_EQ(decode_run(IntegerDotForm::U8S8, {4, 4, 32, {300}}), "attention_decode_int8");
+}
+
+// Rounding the queries to int8 costs accuracy the widened codes do not: over queries of any values
+// the error against float64 (over the cache's stored values) is that rounding's, at most about
+// what an int8 cache's own rounding costs a layer's output (README: about 6e-3), and not 0.
+TEST(AttentionInt8Dots, QueryCodesCostLittleAccuracy) {
+    if (!testing::with_integer_form(IntegerDotForm::U8S8, [] { return detail::int8_dots_chosen() ? 1.0 : 0.0; })) {
+        GTEST_SKIP() << "no int8 dot-product kernel here";
+    }
+    for (int64_t D : kernel_contract::int8_dots_head_dims) {
+        const double error = testing::with_integer_form(
+            IntegerDotForm::U8S8, [&] { return decode_error({8, 2, D, {2000}}, 460 + uint32_t(D), std::nullopt, DType::Int8); });
+        EXPECT_GT(error, 1e-5) << D;
+        EXPECT_LE(error, 6e-3) << D;
+    }
+}
+
 // QK in bf16 pairs, prefill and decode: bf16 queries, even head dims (the specialised ones and 40,
 // 16), sinks, soft-capping, groups, ragged lengths, query tiles and key chunks past one.
 bool register_bf16_pairs_checks() {
@@ -778,6 +826,26 @@ bool register_bf16_pairs_checks() {
                               decode_pairs({8, 2, 64, {1030, 9, 1}, true, {700, 2, 1}}, 245)});
          },
          1e-5, [decode_pairs] { return decode_pairs({32, 8, 128, {4096}}, 228); }});
+    return true;
+}
+
+// int8 dots over queries of int8 codes (DecodeCase::int8_queries): the contract's head dims, groups
+// of 1 to 4, sinks, windows, ragged lengths and soft-capping.
+bool register_int8_dots_checks() {
+    const auto dots = [](DecodeCase c, uint32_t seed) {
+        c.int8_queries = true;
+        return testing::with_integer_form(IntegerDotForm::U8S8,
+                                          [&] { return decode_error(c, seed, std::nullopt, DType::Int8); });
+    };
+    testing::register_kernel_check(
+        "attention_decode_int8_dots",
+        {[dots] {
+             return std::max({dots({4, 4, 64, {77, 1030}}, 424), dots({6, 3, 64, {300}}, 431),
+                              dots({8, 4, 128, {300}}, 432), dots({4, 2, 256, {200}}, 435),
+                              dots({8, 2, 64, {0, 1030}, true}, 444), dots({8, 4, 64, {300, 1030}, false, {}, 0.5f}, 455),
+                              dots({8, 2, 128, {1030, 9, 1}, true, {700, 2, 1}}, 445)});
+         },
+         1e-5, [dots] { return dots({32, 8, 128, {4096}}, 428); }});
     return true;
 }
 
@@ -834,7 +902,8 @@ const bool checks_registered =
                                     1e-5,
                                     [] { return decode_error({32, 8, 128, {4096}}, 28); }}) &&
     register_16_bit_cache_checks(DType::BF16, "bf16") && register_16_bit_cache_checks(DType::F16, "f16") &&
-    register_16_bit_cache_checks(DType::Int8, "int8") && register_bf16_pairs_checks();
+    register_16_bit_cache_checks(DType::Int8, "int8") && register_bf16_pairs_checks() &&
+    register_int8_dots_checks();
 
 }  // namespace
 }  // namespace hattn

@@ -28,7 +28,7 @@
 #include "support/errors.h"
 #include "support/config.h"
 #include "support/stateful_layer.h"
-#include "support/bf16_form.h"
+#include "support/dot_forms.h"
 #include "support/kernel_checks.h"
 #include "support/device.h"
 #include "support/random.h"

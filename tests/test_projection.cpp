@@ -10,7 +10,7 @@
 #include "hattn/kernel_table.h"
 #include "hattn/kernels/projection.h"
 #include "reference/projection.h"
-#include "support/bf16_form.h"
+#include "support/dot_forms.h"
 #include "support/compare.h"
 #include "support/device.h"
 #include "support/errors.h"

@@ -48,6 +48,16 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     } else {
         q_tile(d, qi, hg, qt, hk, b) = in.q(d, hg, hk, i_clamped, b) * in.scale;
     }
+    if (in.int8_dots) {
+        rq = RDom(0, D, "rq");
+        q_peak(qi, hg, qt, hk, b) = 0.0f;
+        q_peak(qi, hg, qt, hk, b) = max(q_peak(qi, hg, qt, hk, b), abs(q_tile(rq, qi, hg, qt, hk, b)));
+        const Expr peak = q_peak(qi, hg, qt, hk, b);
+        const Expr inverse_step = select(peak > 0.0f, 127.0f / peak, 0.0f);
+        q_codes(d, qi, hg, qt, hk, b) = cast<int8_t>(round(q_tile(d, qi, hg, qt, hk, b) * inverse_step));
+        q_code_sum(qi, hg, qt, hk, b) = 0;
+        q_code_sum(qi, hg, qt, hk, b) += cast<int32_t>(q_codes(rq, qi, hg, qt, hk, b));
+    }
     // Keys past the sequence are masked out below; clamping their index keeps the loads (and
     // Halide's bounds inference, which cannot see kv_len's values) inside the cache.
     const Expr key_clamped = clamp(key, 0, clamp(len - 1, 0, in.capacity - 1));
@@ -74,8 +84,14 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     const auto scaled = [&](const RowScale &scales, const Expr &row, const Expr &e) {
         return scales ? e * scales(clamp(c * C + row, 0, clamp(len - 1, 0, in.capacity - 1)), hk, b) : e;
     };
-    qk(qi, hg, j, c, qt, hk, b) = 0.0f;
-    if (in.bf16_pairs) {
+    qk(qi, hg, j, c, qt, hk, b) = in.int8_dots ? Expr(0) : Expr(0.0f);
+    if (in.int8_dots) {
+        // u8 x s8 in the form vpdpbusd sums (4 products a lane): the key code + 128 as u8.
+        rd = RDom(0, 4, 0, D / 4, "rd");
+        const Expr key_u8 = reinterpret(UInt(8), k_panel(4 * rd.y + rd.x, j, c, hk, b)) ^ cast<uint8_t>(128);
+        qk(qi, hg, j, c, qt, hk, b) +=
+            cast<int32_t>(cast<int16_t>(key_u8) * cast<int16_t>(q_codes(4 * rd.y + rd.x, qi, hg, qt, hk, b)));
+    } else if (in.bf16_pairs) {
         rd = RDom(0, 2, 0, D / 2, "rd");
         qk(qi, hg, j, c, qt, hk, b) += cast<float>(q_pairs(rd.x, qi, rd.y, hg, qt, hk, b)) *
                                        cast<float>(k_panel(2 * rd.y + rd.x, j, c, hk, b));
@@ -83,8 +99,14 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         rd = RDom(0, D, "rd");
         qk(qi, hg, j, c, qt, hk, b) += q_tile(rd, qi, hg, qt, hk, b) * k_panel(rd, j, c, hk, b);
     }
-    // The products' scale where the queries could not carry it (bf16 pairs).
-    const auto product = [&](const Expr &e) { return in.bf16_pairs ? e * in.scale : e; };
+    // The products' scale where the queries could not carry it (bf16 pairs); int8 dots: the
+    // offset's products taken away, times the query codes' step.
+    const auto product = [&](const Expr &e) {
+        if (in.int8_dots) {
+            return cast<float>(e - 128 * q_code_sum(qi, hg, qt, hk, b)) * (q_peak(qi, hg, qt, hk, b) * (1.0f / 127.0f));
+        }
+        return in.bf16_pairs ? e * in.scale : e;
+    };
     if (stop_at_visible) {
         rs = RDom(0, key_step, 0, (C + key_step - 1) / key_step, "rs");
         rs.where(c * C + rs.y * key_step < visible_keys);

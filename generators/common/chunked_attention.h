@@ -69,6 +69,11 @@ struct ChunkedAttentionInputs {
     // (q_pairs; exact where they are a bf16 layer's, which the runtime checks), so the head dim
     // must be even; `scale` multiplies the products instead of the queries, which would leave bf16.
     bool bf16_pairs = false;
+    // QK of an int8 cache as integer dot products (AVX512-VNNI's vpdpbusd, u8 x s8): each query row
+    // is quantised per head to int8 codes q_codes with a step of max |q| / 127 (scale included),
+    // the key codes offset by 128 into u8, and 128 x the row's sum of codes subtracted from each
+    // product. k holds the codes and k_row_scale is set; the head dim must be a multiple of 4.
+    bool int8_dots = false;
     // The exp of the probabilities and of the running merge's rescale: Halide's fast_exp, or the
     // target's own approximation where its schedule family has one (schedules::fast_exp).
     std::function<Halide::Expr(const Halide::Expr &)> fast_exp = [](const Halide::Expr &x) {
@@ -131,11 +136,16 @@ public:
     // unscaled query value 2d + pair in bf16, so a step's 16 queries x 2 values are one vector.
     Halide::Func q_pairs{"q_pairs"};
     Halide::Var pair{"pair"};
+    // With int8 dots (rd then runs over (quad, d / 4)): a query row's largest magnitude (scaled),
+    // its int8 codes (d, qi, hg, qt, hk, b) and their sum.
+    Halide::Func q_peak{"q_peak"}, q_codes{"q_codes"}, q_code_sum{"q_code_sum"};
+    Halide::RDom rq;  // int8 dots: the head dim, which q_peak and q_code_sum reduce
     Halide::Func k_panel{"k_panel"};     // (d, j, c, hk, b): one chunk of keys, index clamped
     Halide::Func v_panel{"v_panel"};     // (d, j, c, hk, b): one chunk of values
     // The two products are reductions of their own, so a schedule can compute them one register
     // tile at a time inside the Funcs that store them (score, chunk_out).
-    Halide::Func qk{"qk"};               // (qi, hg, j, c, qt, hk, b): sum over d of q * k
+    Halide::Func qk{"qk"};               // (qi, hg, j, c, qt, hk, b): sum over d of q * k (int8
+                                         // dots: of the codes, int32)
     Halide::Func score{"score"};         // (qi, hg, j, c, qt, hk, b): qk, soft-capped where asked
     // (qi, j, c, qt, b): whether the mask hides the key from the query (masked kernels only)
     Halide::Func mask_tile{"mask_tile"};

@@ -183,17 +183,43 @@ bool bf16_pairs_for(const ConstTensorView &q, DType keys) {
     return true;
 }
 
-BitLinearChoice bitlinear_kernel() {
-#if defined(__x86_64__)  // AArch64 builds have no u8 x s8 variant (sdot multiplies s8 x s8)
-    using U8S8 = kernels::bitlinear_u8s8;
+#if defined(__x86_64__)  // AArch64 builds have no u8 x s8 variants (sdot multiplies s8 x s8)
+namespace {
+// Whether the u8 x s8 kernel U8S8 runs: integer_dot_form() U8S8, or Auto where its VNNI sub-target
+// can run (on the CPU).
+template <typename U8S8>
+bool u8s8_chosen() {
     const std::optional<size_t> vnni = find_variant({U8S8::name, U8S8::first, U8S8::count}, "x86", ScheduleChoice::Hand);
     const IntegerDotForm form = integer_dot_form();
-    const bool u8s8 = form == IntegerDotForm::U8S8 ||
-                      (form == IntegerDotForm::Auto && current_device() == Device::CPU && vnni &&
-                       can_use_target(kernel_variants()[*vnni].targets.front()));
-    if (u8s8) return {"bitlinear_u8s8", kernel_function<kernels::bitlinear_u8s8>(), true};
+    return form == IntegerDotForm::U8S8 || (form == IntegerDotForm::Auto && current_device() == Device::CPU && vnni &&
+                                            can_use_target(kernel_variants()[*vnni].targets.front()));
+}
+}  // namespace
+#endif
+
+BitLinearChoice bitlinear_kernel() {
+#if defined(__x86_64__)
+    if (u8s8_chosen<kernels::bitlinear_u8s8>()) {
+        return {"bitlinear_u8s8", kernel_function<kernels::bitlinear_u8s8>(), true};
+    }
 #endif
     return {"bitlinear_s8s8", kernel_function<kernels::bitlinear_s8s8>(), false};
+}
+
+bool int8_dots_chosen() {
+#if defined(__x86_64__)
+    return u8s8_chosen<kernels::attention_decode_int8_dots>();
+#else
+    return false;
+#endif
+}
+
+bool int8_dots_for(int64_t head_dim, DType keys) {
+    if (keys != DType::Int8 || !int8_dots_chosen()) return false;
+    for (int D : kernel_contract::int8_dots_head_dims) {
+        if (head_dim == D) return true;
+    }
+    return false;
 }
 
 }  // namespace detail

@@ -72,4 +72,12 @@ struct BitLinearChoice {
 // u8 x s8 where its VNNI sub-target can run (x86), else s8 x s8; integer_dot_form() overrides.
 BitLinearChoice bitlinear_kernel();
 
+// Whether an int8 cache's decode QK runs in integer dot products (attention_decode_int8_dots, u8 x
+// s8 over queries quantised per head) on this CPU: where its VNNI sub-target can run (x86), as
+// integer_dot_form() allows.
+bool int8_dots_chosen();
+// Whether a decode over keys of type `keys` and this head dim takes them: int8 keys,
+// int8_dots_chosen(), and a head dim of the kernel contract's.
+bool int8_dots_for(int64_t head_dim, DType keys);
+
 }  // namespace hattn::detail

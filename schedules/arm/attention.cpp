@@ -23,6 +23,7 @@ void schedule(AttentionDecode &g, const Halide::Target &t) {
     cpu::DecodeCpuTiles tiles;
     tiles.keys_per_step = 1;
     tiles.accumulators = 16;
+    tiles.int8_dots = g.int8_dots;
     cpu::schedule_decode(*g.attention, g.out, t, tiles);
 }
 

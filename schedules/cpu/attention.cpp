@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernel_contract.h"
+
 namespace hattn::schedules::cpu {
 
 using namespace Halide;
@@ -198,6 +200,10 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     } else {
         a.q_tile.compute_at(sequence);
     }
+    if (tiles.int8_dots) {
+        for (Func f : {a.q_peak, a.q_code_sum, a.q_codes}) f.compute_at(sequence);
+        a.q_codes.vectorize(a.d, vec, TailStrategy::GuardWithIf);
+    }
     for (Func f : {a.merged_max, a.merged_sum}) {
         f.compute_at(sequence);
         f.update().reorder(a.qi, a.rc, a.hg);
@@ -232,8 +238,10 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     // stride of the chunk (docs/perf/log.md, "Decode QK and PV tiles").
     a.qk.compute_at(chunk).reorder(a.j, a.qi, a.hg).vectorize(a.j, vec, TailStrategy::GuardWithIf);
     const int lanes_width = lanes_or_natural(tiles.qk_lanes, t);
-    // bf16 pairs: the lanes split the pairs' index, each lane summing both values of its pairs.
-    const RVar along_d = tiles.bf16_pairs ? RVar(a.rd.y) : RVar(a.rd.x);
+    // bf16 pairs and int8 dots: the lanes split the pairs' (quads') index, each lane summing the
+    // products of its pairs (quads).
+    const bool grouped_products = tiles.bf16_pairs || tiles.int8_dots;
+    const RVar along_d = grouped_products ? RVar(a.rd.y) : RVar(a.rd.x);
     a.qk.update().reorder(a.qi, a.hg, a.j).split(along_d, rdo, rdi, lanes_width, TailStrategy::GuardWithIf);
     Func lanes = a.qk.update().rfactor(rdi, lane);
     a.qk.update().atomic().vectorize(rdi);  // the lanes' sum as a shuffle tree, not dependent adds
@@ -250,8 +258,9 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     if (from_dim > 0) heads_by(a.qk.update().specialize(a.head_dim >= from_dim), 1, 1);
     heads_by(a.qk.update(), 1, tiles.keys_per_step);
     lanes.compute_at(a.qk, ho).reorder_storage(lane, a.hg, a.j).vectorize(lane).unroll(a.hg).unroll(a.j);
-    if (tiles.bf16_pairs) {
-        // A pair's two products summed into its lane: a VectorReduce, which is vdpbf16ps.
+    if (grouped_products) {
+        // A pair's two products (a quad's four) summed into its lane: a VectorReduce, which is
+        // vdpbf16ps (vpdpbusd).
         lanes.update().reorder(a.rd.x, lane, a.hg, a.j, rdo).atomic().vectorize(a.rd.x)
             .vectorize(lane).unroll(a.hg).unroll(a.j);
     } else {
@@ -259,7 +268,14 @@ void schedule_decode(ChunkedAttention &a, Func out, const Target &t, DecodeCpuTi
     }
     // At a constant head dim the lanes' walk along D unrolls, which read the cache faster at
     // D = 32 and 64 (docs/perf/log.md, "Decode QK and PV tiles").
-    for (int D : fast_head_dims) lanes.update().specialize(a.head_dim == D).unroll(rdo);
+    if (tiles.int8_dots) {
+        // Only the contract's head dims, in whole vectors of lanes: no tail of narrower dot
+        // products (kernel_contract.h).
+        for (int D : kernel_contract::int8_dots_head_dims) lanes.update().specialize(a.head_dim == D).unroll(rdo);
+        lanes.update().specialize_fail("attention_decode_int8_dots: a head dim the kernel contract does not list");
+    } else {
+        for (int D : fast_head_dims) lanes.update().specialize(a.head_dim == D).unroll(rdo);
+    }
     for (Func f : {a.chunk_max, a.chunk_sum}) f.compute_at(chunk);
     schedule_decode_pv(a, chunk, t, tiles, group == 1);
 }

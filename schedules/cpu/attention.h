@@ -27,6 +27,8 @@ struct DecodeCpuTiles {
                                     // head (0: the natural vector)
     bool bf16_pairs = false;        // QK in bf16 pairs (the algorithm's q_pairs; x86 AVX512-BF16),
                                     // each of its qk_lanes summing a pair
+    bool int8_dots = false;         // QK in int8 dot products (the algorithm's q_codes; x86
+                                    // AVX512-VNNI), each of its qk_lanes summing 4 products
 };
 
 // Prefill: parallel over batch, KV heads and query tiles; per tile, the chunks in turn.

@@ -45,10 +45,11 @@ void schedule(AttentionDecode &g, const Halide::Target &t) {
     cpu::DecodeCpuTiles tiles;
     tiles.keys_per_step = 2;
     tiles.one_key_from_head_dim = avx512 ? 64 : 128;
-    tiles.qk_lanes = g.bf16_pairs && avx512 ? 16 : lanes;
+    tiles.qk_lanes = (g.bf16_pairs || g.int8_dots) && avx512 ? 16 : lanes;
     tiles.accumulators = avx512 ? 16 : 8;
     tiles.pv_row_lanes = lanes;
     tiles.bf16_pairs = g.bf16_pairs;
+    tiles.int8_dots = g.int8_dots;
     cpu::schedule_decode(*g.attention, g.out, t, tiles);
 }
 

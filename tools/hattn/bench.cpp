@@ -97,13 +97,16 @@ Args benchmark_args(const std::vector<std::string> &argv, const std::string &wha
     return args;
 }
 
-// The kernel a prefill or decode benchmark ran: one per cache storage type, or a bf16 cache's in
-// bf16 pairs where it took them (generators/kernels.cmake).
+// The kernel a prefill or decode benchmark ran: one per cache storage type, or the type's
+// dot-product form where it ran (bf16 pairs, int8 dots; generators/kernels.cmake).
 std::string attention_kernel(const std::string &what, DType kv_dtype) {
     const std::string kernel = what == "prefill" ? "attention_prefill" : "attention_decode";
     if (kv_dtype == DType::F32) return kernel;
     const std::string typed = kernel + "_" + type_name(kv_dtype);
-    return last_variant_run(typed + "_pairs").empty() ? typed : typed + "_pairs";
+    for (const char *form : {"_pairs", "_dots"}) {
+        if (!last_variant_run(typed + form).empty()) return typed + form;
+    }
+    return typed;
 }
 
 // --kernel-times: the same runs again, each call waited for and timed (hattn/kernel_times.h).

@@ -12,6 +12,7 @@
 #include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
+#include "kernel_contract.h"
 
 namespace hattn::cli {
 
@@ -63,10 +64,14 @@ int info_command(const std::vector<std::string> &argv) {
     }
     out << "\n\n";
     for (const auto &row : rows) out << padded(row[0], kernel_width) << padded(row[1], runs_width) << row[2] << "\n";
-    // The *_bf16_pairs kernels multiply bf16 pairs, where their AVX-512 BF16 sub-target runs.
-    const auto pairs = by_kernel.find("projection_bf16_pairs");
-    const bool pairs_run = pairs != by_kernel.end() &&
-                           selected_target(*pairs->second.front()).name.find("avx512_sapphirerapids") != std::string::npos;
+    // The *_bf16_pairs kernels multiply bf16 pairs, and the u8 x s8 ones take VNNI's dot products,
+    // where their sapphirerapids sub-target runs.
+    const auto sapphirerapids_runs = [&](const std::string &kernel) {
+        const auto found = by_kernel.find(kernel);
+        return found != by_kernel.end() &&
+               selected_target(*found->second.front()).name.find("avx512_sapphirerapids") != std::string::npos;
+    };
+    const bool pairs_run = sapphirerapids_runs("projection_bf16_pairs");
     out << "\nbf16 dot products (vdpbf16ps): "
         << (pairs_run ? "projection_bf16_pairs (bf16 weights, calls past the gemv's rows), "
                         "attention_prefill{,_masked}_bf16_pairs and attention_decode_bf16_pairs (QK over a bf16 cache, "
@@ -74,6 +79,14 @@ int info_command(const std::vector<std::string> &argv) {
                         "(a bf16 layer's DSA indexer)"
                       : "no kernel on this CPU")
         << "; other products widen bf16 and f16 values to float32 as they read them\n";
+    std::string dot_dims;
+    for (int d : kernel_contract::int8_dots_head_dims) dot_dims += (dot_dims.empty() ? "" : ", ") + std::to_string(d);
+    out << "\nint8 dot products (vpdpbusd): "
+        << (sapphirerapids_runs("attention_decode_int8_dots")
+                ? "bitlinear_u8s8 (BitLinear) and attention_decode_int8_dots (decode QK over an int8 cache, its "
+                  "queries quantised per head; head dims " + dot_dims + ")"
+                : "no kernel on this CPU")
+        << "\n";
     out << "\nCUDA: " << device_status(Device::CUDA) << "\nOpenCL: " << device_status(Device::OpenCL) << "\n";
     std::cout << out.str();
     return 0;

@@ -66,8 +66,9 @@ const KernelVariant &variant_to_run(const std::string &kernel);
 bool arm_dotprod_allowed();
 void set_arm_dotprod_enabled(bool enabled);
 
-// Which integer dot-product form BitLinear uses: by default u8 x s8 where AVX-512 VNNI can run it,
-// else s8 x s8. Process-wide; tests and benchmarks force one to run each kernel.
+// Which integer dot-product form BitLinear and an int8 cache's decode QK use: by default u8 x s8
+// where AVX-512 VNNI can run it, else s8 x s8 (BitLinear) or the codes widened to float32 (the
+// decode, which S8S8 also asks for). Process-wide; tests and benchmarks force one to run each kernel.
 enum class IntegerDotForm { Auto, S8S8, U8S8 };
 void set_integer_dot_form(IntegerDotForm form);
 IntegerDotForm integer_dot_form();

@@ -117,6 +117,8 @@ struct AttentionBuffers {
     bool has_softcap;
     // A bf16 cache's QK in bf16 pairs (the *_bf16_pairs kernels; detail::bf16_pairs_for).
     bool bf16_pairs = false;
+    // An int8 cache's decode QK in integer dot products (detail::int8_dots_for).
+    bool int8_dots = false;
 
     AttentionBuffers(const ConstTensorView &queries, const StoredView &k_cache, const StoredView &v_cache,
                      const std::vector<int32_t> &kv_len, const TensorView &output, const ConstTensorView *head_sinks,
@@ -135,9 +137,11 @@ struct AttentionBuffers {
 };
 
 // Runs the kernel of the cache's storage type (checked by check_cache) with `args` and then the
-// output: F32, BF16 (BF16Pairs where b.bf16_pairs) or F16, or Int8 with the rows' scales before
-// the output. `fit`: a GPU prefill's (detail::prefill_fit; nothing for a decode).
-template <typename F32, typename BF16, typename F16, typename Int8, typename BF16Pairs = BF16, typename... Args>
+// output: F32, BF16 (BF16Pairs where b.bf16_pairs) or F16, or Int8 (Int8Dots where b.int8_dots)
+// with the rows' scales before the output. `fit`: a GPU prefill's (detail::prefill_fit; nothing
+// for a decode).
+template <typename F32, typename BF16, typename F16, typename Int8, typename BF16Pairs = BF16, typename Int8Dots = Int8,
+          typename... Args>
 void run_for_cache(AttentionBuffers &b, DType cache, const detail::GpuPrefillFit &fit, Args... args) {
     const auto run = [&](auto kernel, auto... scales) {
         using Kernel = decltype(kernel);
@@ -145,21 +149,27 @@ void run_for_cache(AttentionBuffers &b, DType cache, const detail::GpuPrefillFit
     };
     if (cache == DType::BF16) return b.bf16_pairs ? run(BF16Pairs{}) : run(BF16{});
     if (cache == DType::F16) return run(F16{});
-    if (cache == DType::Int8) return run(Int8{}, b.k_scale.raw_buffer(), b.v_scale.raw_buffer());
+    if (cache == DType::Int8) {
+        const auto k_scale = b.k_scale.raw_buffer(), v_scale = b.v_scale.raw_buffer();
+        return b.int8_dots ? run(Int8Dots{}, k_scale, v_scale) : run(Int8{}, k_scale, v_scale);
+    }
     run(F32{});
 }
 
-// The kernels over a bf16 cache whose QK multiplies bf16 pairs; AArch64 builds have none
-// (bf16_pairs_chosen() is false there), and name the widening ones.
+// The kernels over a bf16 cache whose QK multiplies bf16 pairs and over an int8 cache whose QK
+// takes integer dot products; AArch64 builds have none (bf16_pairs_chosen() and
+// int8_dots_chosen() are false there), and name the widening ones.
 namespace k = detail::kernels;
 #if defined(__x86_64__)
 using PrefillPairs = k::attention_prefill_bf16_pairs;
 using PrefillMaskedPairs = k::attention_prefill_masked_bf16_pairs;
 using DecodePairs = k::attention_decode_bf16_pairs;
+using DecodeInt8Dots = k::attention_decode_int8_dots;
 #else
 using PrefillPairs = k::attention_prefill_bf16;
 using PrefillMaskedPairs = k::attention_prefill_masked_bf16;
 using DecodePairs = k::attention_decode_bf16;
+using DecodeInt8Dots = k::attention_decode_int8;
 #endif
 
 
@@ -253,9 +263,12 @@ void attention_decode(const ConstTensorView &q, const StoredView &k_cache, const
     // Pairs for groups only: where a KV head serves one query head, decode is bound by the cache's
     // bytes and pairs do not pay (docs/perf/log.md, "bf16 pairs in decode").
     b.bf16_pairs = q.dim(1) > k_cache.dim(1) && detail::bf16_pairs_for(q, k_cache.dtype);
+    // Integer dots for every group size: they took MHA's QK below the cache's read time as well
+    // (docs/perf/log.md, "int8 dot products in decode").
+    b.int8_dots = detail::int8_dots_for(q.dim(2), k_cache.dtype);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
     run_for_cache<k::attention_decode, k::attention_decode_bf16, k::attention_decode_f16, k::attention_decode_int8,
-                  DecodePairs>(
+                  DecodePairs, DecodeInt8Dots>(
         b, k_cache.dtype, {}, b.q.raw_buffer(), b.k.raw_buffer(), b.v.raw_buffer(), b.len.raw_buffer(),
         first_b.raw_buffer(), longest, scale, b.sinks.raw_buffer(), b.has_sinks, b.softcap, b.has_softcap);
 }
