@@ -12,6 +12,10 @@ namespace hattn::kernel_contract {
 // crossover"); a GPU's gemv keeps this many rows' sums in registers.
 constexpr int projection_gemv_max_rows_cpu = 64, projection_gemv_max_rows_gpu = 4;
 
+// The bf16-pairs gemv (projection_gemv_bf16_pairs) sums W's rows in blocks of this many inputs (one
+// vdpbf16ps operand, no tail); the runtime takes it for inputs that are a multiple of it.
+constexpr int projection_gemv_pairs_block = 32;
+
 // BitLinear's reduction length is a multiple of this; the runtime pads with zero activations.
 constexpr int bitlinear_k_multiple = 256;
 

@@ -22,6 +22,11 @@ set(sapphirerapids_only "![ \t](vmovw|v[a-z0-9]+[ps]h)[ \t]|{vex}")
 hattn_kernel(projection_bf16_pairs GENERATOR projection PARAMS weight_type=bf16 bf16_pairs=true weight.type=uint32
              X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none HAND_ONLY NO_GPU
              ASM_CHECKS x86 "vdpbf16ps" x86 "${sapphirerapids_only}")
+# The gemv's (calls of few rows) in bf16 pairs: W's bf16 values as stored (uint16), in blocks of
+# 32 inputs (kernel_contract.h), for inputs that are a multiple of them.
+hattn_kernel(projection_gemv_bf16_pairs GENERATOR projection PARAMS gemv=true weight_type=bf16 bf16_pairs=true
+             weight.type=uint16 X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none
+             HAND_ONLY NO_GPU ASM_CHECKS x86 "vdpbf16ps" x86 "${sapphirerapids_only}")
 # A bf16 or f16 layer's activations rounded in place where a kernel stored them (on a GPU, without
 # bringing them to the host): integer operations, the vector adds of rounding half up on AArch64.
 foreach (type IN ITEMS bf16 f16)

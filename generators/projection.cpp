@@ -10,8 +10,9 @@ using namespace Halide;
 void Projection::generate() {
     _halide_user_assert(bf16_pairs || weight.type() == buffer_type_of(weight_type))
         << "weight_type " << int(StorageType(weight_type)) << " needs weight.type " << buffer_type_of(weight_type);
-    _halide_user_assert(!bf16_pairs || (weight_type == StorageType::BF16 && weight.type() == UInt(32) && !gemv))
-        << "bf16_pairs needs weight_type bf16, weight.type uint32, and no gemv";
+    _halide_user_assert(!bf16_pairs ||
+                        (weight_type == StorageType::BF16 && weight.type() == (gemv ? UInt(16) : UInt(32))))
+        << "bf16_pairs needs weight_type bf16 and weight.type uint32 (gemv: uint16)";
     if (!gemv) {
         const schedules::ProjectionTile tile = schedules::projection_tile(get_target(), bf16_pairs);
         row_tile = tile.rows;
@@ -22,6 +23,19 @@ void Projection::generate() {
     Expr ins = x.dim(0).extent();
 
     Var kv("kv"), row_in_tile("row_in_tile"), tile("tile"), out_in_panel("out_in_panel"), panel("panel");
+    if (bf16_pairs && gemv) {
+        // W's bf16 values as stored; `in` a multiple of the block (the runtime checks), so k runs
+        // over (pair, word, block) with no tail: a block's weights are one vdpbf16ps operand.
+        constexpr int block = kernel_contract::projection_gemv_pairs_block;
+        k = RDom(0, 2, 0, block / 2, 0, ins / block, "k");
+        const Expr kk = block * k.z + 2 * k.y + k.x;
+        x_tiles(row_in_tile, kv, tile) = cast(BFloat(16), x(kv, clamp(tile * row_tile + row_in_tile, 0, rows - 1)));
+        weight_rows(kv, o) = reinterpret(BFloat(16), weight(kv, clamp(o, 0, outs - 1)));
+        acc(o, r) = bias(clamp(o, 0, outs - 1));
+        acc(o, r) += cast<float>(x_tiles(0, kk, r)) * cast<float>(weight_rows(kk, o));
+        y(o, r) = select(clip > 0.0f, clamp(acc(o, r), -clip, clip), acc(o, r));
+        return;
+    }
     if (bf16_pairs) {
         // The runtime passes W's words [out, in / 2] for an even `in`.
         Var pair("pair");

@@ -29,7 +29,9 @@ public:
     // bf16 weights multiplied in bf16 pairs (the form of AVX512-BF16's vdpbf16ps): W as uint32
     // words, each two bf16 weights of consecutive inputs (weight.type=uint32, [out, in / 2]), and x
     // rounded to bf16 for the products (spec/attention.md section 5: a bf16 layer's x is bf16
-    // already). k is then an RDom (pair, word) and the packed stages have the pair innermost.
+    // already). k is then an RDom (pair, word) and the packed stages have the pair innermost. The
+    // gemv reads W's bf16 values as stored (weight.type=uint16), for an `in` that is a multiple of
+    // 32: k is (pair, word, block of 16 words), and x_tiles(0, k, row) x in bf16.
     GeneratorParam<bool> bf16_pairs{"bf16_pairs", false};
 
     Input<Buffer<float>> x{"x", 2};

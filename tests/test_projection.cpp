@@ -8,7 +8,9 @@
 #include "hattn/error.h"
 #include "hattn/half.h"
 #include "hattn/kernel_table.h"
+#include "hattn/kernel_times.h"
 #include "hattn/kernels/projection.h"
+#include "kernel_variants.h"
 #include "reference/projection.h"
 #include "support/dot_forms.h"
 #include "support/compare.h"
@@ -220,7 +222,11 @@ bool register_16_bit_weight_checks(DType type, const std::string &suffix) {
                                                          projection_error(3, 71, 45, 3, 116, 2.0f, type),
                                                          projection_error(9, 71, 45, 9, 118, 0.0f, type)});
                                     },
-                                    1e-5, [type] { return projection_error(1, 2048, 2048, 1, 114, 0.0f, type); }});
+                                    1e-5, [type] {
+                                        return testing::with_bf16_form(Bf16DotForm::Widened, [&] {
+                                            return projection_error(1, 2048, 2048, 1, 114, 0.0f, type);
+                                        });
+                                    }});
     return true;
 }
 
@@ -258,7 +264,48 @@ const bool projection_check_registered =
               return testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
                   return projection_error(512, 2048, 2048, 9, 122, 0.0f, DType::BF16, DType::BF16);
               });
+          }}) &&
+    // The gemv's bf16 pairs: x of bf16 values, whole blocks of 32 inputs (one, three and 64), one
+    // row and several, outputs off its tile of 4 and its tasks of 32, a clip.
+    testing::register_kernel_check(
+         "projection_gemv_bf16_pairs",
+         {[] {
+              return testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
+                  return std::max({projection_error(1, 32, 45, 1, 131, 0.0f, DType::BF16, DType::BF16),
+                                   projection_error(3, 96, 45, 3, 133, 2.0f, DType::BF16, DType::BF16),
+                                   projection_error(9, 2048, 70, 9, 135, 0.0f, DType::BF16, DType::BF16)});
+              });
+          },
+          1e-5, [] {
+              return testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
+                  return projection_error(1, 2048, 2048, 1, 132, 0.0f, DType::BF16, DType::BF16);
+              });
           }});
+
+// bf16 weights multiply bf16 pairs where the form allows: the gemv's for whole blocks of inputs
+// (kernel_contract.h), the GEMM's past the gemv's rows; else they are widened. Pairs are forced, so
+// that any x86 CPU checks the choice (one without AVX512-BF16 runs the kernels' fallback).
+TEST(ProjectionBf16Pairs, TakenForWholeBlocksOfInputs) {
+    const bool pairs_here = testing::with_bf16_form(Bf16DotForm::Pairs, [] {
+        return current_device() == Device::CPU && detail::bf16_pairs_chosen() ? 1.0 : 0.0;
+    }) > 0;
+    if (!pairs_here) GTEST_SKIP() << "no bf16 pairs kernels here";
+    const auto kernel_run = [](Bf16DotForm form, int64_t rows, int64_t in) {
+        KernelTimes times;
+        EXPECT_LE(testing::with_bf16_form(
+                      form, [&] { return projection_error(rows, in, 40, rows, 140, 0.0f, DType::BF16, DType::BF16); }),
+                  1e-5);
+        const std::vector<KernelTime> ran = times.totals();
+        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
+    };
+    const int64_t block = kernel_contract::projection_gemv_pairs_block;
+    const int64_t gemv_rows = kernel_contract::projection_gemv_max_rows_cpu;
+    EXPECT_EQ(kernel_run(Bf16DotForm::Pairs, 1, 2 * block), "projection_gemv_bf16_pairs");
+    EXPECT_EQ(kernel_run(Bf16DotForm::Pairs, gemv_rows, block), "projection_gemv_bf16_pairs");
+    EXPECT_EQ(kernel_run(Bf16DotForm::Pairs, 1, 2 * block + 2), "projection_gemv_bf16");
+    EXPECT_EQ(kernel_run(Bf16DotForm::Widened, 1, 2 * block), "projection_gemv_bf16");
+    EXPECT_EQ(kernel_run(Bf16DotForm::Pairs, gemv_rows + 1, 2 * block), "projection_bf16_pairs");
+}
 
 }  // namespace
 }  // namespace hattn

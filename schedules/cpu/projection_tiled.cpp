@@ -99,7 +99,6 @@ void schedule_projection_blocked(Projection &g, const Target &t, ProjectionBlock
 // many independent chains. Each accumulator's lanes are then summed by a shuffle tree (a vector
 // reduction), not lane by lane, whose scalar sums would dominate short rows.
 void schedule_projection_gemv(Projection &g, const Target &t, GemvTile tile) {
-    const int vec = t.natural_vector_size<float>();
     const TailStrategy guard = TailStrategy::GuardWithIf, round_up = TailStrategy::RoundUp;
     const Expr several_rows = g.x.dim(1).extent() > 1;
     Var oo("oo"), oi("oi"), ot("ot"), o_in("o_in"), ro("ro"), ri("ri"), lane("lane");
@@ -107,15 +106,24 @@ void schedule_projection_gemv(Projection &g, const Target &t, GemvTile tile) {
     g.y.split(g.o, oo, oi, 32, guard).split(oi, ot, o_in, tile.outputs, guard).parallel(oo);
     g.y.specialize(several_rows).reorder(o_in, g.r, ot, oo);
     g.acc.compute_at(g.y, ot);
-    g.acc.update().split(g.k, ko, ki, vec, guard);
-    Func lanes = g.acc.update().rfactor(ki, lane);
-    g.acc.update().atomic().vectorize(ki);  // the lanes' sum as a shuffle tree
+    // bf16 pairs: a lane per word of a block (k is (pair, word, block)), each summing its pair.
+    if (!g.bf16_pairs) g.acc.update().split(g.k, ko, ki, t.natural_vector_size<float>(), guard);
+    const RVar lanes_of = g.bf16_pairs ? RVar(g.k.y) : ki;
+    Func lanes = g.acc.update().rfactor(lanes_of, lane);
+    g.acc.update().atomic().vectorize(lanes_of);  // the lanes' sum as a shuffle tree
     // The tile's rows: tile.rows of them where the call has several (the region rounded up, x's
     // reads clamped), else the one.
     g.acc.update().specialize(several_rows).split(g.r, ro, ri, tile.rows, round_up);
     g.acc.update().split(g.r, ro, ri, 1);
     lanes.compute_at(g.acc, ro).reorder_storage(lane, g.o, g.r).bound_extent(g.o, tile.outputs).vectorize(lane);
-    lanes.update().reorder(lane, g.o, g.r, ko).vectorize(lane).unroll(g.o).unroll(g.r);
+    if (g.bf16_pairs) {
+        // A pair's two products summed into its lane: a VectorReduce, which is vdpbf16ps; x is
+        // rounded to bf16 where a block is read (x_tiles inline), no 16-bit value stored alone.
+        lanes.update().reorder(g.k.x, lane, g.o, g.r, g.k.z).atomic().vectorize(g.k.x).vectorize(lane)
+            .unroll(g.o).unroll(g.r);
+    } else {
+        lanes.update().reorder(lane, g.o, g.r, ko).vectorize(lane).unroll(g.o).unroll(g.r);
+    }
 }
 
 }  // namespace hattn::schedules::cpu

@@ -73,7 +73,8 @@ int info_command(const std::vector<std::string> &argv) {
     };
     const bool pairs_run = sapphirerapids_runs("projection_bf16_pairs");
     out << "\nbf16 dot products (vdpbf16ps): "
-        << (pairs_run ? "projection_bf16_pairs (bf16 weights, calls past the gemv's rows), "
+        << (pairs_run ? "projection_bf16_pairs and projection_gemv_bf16_pairs (bf16 weights; the gemv's for inputs in "
+                        "blocks of 32), "
                         "attention_prefill{,_masked}_bf16_pairs and attention_decode_bf16_pairs (QK over a bf16 cache, "
                         "for bf16 queries and even head dims; decode for groups), dsa_index_scores_bf16_pairs "
                         "(a bf16 layer's DSA indexer)"

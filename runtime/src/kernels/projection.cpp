@@ -92,6 +92,12 @@ void project(const ConstTensorView &x, const StoredView &weight, const ConstTens
     const bool few_rows = xb.dim(1).extent() <= gemv_max_rows;
     namespace k = detail::kernels;
 #if defined(__x86_64__)
+    // The gemv's bf16 pairs read W's values as stored, in whole blocks of inputs.
+    if (few_rows && weight.dtype == DType::BF16 && in % kernel_contract::projection_gemv_pairs_block == 0 &&
+        detail::bf16_pairs_chosen()) {
+        return detail::run_kernel<k::projection_gemv_bf16_pairs>(xb.raw_buffer(), wb.raw_buffer(), b.raw_buffer(), clip,
+                                                                 yb.raw_buffer());
+    }
     // bf16 pairs read W as words of two weights: whole rows of them, 4-byte aligned.
     if (!few_rows && weight.dtype == DType::BF16 && in % 2 == 0 && wb.dim(0).stride() == 1 &&
         wb.dim(1).stride() % 2 == 0 && reinterpret_cast<uintptr_t>(weight.data) % 4 == 0 && detail::bf16_pairs_chosen()) {
