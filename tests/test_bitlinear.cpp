@@ -11,6 +11,7 @@
 #include "hattn/kernels/bitlinear.h"
 #include "reference/latent_attention.h"
 #include "support/compare.h"
+#include "support/dot_forms.h"
 #include "support/errors.h"
 #include "support/kernel_checks.h"
 #include "support/random.h"
@@ -35,13 +36,14 @@ TEST(PackTernary, UsesTwoBitsPerWeight) {
 }
 
 double bitlinear_error(int64_t rows, int64_t in, int64_t out, IntegerDotForm form, uint32_t seed) {
-    set_integer_dot_form(form);
-    const Tensor x = testing::random_tensor({rows, in}, seed);
-    const Tensor w = testing::random_tensor({out, in}, seed + 1);
-    Tensor y({rows, out});
-    bitlinear(x.view(), pack_ternary(w), y.view());
-    set_integer_dot_form(IntegerDotForm::Auto);
-    return testing::relative_l2(y, reference::latent_detail::bitlinear({x.values().begin(), x.values().end()}, rows, w));
+    return testing::with_integer_form(form, [&] {
+        const Tensor x = testing::random_tensor({rows, in}, seed);
+        const Tensor w = testing::random_tensor({out, in}, seed + 1);
+        Tensor y({rows, out});
+        bitlinear(x.view(), pack_ternary(w), y.view());
+        return testing::relative_l2(y,
+                                    reference::latent_detail::bitlinear({x.values().begin(), x.values().end()}, rows, w));
+    });
 }
 
 TEST(BitLinear, BothDotFormsMatchTheSpec) {
