@@ -207,8 +207,8 @@ BitLinearChoice bitlinear_kernel() {
 }
 
 bool int8_dots_chosen() {
-#if defined(__x86_64__)
-    return u8s8_chosen<kernels::attention_decode_int8_dots>();
+#if defined(__x86_64__)  // a CPU kernel only, whatever the form says
+    return current_device() == Device::CPU && u8s8_chosen<kernels::attention_decode_int8_dots>();
 #else
     return false;
 #endif

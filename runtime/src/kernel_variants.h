@@ -73,7 +73,7 @@ struct BitLinearChoice {
 BitLinearChoice bitlinear_kernel();
 
 // Whether an int8 cache's decode QK runs in integer dot products (attention_decode_int8_dots, u8 x
-// s8 over queries quantised per head) on this CPU: where its VNNI sub-target can run (x86), as
+// s8 over queries quantised per head): on the CPU, where its VNNI sub-target can run (x86), as
 // integer_dot_form() allows.
 bool int8_dots_chosen();
 // Whether a decode over keys of type `keys` and this head dim takes them: int8 keys,

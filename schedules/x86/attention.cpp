@@ -39,6 +39,7 @@ int decode_key_chunk(const Halide::Target &) { return 1024; }
 // An int8 cache converts every code it reads: 512-bit vectors halve those instructions as they
 // halve the FMAs. 16-bit caches keep f32's 256-bit lanes (docs/perf/log.md, "Storage types: what
 // was built"), except for QK in bf16 pairs, whose 512-bit vdpbf16ps takes a key's 32 values at once.
+// QK in int8 dots takes 64 codes per 512-bit vpdpbusd: narrower ones are AVX-VNNI, which Zen 4 lacks.
 void schedule(AttentionDecode &g, const Halide::Target &t) {
     const bool avx512 = t.has_feature(Halide::Target::AVX512);
     const int lanes = avx512 ? (g.kv_type == StorageType::Int8 ? 16 : 8) : 0;
