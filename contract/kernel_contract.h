@@ -16,6 +16,10 @@ constexpr int projection_gemv_max_rows_cpu = 64, projection_gemv_max_rows_gpu = 
 // vdpbf16ps operand, no tail); the runtime takes it for inputs that are a multiple of it.
 constexpr int projection_gemv_pairs_block = 32;
 
+// The DSA latent attention in bf16 pairs (dsa_latent_attention_bf16_bf16_pairs) takes latent rows
+// of at least this many values (its output tiles' width on AVX-512); the runtime widens narrower.
+constexpr int dsa_latent_pairs_min_values = 32;
+
 // BitLinear's reduction length is a multiple of this; the runtime pads with zero activations.
 constexpr int bitlinear_k_multiple = 256;
 

@@ -129,6 +129,11 @@ foreach (latent IN ITEMS f32 bf16 f16 int8)
                      ${hand_only} GPU_PARAMS key_step=8)
     endforeach ()
 endforeach ()
+# A bf16 layer's bf16 latent, its logits in bf16 pairs (vdpbf16ps), as the indexer's: its queries
+# (q_abs) are bf16 values, and the runtime chooses this variant on CPUs with AVX512-BF16.
+hattn_kernel(dsa_latent_attention_bf16_bf16_pairs GENERATOR dsa_sparse_attention
+             PARAMS shared_kv=true latent_type=bf16 rotary_type=bf16 bf16_pairs=true keys.type=uint16
+                    values.type=uint16 ${pairs_targets})
 # copy_into's device copies of strided views. A copy: 128-bit stores on AArch64, no FMAs.
 hattn_kernel(strided_copy ASM_CHECKS arm_plain "str[ \t]+q[0-9]+")
 # BitLinear's activation quantisation, ahead of either product form.

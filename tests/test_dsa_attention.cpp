@@ -200,6 +200,8 @@ TEST(DsaAttention, ABf16IndexerTakesPairsInForwardAndDecode) {
         layer.prefill(x.tokens(0, S - 1), state);
         const std::vector<std::string> decode = kernels_of([&] { layer.decode_step(x.tokens(S - 1, S), state, &step); });
         EXPECT_TRUE(has(decode, "dsa_index_scores_bf16_pairs"));
+        // The absorbed logits too: their queries (q_abs) are a bf16 layer's activations.
+        EXPECT_TRUE(has(decode, "dsa_latent_attention_bf16_bf16_pairs"));
         for (int64_t b = 0; b < 2; b++) {
             EXPECT_EQ(std::vector<int32_t>(step.row(b, 0), step.row(b, 0) + 4),
                       std::vector<int32_t>(whole.row(b, S - 1), whole.row(b, S - 1) + 4))
@@ -795,10 +797,14 @@ double sparse_vs_dense(int64_t B, int64_t S, int64_t H, int64_t D, int64_t K, ui
 // ones) read by every query head, values the latent values, against a float64 reference over their
 // widened values; the latent held in `latent_type` (int8: groups of 128), the rotary part in
 // `rotary_type`. Query s selects up to K distinct rows of T at random, the rest -1; with `empty`,
-// the last query selects none and outputs zeros.
+// the last query selects none and outputs zeros. `bf16_queries`: the queries are bf16 values (a
+// bf16 layer's, which bf16 pairs take).
 double shared_kv_error(int64_t B, int64_t S, int64_t H, int64_t Dk, int64_t Dv, int64_t K, int64_t T, bool empty,
-                       uint32_t seed, DType latent_type = DType::F32, DType rotary_type = DType::F32) {
-    const Tensor q = testing::random_tensor({B, S, H, Dk}, seed), raw = testing::random_tensor({B, T, Dk}, seed + 1);
+                       uint32_t seed, DType latent_type = DType::F32, DType rotary_type = DType::F32,
+                       bool bf16_queries = false) {
+    Tensor q = testing::random_tensor({B, S, H, Dk}, seed);
+    if (bf16_queries) round_to(DType::BF16, q.data(), q.size());
+    const Tensor raw = testing::random_tensor({B, T, Dk}, seed + 1);
     StoredRows latent(latent_type, B, T, Dv, DsaState::int8_group), rotary(rotary_type, B, T, Dk - Dv);
     for (int64_t b = 0; b < B; b++) {
         latent.store(b, 0, ConstTensorView(raw.data() + b * T * Dk, {T, Dv}, {Dk, 1}));
@@ -883,6 +889,21 @@ bool register_latent_checks() {
                        1e-5,
                        [=] { return shared_kv_error(1, 1, 16, 576, 512, 2048, 4096, false, 50, latent, rotary); }});
         }
+    // A bf16 layer's, in bf16 pairs (bf16 queries): the shapes above with an even R at least as
+    // wide as its tiles (kernel_contract.h).
+    const auto pairs = [](int64_t B, int64_t S, int64_t H, int64_t Dk, int64_t Dv, int64_t K, int64_t T, bool empty,
+                          uint32_t seed) {
+        return testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
+            return shared_kv_error(B, S, H, Dk, Dv, K, T, empty, seed, DType::BF16, DType::BF16, true);
+        });
+    };
+    testing::register_kernel_check(
+        "dsa_latent_attention_bf16_bf16_pairs",
+        {[=] {
+             return std::max({pairs(2, 3, 20, 40, 36, 7, 30, true, 148), pairs(1, 2, 20, 40, 36, 300, 500, false, 149),
+                              pairs(1, 2, 4, 48, 40, 9, 20, true, 153), pairs(1, 2, 8, 264, 256, 9, 20, true, 155)});
+         },
+         1e-5, [=] { return pairs(1, 1, 16, 576, 512, 2048, 4096, false, 150); }});
     return true;
 }
 

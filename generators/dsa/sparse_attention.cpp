@@ -18,6 +18,8 @@ void DsaSparseAttention::generate() {
     _halide_user_assert(shared_kv || (latent_type == StorageType::F32 && rotary_type == StorageType::F32))
         << "dsa_sparse_attention: storage types are the shared form's";
     _halide_user_assert(rotary_type != StorageType::Int8) << "dsa_sparse_attention: the rotary part is never int8";
+    _halide_user_assert(!bf16_pairs || (shared_kv && latent_type == StorageType::BF16))
+        << "dsa_sparse_attention: bf16_pairs needs the shared form and latent_type bf16";
     _halide_user_assert(keys.type() == buffer_type_of(latent_type) && values.type() == buffer_type_of(latent_type))
         << "latent_type " << int(StorageType(latent_type)) << " needs keys.type and values.type "
         << buffer_type_of(latent_type);
@@ -54,6 +56,12 @@ void DsaSparseAttention::generate() {
             q(dim, h, s, b) * schedules::widen_to_f32(keys(dim, kh, t, b), latent_type, get_target());
         rg = RDom(0, (R + latent_group - 1) / latent_group, "rg");
         logit(n, h, s, b) += group_logit(rg, n, h, s, b) * (*latent_scale)(rg, t, b);
+    } else if (bf16_pairs) {
+        // Pairs multiply the keys' bf16 values as they are, and the queries' (bf16 values already).
+        q_pairs(pair, h, d, s, b) = cast(BFloat(16), q(2 * d + pair, min(h, H - 1), s, b));
+        rd = RDom(0, 2, 0, R / 2, "rd");
+        const Expr key = reinterpret(BFloat(16), keys(2 * rd.y + rd.x, kh, t, b));
+        logit(n, h, s, b) += cast<float>(q_pairs(rd.x, h, rd.y, s, b)) * cast<float>(key);
     } else {
         rd = RDom(0, R, "rd");
         logit(n, h, s, b) += q(rd, h, s, b) * latent(keys(rd, kh, t, b), rd, t);

@@ -33,6 +33,10 @@ public:
     GeneratorParam<StorageType> latent_type{"latent_type", StorageType::F32, storage_type_names};
     GeneratorParam<StorageType> rotary_type{"rotary_type", StorageType::F32, storage_type_names};
     static constexpr int latent_group = 128;  // an int8 latent's values per scale (the spec's)
+    // The shared form's logits over a bf16 latent in bf16 pairs (x86 AVX512-BF16's vdpbf16ps): the
+    // queries' R dims are bf16 values (a bf16 layer's q_abs) and R is even, which the runtime
+    // checks; `q_pairs` holds them, rd runs over (pair, R / 2).
+    GeneratorParam<bool> bf16_pairs{"bf16_pairs", false};
 
     // A logit no selected key has: finite, as Halide's fast-math codegen assumes no inf.
     static constexpr float masked_logit = -1e30f;
@@ -56,6 +60,10 @@ public:
     // scale: the scale multiplies a group's sum rather than each code.
     Halide::Func group_logit{"group_logit"};
     Halide::Func logit{"logit"};  // (n, h, s, b); the shared form adds the rotary dims in a second update
+    // bf16 pairs: q_pairs(pair, h, d, s, b) is query value 2d + pair of head h (clamped to the
+    // heads, so that schedules may compute whole vectors of them) in bf16.
+    Halide::Func q_pairs{"q_pairs"};
+    Halide::Var pair{"pair"};
     Halide::Func row_max{"row_max"}, prob{"prob"}, row_sum{"row_sum"}, acc{"acc"};
 
     void configure();

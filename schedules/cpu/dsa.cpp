@@ -105,6 +105,12 @@ static void schedule_shared_kv(DsaSparseAttention &g, const Target &t) {
     const Tile by_preference[] = {{2 * vec, head_tile}, {2 * vec, 1}, {1, 1}};
     for (const Tile &tile : by_preference) {
         const bool last = &tile == std::end(by_preference) - 1;  // the general case
+        // bf16 pairs: values at least a tile wide (kernel_contract.h), as the 1 x 1 tiles load the
+        // values' 16-bit elements alone (the sapphirerapids target's vmovw, which Zen lacks).
+        if (last && g.bf16_pairs) {
+            g.out.specialize_fail("dsa_latent_attention (bf16 pairs): fewer latent values than its tiles");
+            break;
+        }
         Stage tiles = last ? Stage(g.out) : g.out.specialize(out_dims >= tile.dims && out_heads >= tile.heads);
         tiles.split(g.d, dt, di, tile.dims, shift)
             .split(g.h, ht, hi, tile.heads, shift)
@@ -138,6 +144,15 @@ static void schedule_shared_kv(DsaSparseAttention &g, const Target &t) {
         g.group_logit.compute_at(g.logit, g.rg).reorder_storage(g.h, g.n, g.group).vectorize(g.h, vec, guard)
             .unroll(g.n);
         g.group_logit.update().reorder(g.h, g.n, g.ri, g.group).vectorize(g.h, vec, guard).unroll(g.n);
+    } else if (g.bf16_pairs) {
+        // A pair's two products summed into one lane (a VectorReduce: vdpbf16ps), a key's pair one
+        // 32-bit broadcast; the queries' pairs staged once per query, heads-fastest after the pair.
+        // Whole vectors of heads (q_pairs clamps them): a tail would load 16-bit values alone.
+        const TailStrategy round_up = TailStrategy::RoundUp;
+        g.logit.update(0).reorder(g.rd.x, g.h, g.n, g.rd.y).atomic().vectorize(g.rd.x).vectorize(g.h, vec, round_up)
+            .unroll(g.n);
+        g.q_pairs.compute_at(query).bound_extent(g.pair, 2).reorder(g.pair, g.h, g.d).vectorize(g.pair)
+            .vectorize(g.h, vec, round_up);
     } else {
         g.logit.update(0).reorder(g.h, g.n, g.rd).vectorize(g.h, vec, guard).unroll(g.n);
     }

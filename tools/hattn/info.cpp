@@ -77,7 +77,8 @@ int info_command(const std::vector<std::string> &argv) {
                         "blocks of 32), "
                         "attention_prefill{,_masked}_bf16_pairs and attention_decode_bf16_pairs (QK over a bf16 cache, "
                         "for bf16 queries and even head dims; decode for groups), dsa_index_scores_bf16_pairs "
-                        "(a bf16 layer's DSA indexer)"
+                        "(a bf16 layer's DSA indexer) and dsa_latent_attention_bf16_bf16_pairs (its absorbed logits over a bf16 "
+                        "latent)"
                       : "no kernel on this CPU")
         << "; other products widen bf16 and f16 values to float32 as they read them\n";
     std::string dot_dims;

@@ -8,6 +8,7 @@
 
 #include "halide_call.h"
 #include "hattn/error.h"
+#include "kernel_contract.h"
 #include "kernel_variants.h"
 
 namespace hattn {
@@ -26,25 +27,28 @@ void run_nth(size_t n, Args... args) {
     run_nth<Kernels>(n, std::make_index_sequence<std::tuple_size_v<Kernels>>(), args...);
 }
 
-// The indexer's variants by the keys' type (f32, bf16, f16), and a bf16 layer's in bf16 pairs;
-// AArch64 builds have no pairs variant (bf16_pairs_chosen() is false there), and name the
-// widening one.
+// The indexer's variants by the keys' type (f32, bf16, f16), and a bf16 layer's in bf16 pairs, as
+// a bf16 latent's logits; AArch64 builds have no pairs variants (bf16_pairs_chosen() is false
+// there), and name the widening ones.
 #if defined(__x86_64__)
 using IndexPairs = k::dsa_index_scores_bf16_pairs;
+using LatentPairs = k::dsa_latent_attention_bf16_bf16_pairs;
 #else
 using IndexPairs = k::dsa_index_scores_bf16;
+using LatentPairs = k::dsa_latent_attention_bf16_bf16;
 #endif
 using IndexKernels = std::tuple<k::dsa_index_scores, k::dsa_index_scores_bf16, k::dsa_index_scores_f16, IndexPairs>;
 
 // f32, bf16, f16: a 16-bit or float32 type's place in the kernels' lists.
 size_t place_of(DType dtype) { return dtype == DType::F32 ? 0 : dtype == DType::BF16 ? 1 : 2; }
 
-// The latent attention's variants by the latent's type, each by the rotary part's (f32, bf16, f16).
+// The latent attention's variants by the latent's type, each by the rotary part's (f32, bf16, f16),
+// then a bf16 layer's in bf16 pairs (the 10th).
 using LatentKernels = std::tuple<k::dsa_latent_attention, k::dsa_latent_attention_f32_bf16,
                                  k::dsa_latent_attention_f32_f16, k::dsa_latent_attention_bf16_f32,
                                  k::dsa_latent_attention_bf16_bf16, k::dsa_latent_attention_bf16_f16,
                                  k::dsa_latent_attention_f16_f32, k::dsa_latent_attention_f16_bf16,
-                                 k::dsa_latent_attention_f16_f16>;
+                                 k::dsa_latent_attention_f16_f16, LatentPairs>;
 // An int8 latent's, which take its scales too.
 using Int8LatentKernels = std::tuple<k::dsa_latent_attention_int8_f32, k::dsa_latent_attention_int8_bf16,
                                      k::dsa_latent_attention_int8_f16>;
@@ -160,8 +164,12 @@ void dsa_latent_attention(const ConstTensorView &q, const StoredView &latent, co
                                    ib.raw_buffer(), scale, rb.raw_buffer(), sb.raw_buffer(), ob.raw_buffer());
         return;
     }
-    run_nth<LatentKernels>(place_of(latent.dtype) * 3 + place_of(rotary.dtype), qb.raw_buffer(), lb.raw_buffer(),
-                           vb.raw_buffer(), ib.raw_buffer(), scale, rb.raw_buffer(), ob.raw_buffer());
+    // A bf16 layer's bf16 latent and rotary part: the logits in pairs, where the queries are bf16
+    // values (detail::bf16_pairs_for) over an even R as wide as the kernel's tiles.
+    const bool pairs = latent.dtype == DType::BF16 && rotary.dtype == DType::BF16 && R % 2 == 0 &&
+                       R >= kernel_contract::dsa_latent_pairs_min_values && detail::bf16_pairs_for(q, DType::BF16);
+    run_nth<LatentKernels>(pairs ? 9 : place_of(latent.dtype) * 3 + place_of(rotary.dtype), qb.raw_buffer(),
+                           lb.raw_buffer(), vb.raw_buffer(), ib.raw_buffer(), scale, rb.raw_buffer(), ob.raw_buffer());
 }
 
 }  // namespace hattn
