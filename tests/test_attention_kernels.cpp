@@ -11,7 +11,6 @@
 
 #include "hattn/error.h"
 #include "hattn/kernel_table.h"
-#include "hattn/kernel_times.h"
 #include "hattn/half.h"
 #include "hattn/int8_group.h"
 #include "hattn/kernels/attention.h"
@@ -20,6 +19,7 @@
 #include "kernel_variants.h"
 #include "reference/attention.h"
 #include "support/dot_forms.h"
+#include "support/kernels_ran.h"
 #include "support/compare.h"
 #include "support/device.h"
 #include "support/errors.h"
@@ -723,10 +723,7 @@ TEST(AttentionBf16Pairs, TakenOnlyForBf16QueriesOfEvenHeadDims) {
     if (!pairs_here) GTEST_SKIP() << "no bf16 pairs kernels here";
     // The one kernel a call ran, its error checked against float64.
     const auto kernel_run = [](const std::function<double()> &error) {
-        KernelTimes times;
-        EXPECT_LE(testing::with_bf16_form(Bf16DotForm::Pairs, error), 1e-5);
-        const std::vector<KernelTime> ran = times.totals();
-        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
+        return testing::only_kernel_ran([&] { EXPECT_LE(testing::with_bf16_form(Bf16DotForm::Pairs, error), 1e-5); });
     };
     const auto prefill_run = [&](PrefillCase c, bool bf16_queries) {
         c.bf16_queries = bf16_queries;
@@ -756,10 +753,10 @@ TEST(AttentionInt8Dots, TakenForTheContractsHeadDims) {
     if (!dots_here) GTEST_SKIP() << "no int8 dot-product kernel here";
     const auto decode_run = [](IntegerDotForm form, DecodeCase c) {
         c.int8_queries = true;
-        KernelTimes times;
-        EXPECT_LE(testing::with_integer_form(form, [&] { return decode_error(c, 402, std::nullopt, DType::Int8); }), 1e-5);
-        const std::vector<KernelTime> ran = times.totals();
-        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
+        return testing::only_kernel_ran([&] {
+            EXPECT_LE(testing::with_integer_form(form, [&] { return decode_error(c, 402, std::nullopt, DType::Int8); }),
+                      1e-5);
+        });
     };
     for (int64_t D : kernel_contract::int8_dots_head_dims) {
         EXPECT_EQ(decode_run(IntegerDotForm::U8S8, {8, 2, D, {300}}), "attention_decode_int8_dots") << D;

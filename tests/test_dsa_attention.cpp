@@ -17,7 +17,6 @@
 #include "hattn/device.h"
 #include "hattn/error.h"
 #include "hattn/half.h"
-#include "hattn/kernel_times.h"
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/dsa.h"
 #include "hattn/layers/dsa_attention.h"
@@ -29,6 +28,7 @@
 #include "support/config.h"
 #include "support/stateful_layer.h"
 #include "support/dot_forms.h"
+#include "support/kernels_ran.h"
 #include "support/kernel_checks.h"
 #include "support/device.h"
 #include "support/random.h"
@@ -176,14 +176,6 @@ TEST(DsaAttention, ABf16IndexerTakesPairsInForwardAndDecode) {
         return double(current_device() == Device::CPU && detail::bf16_pairs_chosen());
     });
     if (!pairs_here) GTEST_SKIP() << "no bf16 pairs kernels here";
-    // The names of the kernels a call ran.
-    const auto kernels_of = [](const std::function<void()> &call) {
-        const KernelTimes times;
-        call();
-        std::vector<std::string> names;
-        for (const KernelTime &k : times.totals()) names.push_back(k.kernel);
-        return names;
-    };
     const auto has = [](const std::vector<std::string> &names, const std::string &name) {
         return std::find(names.begin(), names.end(), name) != names.end();
     };
@@ -193,12 +185,12 @@ TEST(DsaAttention, ABf16IndexerTakesPairsInForwardAndDecode) {
         const DsaAttention layer = make_layer(small_config(4), "", false, nullptr, {DType::BF16, DType::BF16});
         const Tensor x = testing::random_tensor({2, S, 64}, 94);
         TopK whole, step;
-        const std::vector<std::string> forward = kernels_of([&] { layer.forward(x, &whole); });
+        const std::vector<std::string> forward = testing::kernels_ran([&] { layer.forward(x, &whole); });
         EXPECT_TRUE(has(forward, "dsa_index_scores_bf16_pairs"));
         EXPECT_FALSE(has(forward, "dsa_index_scores_bf16"));
         DsaState state = layer.make_state(2, S);
         layer.prefill(x.tokens(0, S - 1), state);
-        const std::vector<std::string> decode = kernels_of([&] { layer.decode_step(x.tokens(S - 1, S), state, &step); });
+        const std::vector<std::string> decode = testing::kernels_ran([&] { layer.decode_step(x.tokens(S - 1, S), state, &step); });
         EXPECT_TRUE(has(decode, "dsa_index_scores_bf16_pairs"));
         // The absorbed logits too: their queries (q_abs) are a bf16 layer's activations.
         EXPECT_TRUE(has(decode, "dsa_latent_attention_bf16_bf16_pairs"));
@@ -212,15 +204,15 @@ TEST(DsaAttention, ABf16IndexerTakesPairsInForwardAndDecode) {
     // The same keys under float32 queries: the widening kernel.
     StoredRows keys(DType::BF16, 1, 8, 16);
     keys.store(0, 0, testing::random_tensor({8, 16}, 95).view());
-    const KernelTimes times;
     Tensor scores({1, 2, 8});
-    testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
-        dsa_index_scores(testing::random_tensor({1, 2, 3, 16}, 96).view(), keys.view(),
-                         testing::random_tensor({1, 2, 3}, 97).view(), {8}, 0.25f, scores.view());
-        return 0.0;
-    });
-    ASSERT_EQ(times.totals().size(), 1u);
-    EXPECT_EQ(times.totals()[0].kernel, "dsa_index_scores_bf16");
+    EXPECT_EQ(testing::only_kernel_ran([&] {
+                  testing::with_bf16_form(Bf16DotForm::Pairs, [&] {
+                      dsa_index_scores(testing::random_tensor({1, 2, 3, 16}, 96).view(), keys.view(),
+                                       testing::random_tensor({1, 2, 3}, 97).view(), {8}, 0.25f, scores.view());
+                      return 0.0;
+                  });
+              }),
+              "dsa_index_scores_bf16");
 }
 
 // An int8 state: each token's R latent values in groups of 128 (here R = 32: one group) are held as
@@ -428,11 +420,7 @@ TEST(DsaAttention, TiesGoToTheMostRecentKeys) {
 
 // The kernels a forward call runs, by name.
 std::vector<std::string> kernels_run(const DsaAttention &layer, const Tensor &x) {
-    const KernelTimes times;
-    layer.forward(x);
-    std::vector<std::string> names;
-    for (const KernelTime &k : times.totals()) names.push_back(k.kernel);
-    return names;
+    return testing::kernels_ran([&] { layer.forward(x); });
 }
 
 // Each form a prefill may attend in matches the float64 reference. On a CPU (dsa_attention.cpp's

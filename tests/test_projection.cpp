@@ -8,11 +8,11 @@
 #include "hattn/error.h"
 #include "hattn/half.h"
 #include "hattn/kernel_table.h"
-#include "hattn/kernel_times.h"
 #include "hattn/kernels/projection.h"
 #include "kernel_variants.h"
 #include "reference/projection.h"
 #include "support/dot_forms.h"
+#include "support/kernels_ran.h"
 #include "support/compare.h"
 #include "support/device.h"
 #include "support/errors.h"
@@ -291,12 +291,11 @@ TEST(ProjectionBf16Pairs, TakenForWholeBlocksOfInputs) {
     }) > 0;
     if (!pairs_here) GTEST_SKIP() << "no bf16 pairs kernels here";
     const auto kernel_run = [](Bf16DotForm form, int64_t rows, int64_t in) {
-        KernelTimes times;
-        EXPECT_LE(testing::with_bf16_form(
-                      form, [&] { return projection_error(rows, in, 40, rows, 140, 0.0f, DType::BF16, DType::BF16); }),
-                  1e-5);
-        const std::vector<KernelTime> ran = times.totals();
-        return ran.size() == 1 ? ran[0].kernel : std::string("several kernels");
+        return testing::only_kernel_ran([&] {
+            EXPECT_LE(testing::with_bf16_form(
+                          form, [&] { return projection_error(rows, in, 40, rows, 140, 0.0f, DType::BF16, DType::BF16); }),
+                      1e-5);
+        });
     };
     const int64_t block = kernel_contract::projection_gemv_pairs_block;
     const int64_t gemv_rows = kernel_contract::projection_gemv_max_rows_cpu;

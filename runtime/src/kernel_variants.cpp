@@ -151,14 +151,23 @@ GpuPrefillFit prefill_fit(int64_t head_dim) {
                                                             : opencl_local_bytes_per_block.load());
 }
 
+#if defined(__x86_64__)  // AArch64 builds have neither bf16 pairs nor u8 x s8 variants (sdot is s8 x s8)
+namespace {
+// Whether Kernel's dot-product variant runs: `forced` by the form, or `automatic` (the form's Auto)
+// where its x86 sub-target can run here.
+template <typename Kernel>
+bool dot_variant_chosen(bool forced, bool automatic) {
+    const std::optional<size_t> x86 = find_variant({Kernel::name, Kernel::first, Kernel::count}, "x86", ScheduleChoice::Hand);
+    return forced || (automatic && x86 && can_use_target(kernel_variants()[*x86].targets.front()));
+}
+}  // namespace
+#endif
+
 bool bf16_pairs_chosen() {
-#if defined(__x86_64__)  // AArch64 builds have no bf16 pairs variant
-    using Pairs = kernels::projection_bf16_pairs;
-    const std::optional<size_t> pairs = find_variant({Pairs::name, Pairs::first, Pairs::count}, "x86", ScheduleChoice::Hand);
+#if defined(__x86_64__)
     const Bf16DotForm form = bf16_dot_form();
-    return current_device() == Device::CPU && pairs &&
-           (form == Bf16DotForm::Pairs ||
-            (form == Bf16DotForm::Auto && can_use_target(kernel_variants()[*pairs].targets.front())));
+    return current_device() == Device::CPU &&
+           dot_variant_chosen<kernels::projection_bf16_pairs>(form == Bf16DotForm::Pairs, form == Bf16DotForm::Auto);
 #else
     return false;
 #endif
@@ -183,16 +192,14 @@ bool bf16_pairs_for(const ConstTensorView &q, DType keys) {
     return true;
 }
 
-#if defined(__x86_64__)  // AArch64 builds have no u8 x s8 variants (sdot multiplies s8 x s8)
+#if defined(__x86_64__)
 namespace {
-// Whether the u8 x s8 kernel U8S8 runs: integer_dot_form() U8S8, or Auto where its VNNI sub-target
-// can run (on the CPU).
+// Whether the u8 x s8 kernel U8S8 runs: integer_dot_form() U8S8, or Auto on the CPU.
 template <typename U8S8>
 bool u8s8_chosen() {
-    const std::optional<size_t> vnni = find_variant({U8S8::name, U8S8::first, U8S8::count}, "x86", ScheduleChoice::Hand);
     const IntegerDotForm form = integer_dot_form();
-    return form == IntegerDotForm::U8S8 || (form == IntegerDotForm::Auto && current_device() == Device::CPU && vnni &&
-                                            can_use_target(kernel_variants()[*vnni].targets.front()));
+    return dot_variant_chosen<U8S8>(form == IntegerDotForm::U8S8,
+                                    form == IntegerDotForm::Auto && current_device() == Device::CPU);
 }
 }  // namespace
 #endif

@@ -263,8 +263,8 @@ void attention_decode(const ConstTensorView &q, const StoredView &k_cache, const
     // Pairs for groups only: where a KV head serves one query head, decode is bound by the cache's
     // bytes and pairs do not pay (docs/perf/log.md, "bf16 pairs in decode").
     b.bf16_pairs = q.dim(1) > k_cache.dim(1) && detail::bf16_pairs_for(q, k_cache.dtype);
-    // Integer dots for every group size, MHA too (unlike bf16 pairs): they measured faster there as
-    // well (docs/perf/log.md, "int8 dot products in decode").
+    // Integer dots for every group size, MHA included, unlike bf16 pairs (docs/perf/log.md, "int8
+    // dot products in decode").
     b.int8_dots = detail::int8_dots_for(q.dim(2), k_cache.dtype);
     Halide::Runtime::Buffer<int32_t> first_b(first.data(), static_cast<int>(first.size()));
     run_for_cache<k::attention_decode, k::attention_decode_bf16, k::attention_decode_f16, k::attention_decode_int8,
