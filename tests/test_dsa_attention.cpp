@@ -20,6 +20,7 @@
 #include "hattn/kernels/attention.h"
 #include "hattn/kernels/dsa.h"
 #include "hattn/layers/dsa_attention.h"
+#include "hattn/stored_tensor.h"
 #include "hattn/safetensors_writer.h"
 #include "reference/dsa_attention.h"
 #include "support/compare.h"
@@ -167,6 +168,26 @@ TEST(DsaAttention, SixteenBitDecodeEqualsTheForwardWithinTheTypesPrecision) {
             }
         }
     }
+}
+
+// The calls over typed activations: a caller's bf16 memory in, the output in the layer's dtype,
+// bit for bit the float32 calls' over the same values, with the same keys selected.
+TEST(DsaAttention, TypedCallsReturnTheDtype) {
+    const DsaAttention layer = make_layer(small_config(4), "", false, nullptr, {DType::BF16, DType::BF16});
+    const StoredTensor x = StoredTensor::rounded(DType::BF16, testing::random_tensor({2, 10, 64}, 98).view());
+    const Tensor x32 = x.widened();
+    TopK typed_keys, plain_keys;
+    const StoredTensor y = layer.forward(x.view(), &typed_keys);
+    EXPECT_EQ(y.dtype(), DType::BF16);
+    EXPECT_EQ(y.bytes(), y.size() * 2);
+    EXPECT_EQ(testing::relative_l2(y.widened(), layer.forward(x32, &plain_keys)), 0.0);
+    EXPECT_EQ(typed_keys.indices, plain_keys.indices);
+    DsaState typed = layer.make_state(2, 10), plain = layer.make_state(2, 10);
+    EXPECT_EQ(testing::relative_l2(layer.prefill(x.view().crop(1, 0, 9), typed).widened(), layer.prefill(x32.tokens(0, 9), plain)),
+              0.0);
+    EXPECT_EQ(testing::relative_l2(layer.decode_step(x.view().crop(1, 9, 10), typed).widened(),
+                                   layer.decode_step(x32.tokens(9, 10), plain)),
+              0.0);
 }
 
 // A bf16 layer's indexer multiplies bf16 pairs where they run (its queries are bf16 values): in

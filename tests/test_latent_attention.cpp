@@ -16,6 +16,7 @@
 #include "hattn/half.h"
 #include "hattn/kernels/cca.h"
 #include "hattn/layers/latent_attention.h"
+#include "hattn/stored_tensor.h"
 #include "hattn/safetensors_writer.h"
 #include "reference/latent_attention.h"
 #include "support/compare.h"
@@ -546,6 +547,29 @@ TEST(LatentStorageTypes, Bf16DiffersFromF32) {
         const Tensor y32 = f32.forward(x), y16 = bf16.layer->forward(x);
         EXPECT_GT(testing::relative_l2(y16, y32), 1e-4) << "grouped " << grouped;
         for (float v : y16.values()) ASSERT_EQ(v, round_to(DType::BF16, v)) << "the output is returned in bf16";
+    }
+}
+
+// The calls over typed activations: a caller's bf16 memory in, the output in the layer's dtype,
+// bit for bit the float32 calls' over the same values (forward, prefill and decode alike).
+TEST(LatentStorageTypes, TypedCallsReturnTheDtype) {
+    const nlohmann::json json = {{"hidden_size", 128}, {"num_heads", 8}, {"mode", "decoder"}};
+    for (DType dtype : {DType::BF16, DType::F16}) {
+        SCOPED_TRACE(type_name(dtype));
+        SeedLayer layer(json, true, 25, {dtype, dtype});
+        const LatentAttention &l = *layer.layer;
+        const StoredTensor x = StoredTensor::rounded(DType::BF16, testing::random_tensor({2, 7, 128}, 26).view());
+        const Tensor x32 = x.widened();
+        const StoredTensor y = l.forward(x.view());
+        EXPECT_EQ(y.dtype(), dtype);
+        EXPECT_EQ(y.bytes(), y.size() * 2);
+        EXPECT_EQ(testing::relative_l2(y.widened(), l.forward(x32)), 0.0);
+        LatentState typed = l.make_state(2, 7), plain = l.make_state(2, 7);
+        EXPECT_EQ(testing::relative_l2(l.prefill(x.view().crop(1, 0, 6), typed).widened(), l.prefill(x32.tokens(0, 6), plain)),
+                  0.0);
+        const StoredTensor step = l.decode_step(x.view().crop(1, 6, 7), typed);
+        EXPECT_EQ(step.dtype(), dtype);
+        EXPECT_EQ(testing::relative_l2(step.widened(), l.decode_step(x32.tokens(6, 7), plain)), 0.0);
     }
 }
 

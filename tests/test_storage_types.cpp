@@ -7,6 +7,7 @@
 
 #include "hattn/half.h"
 #include "hattn/layers/cached_attention.h"
+#include "hattn/stored_tensor.h"
 #include "reference/cached_attention.h"
 #include "support/cached_layer.h"
 #include "support/compare.h"
@@ -197,6 +198,56 @@ TEST(StorageTypes, F16ActivationsPastTheRangeStayFinite) {
     const Tensor y = layer.self_attention(x, &cache);
     for (float v : y.values()) ASSERT_TRUE(std::isfinite(v));
     EXPECT_EQ(cache.lengths(), std::vector<int32_t>({5}));
+}
+
+// The calls over typed activations take a caller's 16-bit memory in place (a strided crop of it
+// too) and return the output in the layer's dtype: bit for bit what the float32 calls give for the
+// same values, at 2 bytes a value. An input in another type is converted once, as a float32 one is.
+TEST(StorageTypes, TypedCallsTakeTheCallersMemoryAndReturnTheDtype) {
+    const TestLayer t({64, 4, 2, 16, true, 10000.0});
+    const int64_t B = 2, S = 9, P = 4, E = 64;
+    for (const auto &[dtype, input_type] : {std::pair{DType::BF16, DType::BF16}, {DType::F16, DType::BF16},
+                                             {DType::BF16, DType::F32}, {DType::F32, DType::F16}}) {
+        SCOPED_TRACE(std::string(type_name(dtype)) + " layer, " + type_name(input_type) + " input");
+        const CachedAttention layer = in_types(t, {dtype, dtype});
+        const StoredTensor x = StoredTensor::rounded(input_type, testing::random_tensor({B, S, E}, 75).view());
+        const Tensor x32 = x.widened();
+        KVCache cache = layer.make_cache(B, S);
+        Tensor out({B, S, E});
+        const auto place = [&](const StoredTensor &part, int64_t begin) {
+            EXPECT_EQ(part.dtype(), dtype);
+            EXPECT_EQ(part.bytes(), part.size() * int64_t(dtype_size(dtype)));
+            const Tensor values = part.widened();
+            for (int64_t b = 0; b < B; b++) {
+                std::copy_n(values.data() + b * part.dim(1) * E, part.dim(1) * E, out.data() + (b * S + begin) * E);
+            }
+        };
+        place(layer.self_attention(x.view().crop(1, 0, P), &cache), 0);
+        for (int64_t s = P; s < S; s++) place(layer.decode_step(x.view().crop(1, s, s + 1), cache), s);
+        EXPECT_EQ(difference(out, through_cache(layer, x32, P)), 0.0);
+
+        const StoredTensor context = StoredTensor::rounded(input_type, testing::random_tensor({B, 5, E}, 76).view());
+        const StoredTensor crossed = layer.cross_attention(x.view(), layer.conditioning_cache(context.view(), context.view()));
+        const Tensor context32 = context.widened();
+        EXPECT_EQ(crossed.dtype(), dtype);
+        EXPECT_EQ(difference(crossed.widened(), layer.cross_attention(x32, layer.conditioning_cache(context32, context32))),
+                  0.0);
+    }
+}
+
+// A typed call refuses int8 codes and shapes the layer does not take, in one line, and the cache
+// stays as it was.
+TEST(StorageTypes, TypedCallsRefuseBadInputAndKeepTheCache) {
+    const TestLayer t({64, 4, 2, 16, true, 10000.0});
+    const CachedAttention layer = in_types(t, {DType::BF16, DType::BF16});
+    KVCache cache = layer.make_cache(1, 8);
+    layer.self_attention(StoredTensor::rounded(DType::BF16, testing::random_tensor({1, 3, 64}, 77).view()).view(), &cache);
+    const std::vector<int8_t> codes(64);
+    const StoredView int8_input(codes.data(), DType::Int8, {1, 1, 64}, {});
+    testing::expect_contains(testing::error_message([&] { layer.decode_step(int8_input, cache); }), "int8");
+    const StoredTensor narrow(DType::BF16, {1, 1, 32});
+    testing::expect_contains(testing::error_message([&] { layer.decode_step(narrow.view(), cache); }), "[1, 1, 32]");
+    EXPECT_EQ(cache.lengths(), std::vector<int32_t>({3}));
 }
 
 }  // namespace

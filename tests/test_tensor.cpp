@@ -12,7 +12,9 @@
 
 #include "halide_view.h"
 #include "hattn/error.h"
+#include "hattn/half.h"
 #include "hattn/kv_cache.h"
+#include "hattn/stored_tensor.h"
 #include "hattn/tensor.h"
 
 namespace {
@@ -210,6 +212,29 @@ TEST(TensorTest, Reshaped) {
                         iota_tensor({2, 3}).reshaped({4, 2});
                     }),
                     "cannot reshape [2, 3] (6 elements) to [4, 2] (8 elements)");
+}
+
+// A StoredTensor holds its elements in its type: 2 bytes a value for bf16 and f16, rounded as
+// storing rounds (hattn/half.h), and read back exactly; a strided source is taken in order.
+TEST(StoredTensorTest, HoldsItsValuesRoundedInItsType) {
+    const Tensor values({2, 3}, {1.0f, 1.00390625f, -2.5f, 65504.0f, 1e6f, 0.1f});
+    for (hattn::DType dtype : {hattn::DType::F32, hattn::DType::BF16, hattn::DType::F16}) {
+        const hattn::StoredTensor stored = hattn::StoredTensor::rounded(dtype, values.view());
+        EXPECT_EQ(stored.dtype(), dtype);
+        EXPECT_EQ(stored.shape(), (Shape{2, 3}));
+        EXPECT_EQ(stored.bytes(), 6 * int64_t(hattn::dtype_size(dtype)));
+        const Tensor back = stored.widened();
+        for (int i = 0; i < 6; i++) EXPECT_EQ(back.data()[i], hattn::round_to(dtype, values.data()[i])) << i;
+        const hattn::StoredView view = stored.view();
+        EXPECT_EQ(view.data, stored.data());
+        EXPECT_EQ(view.dtype, dtype);
+    }
+    EXPECT_EQ(hattn::StoredTensor::rounded(hattn::DType::F16, values.view()).widened().data()[4], 65504.0f);
+    // The transpose of `values`, through a strided view.
+    const hattn::ConstTensorView transposed(values.data(), {3, 2}, {1, 3});
+    const Tensor t = hattn::StoredTensor::rounded(hattn::DType::BF16, transposed).widened();
+    EXPECT_EQ(t.data()[1], hattn::round_to(hattn::DType::BF16, 65504.0f));
+    expect_contains(error_message([] { hattn::StoredTensor(hattn::DType::Int8, {2}); }), "int8");
 }
 
 }  // namespace

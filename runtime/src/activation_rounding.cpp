@@ -48,4 +48,18 @@ const Tensor &converted_input(DType dtype, const Tensor &x, std::optional<Tensor
     return *copy;
 }
 
+Tensor widened_input(const StoredView &x, const char *what) {
+    require(x.dtype != DType::Int8, [&] {
+        return std::string(what) + ": int8 codes are a cache type; a layer takes f32, bf16 or f16 values";
+    });
+    ConstTensorView layout;  // the element layout alone, checked as a float32 view's
+    layout.data = static_cast<const float *>(x.data);
+    layout.shape = x.shape;
+    layout.strides = x.strides;
+    require_well_formed(layout, what);
+    Tensor widened(x.shape, Tensor::unset);
+    widen_into(x, widened.view());
+    return widened;
+}
+
 }  // namespace hattn::detail

@@ -593,6 +593,31 @@ Tensor CachedAttention::cross_attention(const Tensor &x_given, const Conditionin
     return y;
 }
 
+StoredTensor CachedAttention::self_attention(const StoredView &x, KVCache *cache, const MaskView *mask) const {
+    return detail::in_dtype(config_.storage.dtype, x, "cached_attention: input",
+                            [&](const Tensor &x32) { return self_attention(x32, cache, mask); });
+}
+
+StoredTensor CachedAttention::decode_step(const StoredView &x_t, KVCache &cache) const {
+    return detail::in_dtype(config_.storage.dtype, x_t, "cached_attention: decode input",
+                            [&](const Tensor &x32) { return decode_step(x32, cache); });
+}
+
+ConditioningCache CachedAttention::conditioning_cache(const StoredView &key_input,
+                                                      const StoredView &value_input) const {
+    const Tensor keys = detail::widened_input(key_input, "cached_attention: key input");
+    const bool same = value_input.data == key_input.data && value_input.dtype == key_input.dtype &&
+                      value_input.shape == key_input.shape && value_input.strides == key_input.strides;
+    if (same) return conditioning_cache(keys, keys);
+    return conditioning_cache(keys, detail::widened_input(value_input, "cached_attention: value input"));
+}
+
+StoredTensor CachedAttention::cross_attention(const StoredView &x, const ConditioningCache &context,
+                                              const MaskView *mask) const {
+    return detail::in_dtype(config_.storage.dtype, x, "cached_attention: input",
+                            [&](const Tensor &x32) { return cross_attention(x32, context, mask); });
+}
+
 std::string CachedAttention::weights_and(const Tensor &input) const {
     return detail::magnitudes(input, {{"the query projection", &query_}, {"the key projection", &key_},
                                       {"the value projection", &value_}, {"the output projection", &output_}});

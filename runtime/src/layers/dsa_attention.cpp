@@ -203,6 +203,22 @@ Tensor DsaAttention::decode_step(const Tensor &x_t, DsaState &state, TopK *selec
     return run(x_t, state, true, selected, shared);
 }
 
+StoredTensor DsaAttention::forward(const StoredView &x, TopK *selected, const TopK *shared) const {
+    return detail::in_dtype(config_.storage.dtype, x, "glm_dsa: input",
+                            [&](const Tensor &x32) { return forward(x32, selected, shared); });
+}
+
+StoredTensor DsaAttention::prefill(const StoredView &x, DsaState &state, TopK *selected, const TopK *shared) const {
+    return detail::in_dtype(config_.storage.dtype, x, "glm_dsa: input",
+                            [&](const Tensor &x32) { return prefill(x32, state, selected, shared); });
+}
+
+StoredTensor DsaAttention::decode_step(const StoredView &x_t, DsaState &state, TopK *selected,
+                                       const TopK *shared) const {
+    return detail::in_dtype(config_.storage.dtype, x_t, "glm_dsa: decode input",
+                            [&](const Tensor &x32) { return decode_step(x32, state, selected, shared); });
+}
+
 Tensor DsaAttention::run(const Tensor &x_given, DsaState &state, bool decode, TopK *selected, const TopK *shared) const {
     const DsaConfig &c = config_;
     require(x_given.rank() == 3 && x_given.dim(2) == c.hidden, [&] {

@@ -328,6 +328,21 @@ Tensor LatentAttention::decode_step(const Tensor &x_t, LatentState &state) const
     return run(x_t, &state);
 }
 
+StoredTensor LatentAttention::forward(const StoredView &x) const {
+    return detail::in_dtype(config_.storage.dtype, x, "latent attention: input",
+                            [&](const Tensor &x32) { return forward(x32); });
+}
+
+StoredTensor LatentAttention::prefill(const StoredView &x, LatentState &state) const {
+    return detail::in_dtype(config_.storage.dtype, x, "latent attention: input",
+                            [&](const Tensor &x32) { return prefill(x32, state); });
+}
+
+StoredTensor LatentAttention::decode_step(const StoredView &x_t, LatentState &state) const {
+    return detail::in_dtype(config_.storage.dtype, x_t, "latent attention: decode input",
+                            [&](const Tensor &x32) { return decode_step(x32, state); });
+}
+
 Tensor LatentAttention::run(const Tensor &x_given, LatentState *state) const {
     const LatentAttentionConfig &c = config_;
     require(x_given.rank() == 3 && x_given.dim(2) == c.hidden, [&] {

@@ -13,6 +13,7 @@
 #include "hattn/kv_cache.h"
 #include "hattn/layers/linear.h"
 #include "hattn/safetensors.h"
+#include "hattn/stored_tensor.h"
 #include "hattn/tensor.h"
 
 namespace hattn {
@@ -191,6 +192,14 @@ public:
     // Cross-attention of x [B, S, E] to a conditioning cache: no causal mask, no RoPE.
     Tensor cross_attention(const Tensor &x, const ConditioningCache &context,
                            const MaskView *mask = nullptr) const;
+
+    // The same calls over activations in any storage type: a caller's f32, bf16 or f16 memory
+    // (StoredView, or a StoredTensor's view()), converted once, and the output in the layer's dtype.
+    StoredTensor self_attention(const StoredView &x, KVCache *cache = nullptr, const MaskView *mask = nullptr) const;
+    StoredTensor decode_step(const StoredView &x_t, KVCache &cache) const;
+    ConditioningCache conditioning_cache(const StoredView &key_input, const StoredView &value_input) const;
+    StoredTensor cross_attention(const StoredView &x, const ConditioningCache &context,
+                                 const MaskView *mask = nullptr) const;
 
 private:
     // The keys and values [B, Hkv, rows, D] that a call's queries attend to: a cache's storage, a

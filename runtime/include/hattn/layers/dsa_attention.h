@@ -15,6 +15,7 @@
 #include "hattn/safetensors.h"
 #include "hattn/sequence_lengths.h"
 #include "hattn/stored_rows.h"
+#include "hattn/stored_tensor.h"
 #include "hattn/tensor.h"
 
 namespace hattn {
@@ -109,6 +110,14 @@ public:
     // Appends x [B, S, E] (prefill) or one token (decode); all or nothing.
     Tensor prefill(const Tensor &x, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr) const;
     Tensor decode_step(const Tensor &x_t, DsaState &state, TopK *selected = nullptr, const TopK *shared = nullptr) const;
+
+    // The same calls over activations in any storage type: a caller's f32, bf16 or f16 memory
+    // (StoredView, or a StoredTensor's view()), converted once, and the output in the layer's dtype.
+    StoredTensor forward(const StoredView &x, TopK *selected = nullptr, const TopK *shared = nullptr) const;
+    StoredTensor prefill(const StoredView &x, DsaState &state, TopK *selected = nullptr,
+                         const TopK *shared = nullptr) const;
+    StoredTensor decode_step(const StoredView &x_t, DsaState &state, TopK *selected = nullptr,
+                             const TopK *shared = nullptr) const;
 
 private:
     // The whole pipeline over new tokens appended to `state`. A `decode` step attends in the

@@ -15,6 +15,7 @@
 #include "hattn/layers/layer_identity.h"
 #include "hattn/layers/linear.h"
 #include "hattn/safetensors.h"
+#include "hattn/stored_tensor.h"
 #include "hattn/tensor.h"
 
 namespace hattn {
@@ -116,6 +117,12 @@ public:
     // Appends x [B, S, E] to the state's sequences; all or nothing: on error the state is unchanged.
     Tensor prefill(const Tensor &x, LatentState &state) const;
     Tensor decode_step(const Tensor &x_t, LatentState &state) const;  // x_t [B, 1, E]
+
+    // The same calls over activations in any storage type: a caller's f32, bf16 or f16 memory
+    // (StoredView, or a StoredTensor's view()), converted once, and the output in the layer's dtype.
+    StoredTensor forward(const StoredView &x) const;
+    StoredTensor prefill(const StoredView &x, LatentState &state) const;
+    StoredTensor decode_step(const StoredView &x_t, LatentState &state) const;
 
 private:
     // Continues the state's sequences, or (no state: forward) starts new ones whose attention
