@@ -40,8 +40,8 @@ void AttentionDecode::generate() {
     // Pairs multiply the keys' bf16 values as they are, integer dots the int8 codes.
     Expr key = bf16_pairs  ? reinterpret(BFloat(16), k_cache(d, row, h, b))
                : int8_dots ? k_cache(d, row, h, b)
-                           : schedules::widen_to_f32(k_cache(d, row, h, b), kv_type, get_target());
-    Expr value = schedules::widen_to_f32(v_cache(d, row, h, b), kv_type, get_target());
+                           : schedules::attention_read(k_cache(d, row, h, b), kv_type, get_target());
+    Expr value = schedules::attention_read(v_cache(d, row, h, b), kv_type, get_target());
     in.k(d, j, h, b) = key;
     in.v(d, j, h, b) = value;
     if (k_scale) {  // int8 codes: their rows' scales apply to scores and probabilities
@@ -53,6 +53,7 @@ void AttentionDecode::generate() {
         };
     }
     in.bf16_pairs = bf16_pairs;
+    in.rebias = schedules::attention_rebias(kv_type, get_target());
     in.int8_dots = int8_dots;
     in.head_dim = q.dim(0).extent();
     in.query_len = 1;

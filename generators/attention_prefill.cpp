@@ -27,8 +27,8 @@ void AttentionPrefill::generate() {
     in.q(d, hg, h, i, b) = q(d, hg, h, i, b);
     // Pairs multiply the keys' bf16 values as they are.
     Expr key = bf16_pairs ? reinterpret(BFloat(16), k_cache(d, j, h, b))
-                          : schedules::widen_to_f32(k_cache(d, j, h, b), kv_type, get_target());
-    Expr value = schedules::widen_to_f32(v_cache(d, j, h, b), kv_type, get_target());
+                          : schedules::attention_read(k_cache(d, j, h, b), kv_type, get_target());
+    Expr value = schedules::attention_read(v_cache(d, j, h, b), kv_type, get_target());
     in.k(d, j, h, b) = key;
     in.v(d, j, h, b) = value;
     if (k_scale) {  // int8 codes: their rows' scales apply to scores and probabilities
@@ -36,6 +36,7 @@ void AttentionPrefill::generate() {
         in.v_row_scale = [this](Expr row, Expr hk, Expr bb) { return (*v_scale)(row, hk, bb); };
     }
     in.bf16_pairs = bf16_pairs;
+    in.rebias = schedules::attention_rebias(kv_type, get_target());
     in.head_dim = q.dim(0).extent();
     in.query_len = q.dim(3).extent();
     in.kv_len(b) = kv_len(b);

@@ -78,21 +78,38 @@ inline Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t) {
 // A stored element (the float32 value, or a 16-bit value's bits as uint16) widened to float32.
 // bf16 is a shift. Halide 14 widens f16 with integer operations on x86 (no F16C) and on AArch64
 // (no fcvtl; docs/perf/log.md): there, and in OpenCL, the half's bits are moved into float32's
-// places and one multiply by 2^112 rebiases the exponent, exact for every finite half, subnormal
-// ones too.
+// places (f16_placed) and one multiply by f16_rebias restores the exponent's bias, exact for every
+// finite half, subnormal ones too.
+constexpr float f16_rebias = 0x1p112f;  // 2^(127 - 15)
+
+// An f16's bits (uint16) in float32's places: its value / f16_rebias. Sign-extended and shifted
+// (the extension carries the sign to bit 31; the mask clears its copies in the exponent).
+inline Halide::Expr f16_placed(const Halide::Expr &stored) {
+    using namespace Halide;
+    const Expr placed = cast<int32_t>(reinterpret<int16_t>(stored)) << 13;
+    return reinterpret<float>(placed & Internal::make_const(Int(32), int32_t(0x8fffe000)));
+}
+
 inline Halide::Expr widen_to_f32(const Halide::Expr &stored, StorageType type, const Halide::Target &t) {
     using namespace Halide;
     if (type == StorageType::F32) return stored;
     if (type == StorageType::Int8) return cast<float>(stored);  // the code; its row's scale is the caller's
-    const Expr bits = cast<uint32_t>(stored);
-    if (type == StorageType::BF16) return reinterpret<float>(bits << 16);
+    if (type == StorageType::BF16) return reinterpret<float>(cast<uint32_t>(stored) << 16);
     // OpenCL's half type is an optional extension (cl_khr_fp16).
     if (t.has_feature(Target::CUDA)) return cast<float>(reinterpret(Float(16), stored));
-    // Sign-extended and shifted into float32's places (the extension carries the sign to bit 31;
-    // the mask clears its copies in the exponent), then 2^112 moves the exponent's bias from 15 to
-    // 127: exact, a subnormal half landing on a float32 subnormal.
-    const Expr placed = cast<int32_t>(reinterpret<int16_t>(stored)) << 13;
-    return reinterpret<float>(placed & Internal::make_const(Int(32), int32_t(0x8fffe000))) * 0x1p112f;
+    return f16_placed(stored) * f16_rebias;
+}
+
+// The factor the attention's K and V reads leave out of an f16 cache's values on CPUs, where a
+// group's heads share each value: the scores and probabilities take it once a row
+// (ChunkedAttentionInputs::rebias), which spares the products a multiply a value. 1 elsewhere.
+inline float attention_rebias(StorageType type, const Halide::Target &t) {
+    return type == StorageType::F16 && !t.has_gpu_feature() ? f16_rebias : 1.0f;
+}
+
+// A cache element as the attention reads it: widened, less attention_rebias.
+inline Halide::Expr attention_read(const Halide::Expr &stored, StorageType type, const Halide::Target &t) {
+    return attention_rebias(type, t) != 1.0f ? f16_placed(stored) : widen_to_f32(stored, type, t);
 }
 
 // The projection's register tile for the target's family (bf16_pairs: x86 only).

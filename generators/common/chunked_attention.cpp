@@ -84,6 +84,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     const auto scaled = [&](const RowScale &scales, const Expr &row, const Expr &e) {
         return scales ? e * scales(clamp(c * C + row, 0, clamp(len - 1, 0, in.capacity - 1)), hk, b) : e;
     };
+    // in.rebias: the scores' (qk is a Func of its own, so the products stay unscaled) and the
+    // probabilities' (prob holds p * rebias, so that PV reads it ready, and the sums take it away).
+    const auto rebiased = [&](const Expr &e) { return in.rebias != 1.0f ? e * in.rebias : e; };
     qk(qi, hg, j, c, qt, hk, b) = in.int8_dots ? Expr(0) : Expr(0.0f);
     if (in.int8_dots) {
         // u8 x s8 in the form vpdpbusd sums (4 products a lane): the key code + 128 as u8.
@@ -113,9 +116,9 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
         const Expr scored_key = rs.y * key_step + rs.x;
         score(qi, hg, j, c, qt, hk, b) = undef<float>();
         score(qi, hg, scored_key, c, qt, hk, b) =
-            capped(scaled(in.k_row_scale, scored_key, product(qk(qi, hg, scored_key, c, qt, hk, b))));
+            capped(rebiased(scaled(in.k_row_scale, scored_key, product(qk(qi, hg, scored_key, c, qt, hk, b)))));
     } else {
-        score(qi, hg, j, c, qt, hk, b) = capped(scaled(in.k_row_scale, j, product(qk(qi, hg, j, c, qt, hk, b))));
+        score(qi, hg, j, c, qt, hk, b) = capped(rebiased(scaled(in.k_row_scale, j, product(qk(qi, hg, j, c, qt, hk, b)))));
     }
 
     // A key is visible below one limit per query (the causal diagonal or the sequence's end).
@@ -140,9 +143,11 @@ void ChunkedAttention::define(const ChunkedAttentionInputs &in, Merge merge, Fun
     // row"), or the target's own. Below -87 it would underflow into nonsense, and exp there is 0 to
     // float precision anyway.
     const Expr shifted = max(s - chunk_max(qi, hg, c, qt, hk, b), -87.0f);
-    prob(qi, hg, j, c, qt, hk, b) = select(visible, in.fast_exp(shifted), 0.0f);
+    prob(qi, hg, j, c, qt, hk, b) = select(visible, rebiased(in.fast_exp(shifted)), 0.0f);
     chunk_sum(qi, hg, c, qt, hk, b) = 0.0f;
-    chunk_sum(qi, hg, c, qt, hk, b) += prob(qi, hg, rj, c, qt, hk, b);
+    const Expr unbiased = in.rebias != 1.0f ? prob(qi, hg, rj, c, qt, hk, b) * (1.0f / in.rebias)
+                                            : prob(qi, hg, rj, c, qt, hk, b);
+    chunk_sum(qi, hg, c, qt, hk, b) += unbiased;
     pv(d, qi, hg, c, qt, hk, b) = 0.0f;
     pv(d, qi, hg, c, qt, hk, b) += scaled(in.v_row_scale, rj, prob(qi, hg, rj, c, qt, hk, b)) * v_panel(d, rj, c, hk, b);
     chunk_out(d, qi, hg, c, qt, hk, b) = pv(d, qi, hg, c, qt, hk, b);

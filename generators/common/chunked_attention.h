@@ -74,6 +74,10 @@ struct ChunkedAttentionInputs {
     // the key codes offset by 128 into u8, and 128 x the row's sum of codes subtracted from each
     // product. k holds the codes and k_row_scale is set; the head dim must be a multiple of 4.
     bool int8_dots = false;
+    // k and v hold each value divided by this (schedules::attention_rebias: an f16 cache's exponent
+    // rebias where its bits are moved): each score and each probability before PV take it, once a
+    // row, so that no product pays a multiply a value.
+    float rebias = 1.0f;
     // The exp of the probabilities and of the running merge's rescale: Halide's fast_exp, or the
     // target's own approximation where its schedule family has one (schedules::fast_exp).
     std::function<Halide::Expr(const Halide::Expr &)> fast_exp = [](const Halide::Expr &x) {
@@ -150,7 +154,7 @@ public:
     // (qi, j, c, qt, b): whether the mask hides the key from the query (masked kernels only)
     Halide::Func mask_tile{"mask_tile"};
     Halide::Func chunk_max{"chunk_max"}; // (qi, hg, c, qt, hk, b)
-    Halide::Func prob{"prob"};           // (qi, hg, j, c, qt, hk, b): exp(s - m_c) or 0
+    Halide::Func prob{"prob"};           // (qi, hg, j, c, qt, hk, b): exp(s - m_c) or 0, times rebias
     Halide::Func chunk_sum{"chunk_sum"}; // (qi, hg, c, qt, hk, b)
     Halide::Func pv{"pv"};               // (d, qi, hg, c, qt, hk, b): sum over the chunk of p * v
     Halide::Func chunk_out{"chunk_out"}; // (d, qi, hg, c, qt, hk, b)
