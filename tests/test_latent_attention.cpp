@@ -746,7 +746,7 @@ double qk_latent_error(int64_t H, int64_t Hkv, int64_t dh, int64_t k0, int64_t k
     std::copy_n(qk.data(), S * P, rows.data() + pad * P);
     const RopeTable rope(dh, 10000.0, S);
     Tensor q({1, S, H, dh}), k({1, S, Hkv, dh});
-    cca_qk_latent(rows.view(), {w.w0, *w.b0, w.w1, *w.b1}, Tensor({Hkv}, std::vector<float>(Hkv, 1.3f)), rope, {0}, true, 1e-6f,
+    cca_qk_latent(rows.view(), {w.w0, *w.b0, cca_grouped_by_output(w.w1), *w.b1}, Tensor({Hkv}, std::vector<float>(Hkv, 1.3f)), rope, {0}, true, 1e-6f,
                   q.view(), k.view());
     std::vector<double> rq, rk;
     latent_qk(w, {qk.values().begin(), qk.values().end()}, S, rq, rk);
@@ -762,7 +762,8 @@ TEST(CcaQkLatent, MatchesReference) { EXPECT_LE(qk_latent_error(8, 2, 16, 4, 3, 
 // A small CCGQA case for the kernel's own checks: H = 4, Hkv = 2, dh = 8, k0 = 3, k1 = 2, S = 3.
 struct QkLatentCall {
     int64_t H = 4, Hkv = 2, dh = 8, S = 3;
-    CcaConvWeights conv{scaled({48, 1, 3}, 1, 0.6f), Tensor({48}), scaled({48, 8, 2}, 2, 0.3f), Tensor({48})};
+    CcaConvWeights conv{scaled({48, 1, 3}, 1, 0.6f), Tensor({48}), cca_grouped_by_output(scaled({48, 8, 2}, 2, 0.3f)),
+                        Tensor({48})};
     Tensor rows = scaled({1, 3 + 3, 48}, 3, 1.0f), key_scale = Tensor({2}, {1.0f, 1.0f});
     Tensor q = Tensor({1, 3, 4, 8}), k = Tensor({1, 3, 2, 8});
     void run(const RopeTable &rope, std::vector<int32_t> start, float eps = 1e-6f) {
@@ -790,7 +791,8 @@ TEST(CcaQkLatent, RefusesWhatDoesNotFit) {
               "cca: norm_eps must be positive and finite, got 0.000000");
     QkLatentCall no_kv;
     no_kv.k = Tensor({1, 3, 0, 8}), no_kv.key_scale = Tensor({0});
-    no_kv.conv = {scaled({32, 1, 3}, 1, 0.6f), Tensor({32}), scaled({32, 8, 2}, 2, 0.3f), Tensor({32})};
+    no_kv.conv = {scaled({32, 1, 3}, 1, 0.6f), Tensor({32}), cca_grouped_by_output(scaled({32, 8, 2}, 2, 0.3f)),
+                  Tensor({32})};
     no_kv.rows = Tensor({1, 6, 32});
     EXPECT_EQ(testing::error_message([&] { no_kv.run(rope, {0}); }), "cca: 4 query heads cannot share 0 KV heads");
     QkLatentCall no_taps;

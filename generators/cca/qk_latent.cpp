@@ -8,7 +8,7 @@ namespace hattn {
 using namespace Halide;
 
 void CcaQkLatent::generate() {
-    const Expr k0 = conv0_w.dim(0).extent(), k1 = conv1_w.dim(0).extent();
+    const Expr k0 = conv0_w.dim(0).extent(), k1 = conv1_w.dim(2).extent();
     const Expr dh = conv1_w.dim(1).extent();
     // Head counts come from the inputs: one key scale per KV head, P = (H + Hkv) * dh channels.
     const Expr Hkv = key_scale.dim(0).extent(), H = conv0_w.dim(1).extent() / dh - Hkv, g = H / Hkv;
@@ -18,11 +18,13 @@ void CcaQkLatent::generate() {
     conv0(c, e, b) = conv0_b(c);
     conv0(c, e, b) += conv0_w(j0, c) * qk(c, e - (k0 - 1) + j0, b);
 
-    // Channels past the last are clamped, so that a schedule may compute whole register tiles of
-    // conv1 past a group's last channel (those values are never used).
+    // A schedule may compute whole register tiles of conv1 past a group's last channel (those
+    // values are never used): the bias's index is clamped, and the weights carry
+    // kernel_contract::cca_grouped_padding_channels channels past the last, so that the weights'
+    // vector loads need no clamp.
     const Expr P = conv0_w.dim(1).extent();
     Var grp("grp");
-    conv1_w_t(d, grp, i, j) = conv1_w(j, i, min(grp * dh + d, P - 1));
+    conv1_w_t(d, grp, i, j) = conv1_w(grp * dh + d, i, j);
     r1 = RDom(0, k1, 0, dh, "r1");
     conv1(d, grp, s, b) = conv1_b(min(grp * dh + d, P - 1));
     conv1(d, grp, s, b) += conv1_w_t(d, grp, r1.y, r1.x) * conv0(grp * dh + r1.y, s + (k0 - 1) + r1.x, b);
@@ -58,7 +60,7 @@ void CcaQkLatent::schedule() {
     qk.set_estimates({{0, 1280}, {0, 2053}, {0, 1}});
     conv0_w.set_estimates({{0, 4}, {0, 1280}});
     conv0_b.set_estimates({{0, 1280}});
-    conv1_w.set_estimates({{0, 3}, {0, 64}, {0, 1280}});
+    conv1_w.set_estimates({{0, 1280}, {0, 64}, {0, 3}});
     conv1_b.set_estimates({{0, 1280}});
     key_scale.set_estimates({{0, 4}});
     cos_table.set_estimates({{0, 32}, {0, 2048}});

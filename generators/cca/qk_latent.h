@@ -28,7 +28,8 @@ public:
     Input<Buffer<float>> qk{"qk", 3};            // (P, pad + S, B)
     Input<Buffer<float>> conv0_w{"conv0_w", 2};  // (k0, P): [P, 1, k0] as stored
     Input<Buffer<float>> conv0_b{"conv0_b", 1};  // (P)
-    Input<Buffer<float>> conv1_w{"conv1_w", 3};  // (k1, dh, P): [P, dh, k1] as stored
+    // (P + padding, dh, k1): [k1, dh, P + padding], outputs innermost (cca_grouped_by_output)
+    Input<Buffer<float>> conv1_w{"conv1_w", 3};
     Input<Buffer<float>> conv1_b{"conv1_b", 1};  // (P)
     Input<Buffer<float>> key_scale{"key_scale", 1};  // (Hkv): exp(temp) or ZAYA's temp[j]
     Input<Buffer<float>> cos_table{"cos_table", 2};  // (rotary / 2, positions)
@@ -41,7 +42,7 @@ public:
 
     Halide::Var d{"d"}, c{"c"}, h{"h"}, s{"s"}, b{"b"}, e{"e"}, i{"i"}, j{"j"};
     Halide::Func conv0{"conv0"};          // (c, e, b): depthwise conv over the padded rows
-    Halide::Func conv1_w_t{"conv1_w_t"};  // (d, group, i, j): w1 with outputs innermost
+    Halide::Func conv1_w_t{"conv1_w_t"};  // (d, group, i, j): w1 of output channel group * dh + d
     Halide::Func conv1{"conv1"};          // (d, group, s, b): grouped conv, one row per new token
     Halide::RDom r1;                      // (tap, input channel of the group)
     Halide::Func mean_k{"mean_k"};        // (d, h, s, b): sum of q-k-means over the group

@@ -1,14 +1,18 @@
 #include "schedules/cpu/cca.h"
 
+#include "kernel_contract.h"
+
 namespace hattn::schedules::cpu {
 
 using namespace Halide;
 
 void schedule_cca_qk_latent(CcaQkLatent &g, const Target &t, int tokens) {
     const int vec = t.natural_vector_size<float>();
+    // A tile of channels reads at most this far past a group's last one (kernel_contract.h).
+    _halide_user_assert(2 * vec <= kernel_contract::cca_grouped_padding_channels)
+        << "cca: tiles of " << 2 * vec << " channels, wider than the weights' padding";
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var so("so"), si("si");
-    g.conv1_w_t.compute_root().vectorize(g.d, vec, guard);
     // The grouped conv is a small GEMM per group: its output is stored whole (conv1_rows), and
     // computed in register tiles of 2 vectors of channels x `tokens` tokens (conv1 at the tile),
     // so each weight vector loaded feeds every token of the tile and the sums stay in registers

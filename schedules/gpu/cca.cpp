@@ -10,8 +10,6 @@ using namespace Halide;
 // wider than a small extent (few groups) would shift below zero, outside the weights.
 void schedule(CcaQkLatent &g, const Target &) {
     Var grp("grp"), gs("gs"), hs("hs");
-    g.conv1_w_t.compute_root().gpu_tile(g.d, grp, Var("bx"), Var("by"), Var("tx"), Var("ty"), 32, 4,
-                                         TailStrategy::GuardWithIf);
     g.conv1.compute_root().fuse(grp, g.s, gs).gpu_blocks(gs, g.b).gpu_threads(g.d);
     g.conv1.update().fuse(grp, g.s, gs).gpu_blocks(gs, g.b).gpu_threads(g.d);
     const TailStrategy guard = TailStrategy::GuardWithIf;

@@ -232,7 +232,8 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
         out_ = dense(w.get("o_proj.weight", {E, Lq}), bias("o_proj.bias", E));
         conv_.w0 = w.get("qkv_proj.conv_qk_depthwise.weight", {P, 1, config.conv_kernel_seq});
         conv_.b0 = w.get("qkv_proj.conv_qk_depthwise.bias", {P});
-        conv_.w1 = w.get("qkv_proj.conv_qk_grouped.weight", {P, dh, config.conv_kernel_ch});
+        conv_.w1_by_output =
+            cca_grouped_by_output(w.get("qkv_proj.conv_qk_grouped.weight", {P, dh, config.conv_kernel_ch}));
         conv_.b1 = w.get("qkv_proj.conv_qk_grouped.bias", {P});
         key_scale_ = w.get("qk_norm.temp", {config.kv_heads});
         round_to(dtype, key_scale_.data(), key_scale_.size());
@@ -257,8 +258,9 @@ LatentAttention::LatentAttention(const LatentAttentionConfig &config, const Weig
     out_ = linear("out_proj.weight", {E, Lq});
     conv_.w0 = config.num_conv_layers >= 1 ? w.get("conv_qk0.weight", {P, 1, config.conv_kernel_seq})
                                            : identity_depthwise(P);
-    conv_.w1 = config.num_conv_layers >= 2 ? w.get("conv_qk1.weight", {P, dh, config.conv_kernel_ch})
-                                           : identity_grouped(P, dh);
+    conv_.w1_by_output = cca_grouped_by_output(config.num_conv_layers >= 2
+                                                   ? w.get("conv_qk1.weight", {P, dh, config.conv_kernel_ch})
+                                                   : identity_grouped(P, dh));
     conv_.b0 = Tensor({P});
     conv_.b1 = Tensor({P});
     // The weight is held in the dtype; its exp is float32 math, like the norm it scales.
@@ -273,12 +275,12 @@ void LatentAttention::finish_construction() {
         first_value_ = value_delayed_.bias() ? *value_delayed_.bias() : Tensor({config_.kv_rank() / 2});
     }
     // The convolutions' weights are held in the dtype (in float32 tensors, rounded once here).
-    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1}) {
+    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1_by_output, &conv_.b1}) {
         round_to(config_.storage.dtype, t->data(), t->size());
     }
     // On a GPU the convolution weights, key scales and first value are uploaded once, like the
     // projections'.
-    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1, &key_scale_, &first_value_}) {
+    for (Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1_by_output, &conv_.b1, &key_scale_, &first_value_}) {
         t->keep_on_device(Residency::ReadOnly);
     }
 }
@@ -291,7 +293,7 @@ void LatentAttention::require_decoder(const char *call) const {
 
 int64_t LatentAttention::weight_bytes() const {
     int64_t floats = key_scale_.size() + first_value_.size();
-    for (const Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1, &conv_.b1}) floats += t->size();
+    for (const Tensor *t : {&conv_.w0, &conv_.b0, &conv_.w1_by_output, &conv_.b1}) floats += t->size();
     return qk_.weight_bytes() + value_.weight_bytes() + value_delayed_.weight_bytes() + out_.weight_bytes() +
            floats * static_cast<int64_t>(sizeof(float));
 }

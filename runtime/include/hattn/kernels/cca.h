@@ -9,10 +9,17 @@
 
 namespace hattn {
 
-// Convolution weights as stored: w0 [P, 1, k0], b0 [P], w1 [P, dh, k1], b1 [P].
+// Convolution weights: w0 [P, 1, k0], b0 [P] and b1 [P] as stored; the grouped conv's weight w1
+// [P, dh, k1] as cca_grouped_by_output gives it (made once, where a layer loads it).
 struct CcaConvWeights {
-    Tensor w0, b0, w1, b1;
+    Tensor w0, b0, w1_by_output, b1;
 };
+
+// w1 [P, dh, k1] as stored, in the layout the kernel reads: output channels innermost, followed by
+// zeros for the kernel's register tiles past the last (cca_grouped_padding(), a few channels):
+// [k1, dh, P + cca_grouped_padding()].
+Tensor cca_grouped_by_output(const Tensor &w1);
+int64_t cca_grouped_padding();
 
 // From qk [B, pad + S, P] (pad = (k0 - 1) + (k1 - 1) history rows, then the new tokens' packed
 // down-projection), computes the normalised, rotated q [B, S, H, dh] and k [B, S, Hkv, dh].
