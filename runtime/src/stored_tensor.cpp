@@ -19,9 +19,14 @@ StoredTensor StoredTensor::rounded(DType dtype, const ConstTensorView &values) {
         copy_into(values, TensorView(static_cast<float *>(t.data()), values.shape));
         return t;
     }
+    uint16_t *bits = static_cast<uint16_t *>(t.data());
+    if (values.is_contiguous()) {
+        to_bits(dtype, values.data, bits, t.size());
+        return t;
+    }
     Tensor contiguous(values.shape, Tensor::unset);
     copy_into(values, contiguous.view());
-    to_bits(dtype, contiguous.data(), static_cast<uint16_t *>(t.data()), t.size());
+    to_bits(dtype, contiguous.data(), bits, t.size());
     return t;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -212,6 +213,20 @@ void widen_into(const StoredView &src, const TensorView &dst) {
     });
     const Shape from = src.strides.empty() ? contiguous_strides(src.shape) : src.strides;
     const Shape to = dst.strides.empty() ? contiguous_strides(dst.shape) : dst.strides;
+    if (src.dtype != DType::Int8 && from == contiguous_strides(src.shape) && dst.is_contiguous()) {
+        // Both contiguous: one loop the compiler vectorises (a layer's typed input, whole).
+        const uint16_t *bits = static_cast<const uint16_t *>(src.data);
+        const int64_t n = src.size();
+        if (src.dtype == DType::BF16) {
+            for (int64_t i = 0; i < n; i++) {
+                const uint32_t word = uint32_t(bits[i]) << 16;
+                std::memcpy(dst.data + i, &word, sizeof word);
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) dst.data[i] = from_f16_bits(bits[i]);
+        }
+        return;
+    }
     const Shape scale_steps = src.scales.strides.empty() ? contiguous_strides(src.scales.shape) : src.scales.strides;
     const int r = src.rank();
     std::vector<int64_t> index(r, 0);
