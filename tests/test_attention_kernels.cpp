@@ -687,8 +687,9 @@ bool register_16_bit_cache_checks(DType type, const std::string &suffix) {
 }
 
 // Every finite half an f16 cache holds widens to its value: zeros, subnormals and 65504 too (the
-// kernels' integer widening, schedules::widen_to_f32). One key per sequence, so each output row
-// is its value row (the probability is 1, up to the exp's rounding).
+// kernels' integer widening, schedules::widen_to_f32, with its rebias applied to the probability
+// on CPUs). One key per sequence, so each output row is its value row (the probability is 1, up to
+// the exp's rounding): in decode and in prefill.
 TEST(AttentionF16Cache, EveryFiniteHalfWidensToItsValue) {
     std::vector<uint16_t> halves;
     for (uint32_t bits = 0; bits < 0x10000; bits++) {
@@ -699,17 +700,25 @@ TEST(AttentionF16Cache, EveryFiniteHalfWidensToItsValue) {
     const std::vector<uint16_t> keys(halves.size(), 0);
     const StoredView k(keys.data(), DType::F16, {B, 1, 1, D}, {D, D, D, 1});
     const StoredView v(halves.data(), DType::F16, {B, 1, 1, D}, {D, D, D, 1});
+    const auto expect_values = [&](const Tensor &out, const char *kernel) {
+        int wrong = 0;
+        for (size_t i = 0; i < halves.size(); i++) {
+            const float want = from_f16_bits(halves[i]);
+            if (!(std::fabs(out.data()[i] - want) <= 1e-6f * std::fabs(want)) && wrong++ < 5) {
+                ADD_FAILURE() << kernel << ": half 0x" << std::hex << halves[i] << std::dec << ": " << out.data()[i]
+                              << ", not " << want;
+            }
+        }
+        EXPECT_EQ(wrong, 0) << kernel;
+    };
     const Tensor q({B, 1, D});
     Tensor out({B, 1, D});
     attention_decode(q.view(), k, v, std::vector<int32_t>(B, 1), 1.0f, out.view());
-    int wrong = 0;
-    for (size_t i = 0; i < halves.size(); i++) {
-        const float want = from_f16_bits(halves[i]);
-        if (!(std::fabs(out.data()[i] - want) <= 1e-6f * std::fabs(want)) && wrong++ < 5) {
-            ADD_FAILURE() << "half 0x" << std::hex << halves[i] << std::dec << ": " << out.data()[i] << ", not " << want;
-        }
-    }
-    EXPECT_EQ(wrong, 0);
+    expect_values(out, "decode");
+    const Tensor prefill_q({B, 1, 1, D});
+    Tensor prefill_out({B, 1, 1, D});
+    attention_prefill(prefill_q.view(), k, v, std::vector<int32_t>(B, 1), 1.0f, false, nullptr, prefill_out.view());
+    expect_values(prefill_out, "prefill");
 }
 
 // bf16 pairs round the queries to bf16, so a bf16 cache's kernels take them only for queries of

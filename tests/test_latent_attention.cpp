@@ -795,6 +795,11 @@ TEST(CcaQkLatent, RefusesWhatDoesNotFit) {
                   Tensor({32})};
     no_kv.rows = Tensor({1, 6, 32});
     EXPECT_EQ(testing::error_message([&] { no_kv.run(rope, {0}); }), "cca: 4 query heads cannot share 0 KV heads");
+    QkLatentCall stored_layout;  // w1 as stored, not cca_grouped_by_output's
+    stored_layout.conv.w1_by_output = scaled({48, 8, 2}, 2, 0.3f);
+    EXPECT_EQ(testing::error_message([&] { stored_layout.run(rope, {0}); }),
+              "cca: convolution weights do not match P = 48, dh = 8 (w1_by_output is cca_grouped_by_output(w1): "
+              "[k1, dh, P + 32])");
     QkLatentCall no_taps;
     no_taps.conv.w0 = Tensor({48, 1, 0});
     no_taps.rows = Tensor({1, 3, 48});  // pad (0 - 1) + (2 - 1) = 0

@@ -34,16 +34,18 @@ void cca_qk_latent(const ConstTensorView &qk, const CcaConvWeights &conv, const 
     const int64_t k0 = conv.w0.dim(2), k1 = conv.w1_by_output.dim(0);
     require(k.shape == Shape({B, S, Hkv, dh}),
             [&] { return "cca: k " + shape_to_string(k.shape) + " does not match q " + shape_to_string(q.shape); });
+    // The weights first: k1 comes from w1_by_output, so a w1 in its stored layout would misname the qk rows.
+    require(conv.w0.shape() == Shape({P, 1, k0}) && conv.b0.shape() == Shape({P}) &&
+                conv.w1_by_output.shape() == Shape({k1, dh, P + cca_grouped_padding()}) && conv.b1.shape() == Shape({P}),
+            [&] {
+                return "cca: convolution weights do not match P = " + std::to_string(P) + ", dh = " +
+                       std::to_string(dh) + " (w1_by_output is cca_grouped_by_output(w1): [k1, dh, P + " +
+                       std::to_string(cca_grouped_padding()) + "])";
+            });
     require(qk.shape == Shape({B, (k0 - 1) + (k1 - 1) + S, P}), [&] {
         return "cca: qk " + shape_to_string(qk.shape) +
                " must be [B, pad + S, P] = " + shape_to_string({B, (k0 - 1) + (k1 - 1) + S, P});
     });
-    require(conv.w0.shape() == Shape({P, 1, k0}) && conv.b0.shape() == Shape({P}) &&
-                conv.w1_by_output.shape() == Shape({k1, dh, P + cca_grouped_padding()}) && conv.b1.shape() == Shape({P}),
-            [&] {
-                return "cca: convolution weights do not match P = " + std::to_string(P) +
-                       ", dh = " + std::to_string(dh);
-            });
     require(k0 >= 1 && k1 >= 1, [&] {
         return "cca: convolution kernels must be at least 1 wide, got " + std::to_string(k0) + " and " +
                std::to_string(k1);
