@@ -21,8 +21,8 @@ constexpr int projection_gemv_pairs_block = 32;
 constexpr int dsa_latent_pairs_min_values = 32;
 
 // The CCA grouped conv's weight (cca_grouped_by_output) carries this many zero output channels
-// past its last: the CPU schedules compute whole register tiles of 2 vectors of channels (32 at
-// AVX-512), which read past a group's last channel, so that the weights' loads need no clamp.
+// past its last: the CPU schedules compute whole register tiles of 2 vectors of channels, which
+// read past a group's last channel, so that the weights' loads need no clamp.
 constexpr int cca_grouped_padding_channels = 32;
 
 // BitLinear's reduction length is a multiple of this; the runtime pads with zero activations.
