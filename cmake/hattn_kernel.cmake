@@ -129,7 +129,7 @@ endmacro()
 
 # hattn_kernel(NAME [GENERATOR gen] [PARAMS k=v ...] [GPU_PARAMS k=v ...] [GPU_ROWS_PARAMS k=v ...]
 #              [GPU_SMALL_TILES_PARAMS k=v ...] [X86_TARGETS t ...] [ARM_VARIANTS v ...]
-#              [ASM_CHECKS where regex ...] [NO_MULLAPUDI] [HAND_ONLY] [NO_GPU])
+#              [ARM_FEATURES f ...] [ASM_CHECKS where regex ...] [NO_MULLAPUDI] [HAND_ONLY] [NO_GPU])
 #   GPU_PARAMS    generator params added for the GPU variants only (their own tile sizes)
 #   GPU_ROWS_PARAMS  params of the thread-per-row GPU schedule per API (schedule rows), which
 #                 `--schedule rows` runs instead, and the runtime where no block tiles fit
@@ -138,6 +138,7 @@ endmacro()
 #   X86_TARGETS   the multi-target list (default HATTN_X86_TARGETS), most specific first
 #   ARM_VARIANTS  AArch64 variants to build (default HATTN_ARM_VARIANTS; `none` for none); the
 #                 runtime chooses among them
+#   ARM_FEATURES  Halide features added to each AArch64 variant's target (the variant's name stays)
 #   ASM_CHECKS    pairs of (x86 | arm_<variant>) and a regex its hand-scheduled assembly must match (or, after
 #                 '!', must not); x86 checks compile the first X86 target once more, single-target,
 #                 to read its assembly.
@@ -147,7 +148,7 @@ endmacro()
 #   NO_GPU        no GPU variants
 function(hattn_kernel NAME)
     cmake_parse_arguments(ARG "NO_MULLAPUDI;HAND_ONLY;NO_GPU" "GENERATOR"
-                          "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;GPU_SMALL_TILES_PARAMS;X86_TARGETS;ARM_VARIANTS;ASM_CHECKS"
+                          "PARAMS;GPU_PARAMS;GPU_ROWS_PARAMS;GPU_SMALL_TILES_PARAMS;X86_TARGETS;ARM_VARIANTS;ARM_FEATURES;ASM_CHECKS"
                           ${ARGN})
     if (NOT ARG_GENERATOR)
         set(ARG_GENERATOR ${NAME})
@@ -191,10 +192,10 @@ function(hattn_kernel NAME)
         if (HATTN_PREBUILT_KERNELS AND NOT HATTN_TARGET_IS_ARM)
             continue()  # the default build compiled and checked it
         endif ()
-        _hattn_library(${lib} ${common} TARGETS ${HATTN_ARM_TARGET_${variant}}
-                       ASSEMBLY asm USE_RUNTIME hattn_halide_runtime_arm)
+        string(JOIN "-" target ${HATTN_ARM_TARGET_${variant}} ${ARG_ARM_FEATURES})
+        _hattn_library(${lib} ${common} TARGETS ${target} ASSEMBLY asm USE_RUNTIME hattn_halide_runtime_arm)
         if (HATTN_TARGET_IS_ARM)
-            _hattn_record_variant(${NAME} arm_${variant} hand "${HATTN_ARM_TARGET_${variant}}")
+            _hattn_record_variant(${NAME} arm_${variant} hand "${target}")
             list(APPEND libs ${lib})
         endif ()
     endforeach ()

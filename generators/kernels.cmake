@@ -1,15 +1,24 @@
 # The kernel table: every kernel, once. hattn_kernel() (cmake/hattn_kernel.cmake) builds each
 # kernel's variants and records them; the runtime's table of functions, `hattn info` and the
 # forced-variant tests are generated from those records. docs/architecture.md, "Adding a kernel".
+
+# f16 on AArch64: Halide 14 emits fcvtl and fcvtn (base ARMv8 instructions) only for targets with
+# arm_fp16, which would also allow half arithmetic (ARMv8.2 FP16). The f16 kernels do none, and
+# their assembly tests forbid it, so they run on every AArch64 core (CI: qemu's cortex-a53 too).
+set(f16_arm ARM_FEATURES arm_fp16)
+set(no_half_arithmetic
+    "![ \t]([su]cvtf|fcsel|f(add|sub|mul|mla|mls|div|max|min|abs|neg|sqrt|cm|ac|cvtz|cvta|cvtm|cvtp|cvtn[su]|mov|rint|recp|rsqrt)[a-z0-9]*)[ \t][^/]*(h[0-9]+|\\.[248]h)")
+set(f16_vector_widen "fcvtl2?[ \t]+v[0-9]+\\.4s, v[0-9]+\\.4h")
 hattn_kernel(projection PARAMS weight.type=float32)
 hattn_kernel(projection_gemv GENERATOR projection PARAMS gemv=true weight.type=float32)
 # Weights kept as stored in 16 bits (a layer's dtype bf16 or f16; uint16 buffers, storage_type.h),
 # widened as they are packed or streamed: hand schedules on CPUs, the float32 ones on GPUs.
-foreach (type IN ITEMS bf16 f16)
-    hattn_kernel(projection_${type} GENERATOR projection PARAMS weight_type=${type} weight.type=uint16 HAND_ONLY)
-    hattn_kernel(projection_gemv_${type} GENERATOR projection PARAMS gemv=true weight_type=${type} weight.type=uint16
-                 HAND_ONLY)
-endforeach ()
+hattn_kernel(projection_bf16 GENERATOR projection PARAMS weight_type=bf16 weight.type=uint16 HAND_ONLY)
+hattn_kernel(projection_gemv_bf16 GENERATOR projection PARAMS gemv=true weight_type=bf16 weight.type=uint16 HAND_ONLY)
+hattn_kernel(projection_f16 GENERATOR projection PARAMS weight_type=f16 weight.type=uint16 HAND_ONLY ${f16_arm}
+             ASM_CHECKS arm_plain "${f16_vector_widen}" arm_plain "${no_half_arithmetic}")
+hattn_kernel(projection_gemv_f16 GENERATOR projection PARAMS gemv=true weight_type=f16 weight.type=uint16 HAND_ONLY
+             ${f16_arm} ASM_CHECKS arm_plain "${f16_vector_widen}" arm_plain "${no_half_arithmetic}")
 # Halide compiles the sapphirerapids sub-target for LLVM's sapphirerapids CPU, which also has
 # AVX512-FP16 and AVX-VNNI (VEX-encoded vpdpbusd on 128 and 256 bits). Zen 4 has neither and Zen 5
 # no FP16, although both run this sub-target: none of those instructions may appear in it
@@ -28,11 +37,11 @@ hattn_kernel(projection_gemv_bf16_pairs GENERATOR projection PARAMS gemv=true we
              weight.type=uint16 X86_TARGETS ${HATTN_X86_SAPPHIRERAPIDS_TARGET} x86-64-linux-sse41 ARM_VARIANTS none
              HAND_ONLY NO_GPU ASM_CHECKS x86 "vdpbf16ps" x86 "${sapphirerapids_only}")
 # A bf16 or f16 layer's activations rounded in place where a kernel stored them (on a GPU, without
-# bringing them to the host): integer operations, the vector adds of rounding half up on AArch64.
-foreach (type IN ITEMS bf16 f16)
-    hattn_kernel(round_to_${type} GENERATOR round_values PARAMS to=${type} HAND_ONLY
-                 ASM_CHECKS arm_plain "add[ \t]+v[0-9]+\\.4s")
-endforeach ()
+# bringing them to the host): integer operations (bf16: the vector adds of rounding half up on
+# AArch64), or the conversion instructions where the target has them (f16: fcvtn on AArch64).
+hattn_kernel(round_to_bf16 GENERATOR round_values PARAMS to=bf16 HAND_ONLY ASM_CHECKS arm_plain "add[ \t]+v[0-9]+\\.4s")
+hattn_kernel(round_to_f16 GENERATOR round_values PARAMS to=f16 HAND_ONLY ${f16_arm}
+             ASM_CHECKS arm_plain "fcvtn[ \t]+v[0-9]+\\.4h, v[0-9]+\\.4s" arm_plain "${no_half_arithmetic}")
 hattn_kernel(rope)
 hattn_kernel(rope_interleaved GENERATOR rope PARAMS interleaved=true)
 # On a GPU: block tiles, small block tiles for devices with less shared memory a block, and the
@@ -46,28 +55,30 @@ hattn_kernel(attention_prefill_masked GENERATOR attention_prefill PARAMS masked=
 hattn_kernel(attention_decode PARAMS ${f32_cache} NO_MULLAPUDI)
 # The same over caches of 16-bit values (kv_dtype bf16, f16; uint16 buffers, storage_type.h), read
 # in place and widened as they are read: hand schedules on CPUs, the float32 ones on GPUs. bf16
-# widens with a shift, f16 with bit moves and a multiply (schedules::widen_to_f32; CUDA loads
-# halves): Halide 14 emits neither F16C nor fcvtl.
-# The assembly shows the widening: the decode's vectors of keys (shll by 16 for bf16, a sign
-# extension and shift by 13 into float32's places for f16), the prefill's scalars broadcast to a
-# query tile.
+# widens with a shift, f16 with fcvtl on AArch64 (CUDA loads halves) and elsewhere with bit moves
+# and a multiply (schedules::widen_to_f32): Halide 14 emits no F16C.
+# The assembly shows the widening: the decode's vectors of keys (shll by 16 for bf16, fcvtl for
+# f16), the prefill's scalars broadcast to a query tile.
 foreach (type IN ITEMS bf16 f16)
     if (type STREQUAL "bf16")
         set(cache kv_type=bf16 k_cache.type=uint16 v_cache.type=uint16)
         set(vector_widen "shll[ \t]+v[0-9]+\\.4s, v[0-9]+\\.4h, #16")
         set(scalar_widen "lsl[ \t]+w[0-9]+, w[0-9]+, #16")
+        set(checks ASM_CHECKS)
+        set(arm "")
     else ()
         set(cache kv_type=f16 k_cache.type=uint16 v_cache.type=uint16)
-        # (sign-extended and shifted by 13 at once; the scalar form masks the shifted bits)
-        set(vector_widen "sshll[ \t]+v[0-9]+\\.4s, v[0-9]+\\.4h, #13")
-        set(scalar_widen "and[ \t]+w[0-9]+, w[0-9]+, w[0-9]+, lsl #13")
+        set(vector_widen "${f16_vector_widen}")
+        set(scalar_widen "fcvt[ \t]+s[0-9]+, h[0-9]+")
+        set(checks ASM_CHECKS arm_plain "${no_half_arithmetic}")
+        set(arm ${f16_arm})
     endif ()
     hattn_kernel(attention_prefill_${type} GENERATOR attention_prefill PARAMS ${cache} HAND_ONLY ${gpu_prefill}
-                 ASM_CHECKS arm_plain "${scalar_widen}")
+                 ${arm} ${checks} arm_plain "${scalar_widen}")
     hattn_kernel(attention_prefill_masked_${type} GENERATOR attention_prefill PARAMS masked=true ${cache}
-                 HAND_ONLY ${gpu_prefill} ASM_CHECKS arm_plain "${scalar_widen}")
-    hattn_kernel(attention_decode_${type} GENERATOR attention_decode PARAMS ${cache} HAND_ONLY
-                 ASM_CHECKS arm_plain "${vector_widen}")
+                 HAND_ONLY ${gpu_prefill} ${arm} ${checks} arm_plain "${scalar_widen}")
+    hattn_kernel(attention_decode_${type} GENERATOR attention_decode PARAMS ${cache} HAND_ONLY ${arm}
+                 ${checks} arm_plain "${vector_widen}")
 endforeach ()
 # A bf16 cache's QK in bf16 pairs (vdpbf16ps), as projection_bf16_pairs: for queries of bf16 values
 # (a bf16 layer's) and even head dims, on CPUs with AVX512-BF16 (the runtime chooses). PV keeps
@@ -100,9 +111,9 @@ hattn_kernel(layer_norm GENERATOR row_norm PARAMS layer_norm=true ASM_CHECKS arm
 # latent's R values in its kv_dtype (spec/attention.md section 5): the kernels read them in place,
 # widened as they are read (an int8 code times its group's scale).
 hattn_kernel(dsa_index_scores PARAMS ik.type=float32)
-foreach (type IN ITEMS bf16 f16)
-    hattn_kernel(dsa_index_scores_${type} GENERATOR dsa_index_scores PARAMS key_type=${type} ik.type=uint16 HAND_ONLY)
-endforeach ()
+hattn_kernel(dsa_index_scores_bf16 GENERATOR dsa_index_scores PARAMS key_type=bf16 ik.type=uint16 HAND_ONLY)
+hattn_kernel(dsa_index_scores_f16 GENERATOR dsa_index_scores PARAMS key_type=f16 ik.type=uint16 HAND_ONLY ${f16_arm}
+             ASM_CHECKS arm_plain "fmla[ \t]+v[0-9]+\\.4s" arm_plain "${no_half_arithmetic}")
 # A bf16 layer's indexer in bf16 pairs (vdpbf16ps), as the attention's QK: its queries are bf16
 # values, and the runtime chooses this variant on CPUs with AVX512-BF16.
 hattn_kernel(dsa_index_scores_bf16_pairs GENERATOR dsa_index_scores PARAMS key_type=bf16 ik.type=uint16 bf16_pairs=true
@@ -123,10 +134,14 @@ foreach (latent IN ITEMS f32 bf16 f16 int8)
             set(name dsa_latent_attention)
             set(hand_only "")
         endif ()
+        set(arm "")
+        if (latent STREQUAL "f16" OR rotary STREQUAL "f16")
+            set(arm ${f16_arm} ASM_CHECKS arm_plain "fmla[ \t]+v[0-9]+\\.4s" arm_plain "${no_half_arithmetic}")
+        endif ()
         hattn_kernel(${name} GENERATOR dsa_sparse_attention
                      PARAMS shared_kv=true latent_type=${latent} rotary_type=${rotary}
                             keys.type=${buffer_type_${latent}} values.type=${buffer_type_${latent}}
-                     ${hand_only} GPU_PARAMS key_step=8)
+                     ${hand_only} GPU_PARAMS key_step=8 ${arm})
     endforeach ()
 endforeach ()
 # A bf16 layer's bf16 latent, its logits in bf16 pairs (vdpbf16ps), as the indexer's: its queries

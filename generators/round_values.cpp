@@ -18,6 +18,12 @@ void RoundValues::generate() {
         out(i) = select(nan, x, reinterpret<float>((bits + u(0x7fff) + ((bits >> 16) & u(1))) & u(0xffff0000)));
         return;
     }
+    if (schedules::f16_converted_natively(get_target())) {
+        // The conversion rounds ties to even and makes subnormal halves; clamped first, so that
+        // values past the range give 65504, never inf.
+        out(i) = select(nan, x, cast<float>(cast(Float(16), clamp(x, -65504.0f, 65504.0f))));
+        return;
+    }
     // A normal half keeps 10 of float32's 23 mantissa bits (a carry moves into the exponent).
     const Expr normal = (a + u(0xfff) + ((a >> 13) & u(1))) & u(0xffffe000);
     // Below 2^-14 a half is a multiple of 2^-24: the mantissa with its leading bit, m * 2^(e - 150),

@@ -75,11 +75,19 @@ inline Halide::Expr fast_exp(const Halide::Expr &x, const Halide::Target &t) {
     return Halide::fast_exp(x);
 }
 
+// Whether Halide 14 converts halves with the instructions made for it: CUDA's cvt, and AArch64's
+// fcvtl and fcvtn, which it emits only for targets with arm_fp16 (base ARMv8 instructions; the
+// kernels that ask for it do no half arithmetic, which that feature would also allow). On x86 it
+// emits integer operations even with F16C, and OpenCL's half type is an optional extension.
+inline bool f16_converted_natively(const Halide::Target &t) {
+    return t.has_feature(Halide::Target::CUDA) ||
+           (t.arch == Halide::Target::ARM && t.has_feature(Halide::Target::ARMFp16));
+}
+
 // A stored element (the float32 value, or a 16-bit value's bits as uint16) widened to float32.
-// bf16 is a shift. Halide 14 widens f16 with integer operations on x86 (no F16C) and on AArch64
-// (no fcvtl; docs/perf/log.md): there, and in OpenCL, the half's bits are moved into float32's
-// places (f16_placed) and one multiply by f16_rebias restores the exponent's bias, exact for every
-// finite half, subnormal ones too.
+// bf16 is a shift. Where halves are not converted natively, the half's bits are moved into
+// float32's places (f16_placed) and one multiply by f16_rebias restores the exponent's bias, exact
+// for every finite half, subnormal ones too.
 constexpr float f16_rebias = 0x1p112f;  // 2^(127 - 15)
 
 // An f16's bits (uint16) in float32's places: its value / f16_rebias. Sign-extended and shifted
@@ -95,16 +103,16 @@ inline Halide::Expr widen_to_f32(const Halide::Expr &stored, StorageType type, c
     if (type == StorageType::F32) return stored;
     if (type == StorageType::Int8) return cast<float>(stored);  // the code; its row's scale is the caller's
     if (type == StorageType::BF16) return reinterpret<float>(cast<uint32_t>(stored) << 16);
-    // OpenCL's half type is an optional extension (cl_khr_fp16).
-    if (t.has_feature(Target::CUDA)) return cast<float>(reinterpret(Float(16), stored));
+    if (f16_converted_natively(t)) return cast<float>(reinterpret(Float(16), stored));
     return f16_placed(stored) * f16_rebias;
 }
 
-// The factor the attention's K and V reads leave out of an f16 cache's values on CPUs, where a
-// group's heads share each value: the scores and probabilities take it once a row
-// (ChunkedAttentionInputs::rebias), which spares the products a multiply a value. 1 elsewhere.
+// The factor the attention's K and V reads leave out of an f16 cache's values on CPUs that widen
+// halves with integer operations, where a group's heads share each value: the scores and
+// probabilities take it once a row (ChunkedAttentionInputs::rebias), which spares the products a
+// multiply a value. 1 elsewhere.
 inline float attention_rebias(StorageType type, const Halide::Target &t) {
-    return type == StorageType::F16 && !t.has_gpu_feature() ? f16_rebias : 1.0f;
+    return type == StorageType::F16 && !t.has_gpu_feature() && !f16_converted_natively(t) ? f16_rebias : 1.0f;
 }
 
 // A cache element as the attention reads it: widened, less attention_rebias.
