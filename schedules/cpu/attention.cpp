@@ -151,6 +151,14 @@ void schedule_prefill(ChunkedAttention &a, Func out, const Target &t, PrefillCpu
         .vectorize(a.qi, vec, TailStrategy::GuardWithIf);
     const LoopLevel chunk(a.running_rows, chunk_var);
 
+    // A 16-bit or int8 chunk widened once into float32 panels, which the products then broadcast
+    // from as they do from a float32 cache, instead of converting every value at every broadcast.
+    if (tiles.widened_panels) {
+        for (Func panel : {a.k_panel, a.v_panel}) {
+            panel.compute_at(chunk).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+        }
+    }
+
     // QK: the scores are an update in steps of the algorithm's key_step keys (Merge::RunningRows),
     // the steps ending at the tile's last visible key; a step is a register tile of (query_vectors
     // x key_step) computed in qk, so the tile's keys are the algorithm's.

@@ -13,6 +13,8 @@ struct PrefillCpuTiles {
     int accumulators = 1;   // vector registers a PV tile keeps live: query_vectors x
                             // (accumulators / query_vectors) V values
     bool bf16_pairs = false;  // QK in bf16 pairs (the algorithm's q_pairs; x86 AVX512-BF16)
+    bool widened_panels = false;  // a chunk's keys and values widened to float32 once, for every
+                                  // query and head of the tile (a 16-bit or int8 cache's)
 };
 
 // A family's register tiles and vector widths for the decode products.

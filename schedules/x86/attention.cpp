@@ -21,6 +21,10 @@ void schedule(AttentionPrefill &g, const Halide::Target &t) {
     tiles.query_vectors = avx512 ? 4 : 3;
     tiles.accumulators = avx512 ? 16 : 12;
     tiles.bf16_pairs = g.bf16_pairs;
+    // Without AVX-512, a 16-bit or int8 cache's products widen its chunks once into panels: per
+    // broadcast, the conversion's instructions outnumbered the FMAs' (docs/perf/log.md, "Prefill
+    // over widened panels").
+    tiles.widened_panels = !avx512 && g.kv_type != StorageType::F32 && !g.bf16_pairs;
     cpu::schedule_prefill(*g.attention, g.out, t, tiles);
 }
 
